@@ -1,0 +1,113 @@
+/*
+ * gdb agent-expression VM: verifier + interpreter.
+ *
+ * One source, freestanding C11 (no libc, no allocation, no recursion), compiled
+ * unchanged into gdbtrace-server, the gdbtrace.ko kernel module, the eBPF code
+ * generator's differential tests and the libFuzzer target. Bytecode arrives
+ * from the network (QTDP, Z0 conditions), so it is never trusted: ax_verify()
+ * must accept a program before ax_eval() may run it, and ax_eval() still keeps
+ * every access in bounds and every loop within a step budget.
+ *
+ * Opcodes and semantics: GDB manual, "Agent Expressions" / gdb/common/ax.def.
+ */
+#ifndef GDBTRACE_AX_H
+#define GDBTRACE_AX_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Hard limits: a program over these is rejected by the verifier. */
+#define AX_MAX_CODE_LEN 4096u   /* bytes of bytecode */
+#define AX_MAX_STACK 128u       /* value-stack slots (also the verifier's depth bound) */
+#define AX_DEFAULT_STEP_BUDGET 100000u /* opcodes executed per evaluation */
+
+/* Error codes (negative) returned by ax_verify / ax_eval and callbacks. */
+enum ax_status {
+  AX_OK = 0,
+  AX_ERR_UNKNOWN_OP = -1,     /* opcode not in ax.def */
+  AX_ERR_FLOAT_OP = -2,       /* floating-point opcodes are not supported */
+  AX_ERR_TRUNCATED = -3,      /* operand bytes missing */
+  AX_ERR_BAD_JUMP = -4,       /* jump target outside the program / mid-instruction */
+  AX_ERR_STACK_OVERFLOW = -5, /* depth bound exceeds AX_MAX_STACK (verify) or at run time */
+  AX_ERR_STACK_UNDERFLOW = -6,
+  AX_ERR_BAD_REG = -7,        /* reg operand not a known register */
+  AX_ERR_BAD_TSV = -8,        /* getv/setv/tracev index not defined */
+  AX_ERR_NO_END = -9,         /* control can fall off the end without `end` */
+  AX_ERR_TOO_LONG = -10,
+  AX_ERR_STEP_BUDGET = -11,   /* run time: step budget exhausted (runaway loop) */
+  AX_ERR_DIV_ZERO = -12,
+  AX_ERR_MEM = -13,           /* run time: memory unreadable (callback failed) */
+  AX_ERR_REG_UNAVAILABLE = -14,
+  AX_ERR_TRACE = -15,         /* run time: collection callback failed (e.g. frame full) */
+  AX_ERR_BAD_PRINTF = -16,    /* printf format/arg count malformed */
+  AX_ERR_NOT_ALLOWED = -17,   /* opcode not allowed in this context (e.g. trace ops in a condition) */
+  AX_ERR_INCONSISTENT_STACK = -18 /* two paths reach one instruction with different depths */
+};
+
+/* What the verifier needs to know about the context the program will run in. */
+struct ax_verify_ctx {
+  uint32_t num_regs;             /* registers accepted by `reg` (GT_NUM_REGS_*) */
+  /* Returns nonzero when trace state variable NUM exists. NULL: any number ok. */
+  int (*tsv_exists)(void *opaque, uint32_t num);
+  void *opaque;
+  int allow_trace_ops;           /* 0 for conditions: trace/tracev/trace_quick/tracenz rejected */
+};
+
+/* What the verifier learned; ax_eval() requires it. */
+struct ax_verified {
+  uint32_t code_len;
+  uint32_t max_stack;          /* computed stack-depth bound */
+  uint32_t has_backward_jump;  /* program may loop: evaluation needs the step budget */
+  uint32_t uses_mem;           /* ref*, trace*, printf with %s */
+  uint32_t uses_tsv;           /* getv/setv/tracev */
+  uint32_t uses_printf;
+  uint32_t uses_trace;         /* trace/trace_quick/tracenz/tracev */
+};
+
+/* Verify CODE[0..LEN). On error, returns a negative ax_status and, when ERR_PC
+ * is non-NULL, the byte offset of the offending instruction. */
+int ax_verify(const uint8_t *code, uint32_t len, const struct ax_verify_ctx *ctx,
+              struct ax_verified *out, uint32_t *err_pc);
+
+/* Short English text for an ax_status (static storage). */
+const char *ax_strerror(int status);
+
+/* Run-time services. Every callback returns 0 on success or a negative
+ * ax_status; an error aborts evaluation and is returned by ax_eval(). */
+struct ax_env {
+  void *opaque;
+  int (*read_reg)(void *opaque, uint32_t regno, uint64_t *value);
+  /* Read LEN bytes (1..8 for ref*, any for printf %s) at ADDR into BUF. */
+  int (*read_mem)(void *opaque, uint64_t addr, void *buf, uint32_t len);
+  int (*get_tsv)(void *opaque, uint32_t num, int64_t *value);
+  int (*set_tsv)(void *opaque, uint32_t num, int64_t value);
+  /* Collect LEN bytes at ADDR into the frame (trace, trace_quick). When NZ is
+   * set (tracenz), stop at the first zero byte, which is collected too. */
+  int (*trace_mem)(void *opaque, uint64_t addr, uint32_t len, int nz);
+  /* Collect the value of trace state variable NUM into the frame (tracev). */
+  int (*trace_tsv)(void *opaque, uint32_t num);
+  /* Agent printf: FMT (NUL-terminated, FMT_LEN bytes incl. NUL) with NARGS
+   * arguments in ARGS (for %s, the argument is an address to read). */
+  int (*printf)(void *opaque, const char *fmt, uint32_t fmt_len, uint32_t nargs,
+                const uint64_t *args);
+  uint32_t step_budget;   /* 0: AX_DEFAULT_STEP_BUDGET */
+};
+
+/* Evaluate a verified program. On success returns AX_OK and stores the value
+ * on top of the stack at `end` (0 if the stack is empty) into *RESULT. */
+int ax_eval(const uint8_t *code, const struct ax_verified *verified, const struct ax_env *env,
+            uint64_t *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

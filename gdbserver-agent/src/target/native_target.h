@@ -1,0 +1,173 @@
+// The native-target interface: what the protocol layer may ask of a debugged
+// process, independent of the Remote Serial Protocol.
+//
+// The server (server/) translates packets into these calls; the Linux ptrace
+// implementation lives in target/linux_target.*. Nothing in here knows about
+// packets, hex or gdb signal numbers (the server maps host <-> gdb signals).
+//
+// Threading model: everything runs on the asio io_context passed at
+// construction. Child events (waitpid results) are produced by the target's own
+// mechanism (signalfd/pidfd/waiter thread) and delivered by posting to that
+// io_context; the EventHandler is always invoked on the io_context thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/register_block.h"
+#include "common/result.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace gdbtrace {
+
+using Pid = int;
+using Tid = int;
+
+struct ThreadId {
+  Pid pid = 0;
+  Tid tid = 0;
+  bool operator==(const ThreadId&) const = default;
+};
+
+// Everything gdb can say about a process before starting it
+// (vRun, QEnvironment*, QSetWorkingDir, QStartupWithShell, QDisableRandomization, --wrapper).
+struct LaunchSpec {
+  std::string program;
+  std::vector<std::string> args;          // argv[1..]
+  std::vector<std::string> env_set;       // "NAME=VALUE" to set over the server's environment
+  std::vector<std::string> env_unset;     // names to remove
+  bool env_reset = false;                 // QEnvironmentReset: start from the server's initial env
+  std::string cwd;                        // empty: the server's cwd
+  std::vector<std::string> wrapper;       // --wrapper argv, run as WRAPPER... PROG ARGS
+  bool startup_with_shell = true;         // run via $SHELL -c "exec prog args"
+  bool disable_randomization = true;
+};
+
+enum class StopKind {
+  Signalled,      // thread stopped with a signal (incl. SIGTRAP for breakpoints/steps)
+  Exited,         // process exited normally: exit_status
+  Terminated,     // process killed by signal: signal
+  Forked,         // child_pid/child_tid hold the new process (stopped, not yet resumed)
+  VForked,
+  VForkDone,
+  Execd,          // exec_path holds the new executable
+  ThreadCreated,  // only when thread events are enabled (QThreadEvents)
+  ThreadExited,   // only when thread events are enabled; exit_status
+  SyscallEntry,   // only for caught syscalls: syscall_number
+  SyscallReturn,
+  NoResumed,      // nothing left running that could report an event
+};
+
+enum class StopReason { None, SwBreak, HwBreak, Watch, RWatch, AWatch, SingleStep };
+
+struct StopEvent {
+  StopKind kind = StopKind::Signalled;
+  ThreadId thread;
+  int signal = 0;                // host signal number
+  int exit_status = 0;
+  StopReason reason = StopReason::None;
+  uint64_t watch_address = 0;    // for Watch/RWatch/AWatch
+  ThreadId child;                // Forked/VForked
+  std::string exec_path;         // Execd
+  int syscall_number = -1;       // SyscallEntry/SyscallReturn
+};
+
+enum class ResumeKind { Continue, Step, Stop, RangeStep };
+
+// One vCont action. thread.pid == -1: all processes; thread.tid == -1: all threads of pid.
+struct ResumeAction {
+  ThreadId thread{-1, -1};
+  ResumeKind kind = ResumeKind::Continue;
+  int signal = 0;                // host signal to deliver (0: none)
+  uint64_t range_start = 0;      // RangeStep: keep stepping while pc in [start, end)
+  uint64_t range_end = 0;
+};
+
+enum class BreakpointType { Software = 0, Hardware = 1, WriteWatch = 2, ReadWatch = 3, AccessWatch = 4 };
+
+struct LibraryInfo {           // one entry of the svr4 link map
+  std::string name;
+  uint64_t lm = 0, l_addr = 0, l_ld = 0;
+};
+
+struct ThreadInfo {
+  ThreadId id;
+  std::string name;            // /proc/pid/task/tid/comm
+  int core = -1;
+};
+
+// Called when a thread hits a trace breakpoint (step_index 0) or finishes a
+// while-stepping single-step (step_index >= 1). The thread is stopped; the
+// callback may read registers/memory. Return true to single-step the thread
+// once more (while-stepping), false to let it continue as it was resumed.
+// Trace hits are never reported to gdb, and other threads keep running.
+using TraceHitCallback =
+    std::function<bool(ThreadId thread, uint64_t address, int step_index, const RegisterBlock& regs)>;
+
+class NativeTarget {
+public:
+  using EventHandler = std::function<void(const StopEvent&)>;
+  virtual ~NativeTarget() = default;
+
+  // Events reported to the protocol layer (stops, exits, forks, ...).
+  virtual void set_event_handler(EventHandler handler) = 0;
+
+  // --- processes ---
+  // Starts the program stopped at its first instruction (after the shell/wrapper exec'd it).
+  virtual Result<Pid> create_inferior(const LaunchSpec& spec) = 0;
+  virtual Result<void> attach(Pid pid) = 0;           // stops all its threads
+  virtual Result<void> detach(Pid pid) = 0;           // removes our breakpoints, process keeps running
+  virtual Result<void> kill(Pid pid) = 0;
+  virtual std::vector<Pid> processes() const = 0;
+  virtual bool is_attached(Pid pid) const = 0;        // attached (vs. created by us): qAttached
+  virtual std::vector<ThreadInfo> threads() const = 0;
+  virtual bool thread_alive(ThreadId thread) const = 0;
+
+  // --- execution control ---
+  // all_stop: when one thread reports an event, stop every other thread first.
+  virtual void set_non_stop(bool non_stop) = 0;
+  virtual Result<void> resume(const std::vector<ResumeAction>& actions) = 0;
+  // Stop every thread of PID (-1: all processes); in non-stop one event per thread follows.
+  virtual Result<void> interrupt(Pid pid) = 0;
+  virtual void set_pass_signals(const std::vector<bool>& host_signals_to_pass) = 0;
+  virtual void set_report_thread_events(bool enabled) = 0;
+  // Syscall catching (QCatchSyscalls): empty list with enabled = catch all.
+  virtual void set_catch_syscalls(Pid pid, bool enabled, const std::vector<int>& syscalls) = 0;
+  // Fork/vfork/exec events are reported only when gdb asked for them (qSupported).
+  virtual void set_fork_events(bool fork, bool vfork, bool exec) = 0;
+
+  // --- state ---
+  virtual Result<RegisterBlock> read_registers(ThreadId thread) = 0;
+  virtual Result<void> write_registers(ThreadId thread, const RegisterBlock& regs) = 0;  // only valid regs
+  // Reads as much as possible; returns bytes read (0 with error when nothing readable).
+  // Breakpoint instructions we inserted are hidden (original bytes shown).
+  virtual Result<size_t> read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) = 0;
+  virtual Result<size_t> write_memory(Pid pid, uint64_t address, std::span<const uint8_t> data) = 0;
+  virtual bool has_avx() const = 0;                     // tdesc includes org.gnu.gdb.i386.avx
+
+  // --- breakpoints (gdb's Z/z packets) ---
+  virtual Result<void> insert_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) = 0;
+  virtual Result<void> remove_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) = 0;
+
+  // --- trace breakpoints (ptrace collector) ---
+  virtual Result<void> insert_trace_breakpoint(Pid pid, uint64_t address, TraceHitCallback callback) = 0;
+  virtual Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) = 0;
+
+  // --- process information ---
+  virtual Result<std::string> auxv(Pid pid) = 0;                // raw bytes
+  virtual Result<std::string> exec_file(Pid pid) = 0;           // /proc/pid/exe target
+  virtual Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) = 0;
+};
+
+// Creates the Linux ptrace implementation.
+std::unique_ptr<NativeTarget> make_linux_target(asio::io_context& io);
+
+} // namespace gdbtrace

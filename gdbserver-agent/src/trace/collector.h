@@ -1,0 +1,81 @@
+// The collector interface: what a hit mechanism (ptrace traps, the gdbtrace.ko
+// kernel module, eBPF) must provide to the trace engine.
+//
+// A collector only installs probes and produces frames. Tracepoint definitions,
+// the trace buffer (tfile layout), the tfind index, trace state variables,
+// status and stop reasons all live in the TraceEngine. Owning objects release
+// kernel attachments in their destructors.
+//
+// Frame layout (gdb tfile / gdbserver traceframe), little endian, packed:
+//   u16 tracepoint number, u32 size of the blocks that follow, then blocks:
+//   'R' + register block (the 'g' layout, TraceContext::register_block_size() bytes)
+//   'M' + u64 address + u16 length + bytes
+//   'V' + u32 tsv number + i64 value
+// Collectors that cannot read some registers (kernel collectors have no FPU
+// state) still write the full block and report the registers they filled via
+// TraceContext::set_register_availability().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "trace/tracepoint.h"
+
+namespace gdbtrace {
+
+using Pid = int;
+
+enum class TraceStopReason { None, Requested, BufferFull, PassCount, Error, Disconnected };
+
+// Services the engine offers to collectors. Methods are called on the
+// io_context thread (kernel collectors drain their buffers from there).
+class TraceContext {
+public:
+  virtual ~TraceContext() = default;
+  // Append one complete frame. Returns false if the buffer is full and not circular
+  // (the engine then stops the run with tfull).
+  virtual bool append_frame(std::span<const uint8_t> frame) = 0;
+  virtual uint32_t register_block_size() const = 0;   // 560 or 816
+  // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.
+  virtual void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) = 0;
+  // Trace state variables kept by the engine (the ptrace collector uses these;
+  // kernel collectors keep their own and report through Collector::tsv_value).
+  virtual std::optional<int64_t> get_tsv(uint32_t number) = 0;
+  virtual void set_tsv(uint32_t number, int64_t value) = 0;
+  virtual int64_t trace_timestamp() = 0;                 // $trace_timestamp (µs)
+  virtual void record_hit(uint32_t tp_number) = 0;       // counts hits; enforces pass counts
+  virtual void request_stop(TraceStopReason reason, std::string error_text = {}) = 0;
+  virtual void console(const std::string& text) = 0;     // agent printf / notices to gdb's console
+};
+
+struct CollectorStats {
+  uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
+};
+
+class Collector {
+public:
+  virtual ~Collector() = default;
+  virtual std::string name() const = 0;                  // "module", "ebpf", "ptrace"
+  // Whether this collector can serve TP; the error text says why not
+  // (e.g. "while-stepping needs the ptrace collector").
+  virtual Result<void> check(const Tracepoint& tp) const = 0;
+  // Install TP in process PID (probes armed at once; called at QTStart, or
+  // later for tracepoints added during a run).
+  virtual Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) = 0;
+  virtual Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) = 0;
+  // Remove every probe (QTStop, QTinit, process exit). Must leave no trace in the tracee.
+  virtual void remove_all() = 0;
+  // Move frames produced so far into the engine (kernel collectors drain their buffer).
+  virtual void drain() {}
+  virtual CollectorStats stats(uint32_t tp_number) const = 0;
+  // Current value of a TSV the collector keeps itself (kernel side), if any.
+  virtual std::optional<int64_t> tsv_value(uint32_t number) const { return std::nullopt; }
+  // One line for `monitor gdbtrace backend` / status (e.g. "eBPF: kernel single-steps, no reg writes").
+  virtual std::string describe() const { return name(); }
+};
+
+} // namespace gdbtrace

@@ -1,0 +1,68 @@
+// The trace engine: everything about gdb tracepoints that is not "how a hit is
+// caught". Owns tracepoint definitions, trace state variables, the trace buffer
+// (frames in gdb's tfile layout), the tfind index and run status; delegates
+// probe installation to Collectors (ptrace, kernel module, eBPF).
+//
+// The server forwards every tracepoint packet (QT*, qT*) here and asks the
+// engine for register/memory contents while a trace frame is selected.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/register_block.h"
+#include "common/result.h"
+#include "target/native_target.h"
+#include "trace/collector.h"
+
+namespace gdbtrace {
+
+class TraceEngine {
+public:
+  struct Hooks {
+    // Text for gdb's console (sent as 'O' packets when possible, else queued).
+    std::function<void(const std::string&)> console;
+    // The process tracepoints go into (the current inferior); -1 when none.
+    std::function<Pid()> current_pid;
+  };
+
+  TraceEngine(NativeTarget& target, Hooks hooks);
+  ~TraceEngine();
+
+  // Collectors in preference order (module, eBPF, ptrace); the engine picks the
+  // first whose check() accepts a tracepoint, and tells gdb's console when it
+  // falls back.
+  void add_collector(std::unique_ptr<Collector> collector);
+
+  // Feature string fragment for qSupported (";ConditionalTracepoints+;...").
+  std::string supported_features() const;
+
+  // Handles QT*/qT* packets (payload without '$'/checksum). Returns std::nullopt
+  // when PACKET is not a tracepoint packet; otherwise the reply payload.
+  std::optional<std::string> handle_packet(std::string_view packet);
+
+  // `monitor gdbtrace ...` commands; nullopt when not ours.
+  std::optional<std::string> handle_monitor(std::string_view command);
+
+  // --- trace frame selection (QTFrame) ---
+  bool frame_selected() const;
+  // Registers of the selected frame (unknown registers not valid).
+  RegisterBlock frame_registers() const;
+  // Memory of the selected frame: collected blocks, then QTro read-only
+  // sections (read from the target), else an "unavailable" error.
+  Result<size_t> frame_memory(uint64_t address, std::span<uint8_t> out) const;
+  // qXfer:traceframe-info:read document for the selected frame.
+  std::string traceframe_info_xml() const;
+
+  // --- lifecycle notifications from the server ---
+  void on_process_exit(Pid pid);
+  // gdb went away. With disconnected tracing on, the run continues; else it stops.
+  void on_disconnect();
+  bool running() const;
+};
+
+} // namespace gdbtrace

@@ -1,0 +1,51 @@
+// A tracepoint as gdb defined it (QTDP/QTDPsrc), after parsing and verification.
+//
+// Owned by the TraceEngine; collectors receive a const reference when they
+// install probes and must copy whatever they need to keep.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ax/ax.h"
+
+namespace gdbtrace {
+
+// A verified agent expression (condition, 'X' action, or Z0 condition/command).
+struct AgentExpr {
+  std::vector<uint8_t> code;
+  ax_verified info{};
+};
+
+// QTDP actions. Order matters: frames hold blocks in action order.
+struct CollectRegisters {        // 'R' mask: gdb always sends all registers
+  std::vector<uint8_t> mask;     // bit N = register N, as sent (hex decoded, LSB first)
+};
+struct CollectMemory {           // 'M' basereg,offset,len — basereg -1 = absolute
+  int basereg = -1;
+  int64_t offset = 0;
+  uint32_t length = 0;
+};
+struct CollectExpr {             // 'X' len,bytes — trace/trace_quick/tracenz/tracev inside
+  AgentExpr expr;
+};
+using TraceAction = std::variant<CollectRegisters, CollectMemory, CollectExpr>;
+
+struct Tracepoint {
+  uint32_t number = 0;
+  uint64_t address = 0;
+  bool enabled = true;
+  uint64_t step_count = 0;         // while-stepping N (0: none)
+  uint64_t pass_count = 0;         // stop the run after this many hits (0: no limit)
+  bool fast = false;               // ftrace ('F' in QTDP)
+  uint32_t fast_min_len = 0;       // 'F<len>' instruction length gdb accepted
+  bool has_condition = false;
+  AgentExpr condition;             // 'X' in the QTDP header
+  std::vector<TraceAction> actions;       // collected at the hit
+  std::vector<TraceAction> step_actions;  // collected at each while-stepping step ('S' prefix)
+  std::vector<std::string> source;        // QTDPsrc strings, replayed on upload (qTfP/qTsP)
+};
+
+} // namespace gdbtrace
