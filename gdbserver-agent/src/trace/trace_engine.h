@@ -30,7 +30,7 @@ public:
     std::function<Pid()> current_pid;
   };
 
-  TraceEngine(NativeTarget& target, Hooks hooks);
+  TraceEngine(asio::io_context& io, NativeTarget& target, Hooks hooks);
   ~TraceEngine();
 
   // Collectors in preference order (module, eBPF, ptrace); the engine picks the
@@ -41,8 +41,12 @@ public:
   // Feature string fragment for qSupported (";ConditionalTracepoints+;...").
   std::string supported_features() const;
 
-  // Handles QT*/qT* packets (payload without '$'/checksum). Returns std::nullopt
-  // when PACKET is not a tracepoint packet; otherwise the reply payload.
+  // Handles QT*/qT* packets and gdbtrace's own qGdbtrace.* packets (payload
+  // without '$'/checksum). Returns std::nullopt when PACKET is not one of
+  // these; otherwise the reply payload (may be binary: the codec escapes it).
+  //   qGdbtrace.status            -> hex-encoded JSON status (plugin `gdbtrace status`)
+  //   qGdbtrace.frames:OFF,LEN    -> 'm'|'l' + raw bytes of the frame stream (concatenated
+  //                                  tfile frames, oldest first) from byte OFF; 'l' = last chunk
   std::optional<std::string> handle_packet(std::string_view packet);
 
   // `monitor gdbtrace ...` commands; nullopt when not ours.
