@@ -1,0 +1,88 @@
+#!/bin/bash
+# Run GDB 13's own DejaGnu testsuite (gdb/testsuite from the gdb source tree) against a gdbserver-
+# compatible stub, with the stock /usr/bin/gdb as the debugger and the native-extended-gdbserver board.
+#
+#   scripts/gdb-testsuite.sh [--server PATH] [--label NAME] [--trace] [--only "gdb.x/y.exp ..."] [-j N]
+#
+#   --server  stub to test (default: build/gdbserver-agent/src/server/gdbtrace-server)
+#   --label   name of the result directory build/gdb-testsuite/<label> (default: basename of --server)
+#   --trace   also run gdb.trace/*.exp
+#   --only    run exactly these tests (paths relative to gdb/testsuite, globs allowed)
+#   -j N      parallel runtest jobs (default 2; the machine is shared, do not go wider)
+#
+# Environment: GDB_SRC (default /work/gdb-src/gdb, the unpacked binutils-gdb tree), GDB (default /usr/bin/gdb).
+# Results: build/gdb-testsuite/<label>/gdb.sum, gdb.log, summary.txt ("# of expected passes" etc.).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+gdb_src=${GDB_SRC:-/work/gdb-src/gdb}
+gdb_bin=${GDB:-/usr/bin/gdb}
+server="$repo/build/gdbserver-agent/src/server/gdbtrace-server"
+label=""
+jobs=2
+with_trace=0
+only=""
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --server) server=$2; shift 2 ;;
+    --label) label=$2; shift 2 ;;
+    --trace) with_trace=1; shift ;;
+    --only) only=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
+    -j*) jobs=${1#-j}; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+done
+
+testsuite_src="$gdb_src/gdb/testsuite"
+if [ ! -f "$testsuite_src/configure" ]; then
+  echo "gdb testsuite not found at $testsuite_src (set GDB_SRC to the binutils-gdb source tree)" >&2
+  exit 2
+fi
+server=$(readlink -f "$server")
+if [ ! -x "$server" ]; then
+  echo "server binary not found or not executable: $server" >&2
+  exit 2
+fi
+command -v runtest >/dev/null || { echo "runtest missing (apt-get install dejagnu)" >&2; exit 2; }
+[ -n "$label" ] || label=$(basename "$server")
+
+tests="gdb.server/*.exp gdb.base/break.exp gdb.base/step-test.exp gdb.base/display.exp \
+gdb.base/watchpoint.exp gdb.base/signals.exp gdb.base/attach.exp gdb.base/foll-fork.exp"
+[ "$with_trace" = 1 ] && tests="$tests gdb.trace/*.exp"
+[ -n "$only" ] && tests=$only
+
+work="$repo/build/gdb-testsuite/$label"
+mkdir -p "$work"
+cd "$work"
+# The testsuite configures standalone (its own autoconf script); only redo it when missing.
+if [ ! -f Makefile ]; then
+  "$testsuite_src/configure" >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
+fi
+# site.exp names the tool (gdb), srcdir and the boards dir; check-parallel does not make it itself.
+make site.exp >/dev/null
+
+echo "gdb testsuite: server=$server gdb=$gdb_bin jobs=$jobs"
+echo "tests: $tests"
+echo "results: $work"
+start=$(date +%s)
+# check-parallel runs one runtest per .exp (GDB_PARALLEL mode) and merges the .sum/.log files.
+# HOME points at the work dir so no ~/.gdbinit can interfere.
+HOME="$work" make -k -j"$jobs" check-parallel \
+  TESTS="$tests" \
+  RUNTESTFLAGS="--target_board=native-extended-gdbserver GDB=$gdb_bin GDBSERVER=$server" \
+  >make.log 2>&1 || true
+end=$(date +%s)
+
+{
+  echo "server: $server"
+  echo "tests: $tests"
+  echo "elapsed: $((end - start)) s"
+  sed -n '/=== gdb Summary ===/,$ p' gdb.sum 2>/dev/null
+} >summary.txt
+cat summary.txt
+# Per-file FAIL/ERROR lines, for triage.
+grep -E '^(FAIL|ERROR|UNRESOLVED|KPASS):' gdb.sum >failures.txt 2>/dev/null || true
+echo "$(wc -l <failures.txt) FAIL/ERROR/UNRESOLVED lines in $work/failures.txt"
