@@ -1,0 +1,685 @@
+"""Harness for integration tests: the real /usr/bin/gdb driving a gdbserver-compatible stub.
+
+Environment (ctest sets these; defaults fit a tree built with scripts/build.sh):
+  GDBTRACE_SERVER    stub to test (default <repo>/build/gdbserver-agent/src/server/gdbtrace-server);
+                     set it to /usr/bin/gdbserver to check a test against stock gdbserver.
+  GDBTRACE_PROGRAMS  directory of the built tests/programs (default <repo>/build/tests/programs)
+  GDBTRACE_GDB       debugger (default /usr/bin/gdb)
+  GDBTRACE_KEEP_LOGS if set, print every transcript, not only failing ones
+
+Main entry points:
+  run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extended=True, mode='once', mi=False)
+      -> GdbRun(stdout, stderr, returncode, server_log)
+    mode 'once'   : SERVER --once :PORT PROGRAM ARGS   (server creates the process; no program -> --multi)
+         'multi'  : SERVER --multi :PORT; gdb gets `set remote exec-file PROGRAM` and the commands `run` it
+         'stdio'  : no TCP: gdb runs `target extended-remote | SERVER - PROGRAM ARGS`
+         'attach' : the harness starts PROGRAM ARGS itself, then SERVER --attach :PORT PID
+    mi=True: commands are MI commands, run one by one through `gdb -i=mi` (see MiSession); each command
+    waits for its ^done/^error, and a ^running one also for the next *stopped.
+  Server(...)      a stub started by the test itself (attach/reconnect scenarios); pass it as
+                   run_gdb(..., server=srv) or MiSession(server=srv).
+  Tracee(...)      a program started by the test itself (to attach to).
+  MiSession(...)   drive `gdb -i=mi` through pipes like an IDE does.
+  GdbTestCase      unittest.TestCase with assertions that print the whole transcript on failure.
+
+Every process a run starts (server, gdb, tracees, their forks) is killed when the run ends: this
+python process is a child subreaper, so orphaned tracees are re-parented to it and can be found.
+"""
+
+import ctypes
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GDB = os.environ.get("GDBTRACE_GDB", "/usr/bin/gdb")
+
+
+def server_path() -> str:
+    return os.environ.get(
+        "GDBTRACE_SERVER", str(REPO / "build/gdbserver-agent/src/server/gdbtrace-server"))
+
+
+def programs_dir() -> Path:
+    return Path(os.environ.get("GDBTRACE_PROGRAMS", str(REPO / "build/tests/programs")))
+
+
+def program(name: str) -> str:
+    """Absolute path of a built test program (tests/programs/<name>.c)."""
+    path = programs_dir() / name
+    if not path.exists():
+        raise FileNotFoundError(f"test program {path} not built (ninja test_programs)")
+    return str(path)
+
+
+def is_stock_gdbserver() -> bool:
+    return os.path.basename(server_path()) == "gdbserver"
+
+
+# ----------------------------------------------------------------------------------------------
+# Process bookkeeping
+
+
+def _become_subreaper():
+    PR_SET_CHILD_SUBREAPER = 36
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except OSError:
+        pass  # best effort: without it orphans are still found while their parent lives
+
+
+_become_subreaper()
+
+
+def _parent_map() -> dict:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # Field 4 is the ppid; the command name (field 2) may contain spaces, so split after ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+    return parents
+
+
+def descendants(root: int = None) -> set:
+    root = os.getpid() if root is None else root
+    parents = _parent_map()
+    found, frontier = set(), {root}
+    while frontier:
+        children = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in found}
+        found |= children
+        frontier = children
+    return found
+
+
+def kill_new_processes(before: set, keep: set = frozenset()):
+    """SIGKILL every descendant of this process that did not exist in `before` (and is not in keep),
+    then reap the ones that became our children."""
+    for _ in range(3):
+        victims = descendants() - before - set(keep)
+        if not victims:
+            return
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+        for pid in victims:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def process_state(pid: int) -> str:
+    """One-letter state from /proc/PID/stat ('R', 'S', 't' traced-stop, 'T', 'Z'), '' if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2:].split()[0]
+
+
+def tracer_pid(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# A stub started by the harness or by the test
+
+
+class ServerStartError(AssertionError):
+    pass
+
+
+class Server:
+    """`SERVER [server_args] --once|--multi|--attach :PORT [PROGRAM ARGS | PID]`, waiting for
+    "Listening on port". Use as a context manager or call stop(). Its stdout+stderr (which include the
+    inferior's output) go to a log file: .log()."""
+
+    def __init__(self, mode="multi", program=None, args=(), pid=None, server_args=(), once=None,
+                 binary=None, startup_timeout=15):
+        self.binary = binary or server_path()
+        self.mode = mode
+        self.port = None
+        self.proc = None
+        self._logfile = tempfile.NamedTemporaryFile(prefix="gdbtrace-server-", suffix=".log",
+                                                    delete=False)
+        self._start(mode, program, args, pid, list(server_args), once, startup_timeout)
+
+    def _command(self, mode, program, args, pid, server_args, once, port):
+        cmd = [self.binary] + server_args
+        if mode == "attach":
+            return cmd + ["--attach", f":{port}", str(pid)]
+        if mode == "multi" or program is None:
+            cmd.append("--multi")
+        if once if once is not None else mode == "once":
+            cmd.append("--once")
+        cmd.append(f":{port}")
+        if mode != "multi" and program is not None:
+            cmd += [program] + [str(a) for a in args]
+        return cmd
+
+    def _start(self, mode, program, args, pid, server_args, once, startup_timeout):
+        for _attempt in range(3):
+            port = free_port()
+            self.command = self._command(mode, program, args, pid, server_args, once, port)
+            start_offset = self._logfile.tell()
+            self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
+                                         stdout=self._logfile, stderr=subprocess.STDOUT)
+            deadline = time.time() + startup_timeout
+            while time.time() < deadline:
+                text = self.log()[start_offset:]
+                if re.search(r"Listening on port \d+", text):
+                    self.port = port
+                    return
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.02)
+            text = self.log()[start_offset:]
+            self.stop()
+            if "already in use" not in text:
+                raise ServerStartError(
+                    f"server did not start listening: {' '.join(self.command)}\n--- log ---\n{text}")
+        raise ServerStartError(f"no free port after 3 attempts: {' '.join(self.command)}")
+
+    def log(self) -> str:
+        try:
+            return Path(self._logfile.name).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    @property
+    def address(self) -> str:
+        return f":{self.port}"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        try:
+            os.unlink(self._logfile.name)
+        except OSError:
+            pass
+
+
+class Tracee:
+    """A program started by the test (not under any debugger), e.g. to attach to."""
+
+    def __init__(self, program_path, args=()):
+        self.proc = subprocess.Popen([program_path] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+
+    def state(self) -> str:
+        return process_state(self.pid)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+
+# ----------------------------------------------------------------------------------------------
+# Batch CLI sessions
+
+
+@dataclass
+class GdbRun:
+    stdout: str
+    stderr: str
+    returncode: int
+    server_log: str
+    command: list = field(default_factory=list)
+    timed_out: bool = False
+
+    @property
+    def output(self) -> str:
+        """stdout and stderr of gdb together (gdb prints errors and warnings to stderr)."""
+        return self.stdout + "\n" + self.stderr
+
+    def transcript(self) -> str:
+        return (f"$ {' '.join(self.command)}\n--- gdb stdout ---\n{self.stdout}\n--- gdb stderr ---\n"
+                f"{self.stderr}\n--- server log ---\n{self.server_log}\n--- returncode {self.returncode}"
+                f"{' (TIMED OUT)' if self.timed_out else ''} ---")
+
+
+_BLOCK_START = re.compile(r"^\s*(actions|commands|define|document|python|while|if|while-stepping|stepping|ws)\b")
+
+
+def _gdb_script_args(commands, tmpdir):
+    """Turns the command list into gdb -ex arguments. Multi-line blocks (actions ... end, commands ...
+    end, python ... end) are written to a file and sourced, since -ex takes one line; each -ex runs even
+    if an earlier one failed, which is what a test wants."""
+    args, block, depth = [], [], 0
+    for line in commands:
+        if depth == 0 and not _BLOCK_START.match(line):
+            args += ["-ex", line]
+            continue
+        block.append(line)
+        if _BLOCK_START.match(line) and not (line.strip().startswith("python") and len(line.split()) > 1):
+            depth += 1
+        elif line.strip() == "end":
+            depth -= 1
+        if depth == 0:
+            path = os.path.join(tmpdir, f"block{len(args)}.gdb")
+            Path(path).write_text("\n".join(block) + "\n")
+            args += ["-ex", f"source {path}"]
+            block = []
+    if block:  # unterminated block: let gdb complain about it
+        path = os.path.join(tmpdir, "block-unterminated.gdb")
+        Path(path).write_text("\n".join(block) + "\n")
+        args += ["-ex", f"source {path}"]
+    return args
+
+
+GDB_SETUP = ["set pagination off", "set width 0", "set height 0", "set confirm off",
+             "set debuginfod enabled off", "set style enabled off"]
+
+
+def gdb_base_command(program_path=None, interpreter=None):
+    cmd = [GDB, "-nx", "-q"]
+    if interpreter:
+        cmd.append(f"-i={interpreter}")
+    for setting in GDB_SETUP:
+        cmd += ["-iex", setting]
+    return cmd
+
+
+def run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extended=True, mode="once",
+            mi=False, server=None, gdb_args=(), connect=True):
+    """Runs gdb against a fresh stub (or `server`, left running) and returns what happened.
+    `program` is a test program name (tests/programs) or a path. `connect=False` leaves the
+    `target ...` command to the test's own commands."""
+    prog = None
+    if program is not None:
+        prog = program if "/" in program else globals()["program"](program)
+    if mi:
+        return _run_mi(commands, prog, args, server_args, timeout, extended, mode, server)
+
+    before = descendants()
+    own_server = server is None
+    tracee = None
+    tmpdir = tempfile.mkdtemp(prefix="gdbtest-")
+    target = "extended-remote" if extended else "remote"
+    try:
+        if own_server and mode == "attach":
+            tracee = Tracee(prog, args)
+            time.sleep(0.2)  # let it get past the dynamic loader
+            server = Server("attach", pid=tracee.pid, server_args=server_args)
+        elif own_server and mode != "stdio":
+            server = Server(mode, program=prog, args=args, server_args=server_args)
+
+        cmd = gdb_base_command() + ["-batch"] + list(gdb_args)
+        if prog:
+            cmd.append(prog)
+        if connect:
+            if mode == "stdio":
+                quoted = " ".join([server_path()] + list(server_args) + ["-", prog or ""] +
+                                  [str(a) for a in args])
+                cmd += ["-ex", f"target {target} | {quoted}"]
+            else:
+                if mode == "multi" and prog:
+                    cmd += ["-ex", f"set remote exec-file {prog}"]
+                    if args:
+                        cmd += ["-ex", "set args " + " ".join(str(a) for a in args)]
+                cmd += ["-ex", f"target {target} {server.address}"]
+        cmd += _gdb_script_args(commands, tmpdir)
+
+        timed_out = False
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            out, err = proc.communicate()
+        # Give a --once server a moment to notice the disconnect and flush its log.
+        if own_server and server is not None and server.proc is not None:
+            try:
+                server.proc.wait(timeout=2 if mode == "once" else 0.2)
+            except subprocess.TimeoutExpired:
+                pass
+        log = server.log() if server is not None else ""
+        run = GdbRun(out, err, proc.returncode, log, cmd, timed_out)
+        if os.environ.get("GDBTRACE_KEEP_LOGS"):
+            print(run.transcript())
+        return run
+    finally:
+        if own_server and server is not None:
+            server.__exit__()
+        if tracee is not None:
+            tracee.kill()
+        keep = set() if own_server else descendants(server.proc.pid) | {server.proc.pid}
+        kill_new_processes(before, keep)
+
+
+# ----------------------------------------------------------------------------------------------
+# MI
+
+
+class MiParseError(ValueError):
+    pass
+
+
+def parse_mi_value(text: str, pos: int = 0):
+    """Parses an MI value (c-string, tuple {...} or list [...]) at pos; returns (value, new_pos)."""
+    ch = text[pos]
+    if ch == '"':
+        out, i = [], pos + 1
+        while text[i] != '"':
+            if text[i] == "\\":
+                i += 1
+                esc = text[i]
+                if esc in "01234567":
+                    digits = text[i:i + 3]
+                    out.append(chr(int(digits, 8)))
+                    i += 3
+                    continue
+                out.append({"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}.get(esc, esc))
+            else:
+                out.append(text[i])
+            i += 1
+        return "".join(out), i + 1
+    if ch == "{":
+        return _parse_results(text, pos + 1, "}")
+    if ch == "[":
+        if text[pos + 1] == "]":
+            return [], pos + 2
+        # A list holds either values or results (name=value).
+        if re.match(r"[a-zA-Z_][\w-]*=", text[pos + 1:]):
+            items, i = [], pos + 1
+            while True:
+                name_end = text.index("=", i)
+                name = text[i:name_end]
+                value, i = parse_mi_value(text, name_end + 1)
+                items.append((name, value))
+                if text[i] == "]":
+                    return items, i + 1
+                if text[i] != ",":
+                    raise MiParseError(f"bad list at {i}: {text!r}")
+                i += 1
+        items, i = [], pos + 1
+        while True:
+            value, i = parse_mi_value(text, i)
+            items.append(value)
+            if text[i] == "]":
+                return items, i + 1
+            if text[i] != ",":
+                raise MiParseError(f"bad list at {i}: {text!r}")
+            i += 1
+    raise MiParseError(f"unexpected {ch!r} at {pos}: {text!r}")
+
+
+def _parse_results(text: str, pos: int, closer: str):
+    result, i = {}, pos
+    if i < len(text) and text[i] == closer:
+        return result, i + 1
+    while True:
+        name_end = text.index("=", i)
+        name = text[i:name_end]
+        value, i = parse_mi_value(text, name_end + 1)
+        result[name] = value
+        if i >= len(text) or text[i] == closer:
+            return result, i + 1
+        if text[i] != ",":
+            raise MiParseError(f"bad results at {i}: {text!r}")
+        i += 1
+
+
+def parse_mi_record(line: str):
+    """'12^done,a="1"' -> ('12', '^', 'done', {'a': '1'}); stream records -> (None, '~', text, {})."""
+    m = re.match(r"^(\d*)([\^*+=~@&])", line)
+    if not m:
+        return None
+    token, kind = m.group(1) or None, m.group(2)
+    rest = line[m.end():]
+    if kind in "~@&":
+        value, _ = parse_mi_value(rest, 0)
+        return token, kind, value, {}
+    cls, _, results = rest.partition(",")
+    parsed = _parse_results(results + "\x00", 0, "\x00")[0] if results else {}
+    return token, kind, cls, parsed
+
+
+@dataclass
+class MiRecord:
+    token: str
+    kind: str  # ^ result, * exec-async, = notify, + status, ~ console, @ target, & log
+    cls: str  # done/running/error/stopped/... (stream text for ~ @ &)
+    results: dict
+    line: str
+
+
+class MiSession:
+    """`gdb -i=mi` driven through pipes. send() returns the ^result record; records seen so far
+    are in .records (all) and the console text in .console()."""
+
+    def __init__(self, program=None, server=None, timeout=30):
+        self.timeout = timeout
+        self.records = []
+        self.transcript = []
+        self._buffer = b""
+        self._token = 100
+        self.server = server
+        cmd = gdb_base_command(interpreter="mi")
+        if program:
+            cmd.append(program)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self._read_until(None)
+
+    def _readline(self, deadline):
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                raise TimeoutError("MI: timed out\n" + "\n".join(self.transcript[-40:]))
+            ready, _, _ = select.select([self.proc.stdout], [], [], min(remaining, 0.5))
+            if ready:
+                chunk = self.proc.stdout.read(65536)
+                if not chunk:
+                    if self.proc.poll() is not None:
+                        raise EOFError("MI: gdb exited\n" + "\n".join(self.transcript[-40:]))
+                    continue
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode(errors="replace").rstrip("\r")
+
+    def _read_until(self, predicate, timeout=None):
+        """Reads lines until a record satisfies predicate (returned), or, with predicate None,
+        until the next (gdb) prompt."""
+        deadline = time.time() + (timeout or self.timeout)
+        while True:
+            line = self._readline(deadline)
+            self.transcript.append(line)
+            if line.strip() == "(gdb)":
+                if predicate is None:
+                    return None
+                continue
+            parsed = parse_mi_record(line)
+            if parsed is None:
+                continue
+            rec = MiRecord(parsed[0], parsed[1], parsed[2], parsed[3], line)
+            self.records.append(rec)
+            if predicate is not None and predicate(rec):
+                return rec
+
+    def send(self, command: str, timeout=None) -> MiRecord:
+        """Sends an MI command (or CLI command) with a token; returns its ^ result record."""
+        self._token += 1
+        token = str(self._token)
+        line = command if not command.startswith("-") else token + command
+        if command.startswith("-"):
+            match = lambda rec: rec.kind == "^" and rec.token == token
+        else:
+            match = lambda rec: rec.kind == "^"
+        self.transcript.append(">>> " + line)
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+        return self._read_until(match, timeout=timeout)
+
+    def wait_for(self, kind: str, cls: str, timeout=None, since: int = 0) -> MiRecord:
+        """Returns the first record of this kind/class at index >= since, reading more as needed."""
+        for rec in self.records[since:]:
+            if rec.kind == kind and rec.cls == cls:
+                return rec
+        return self._read_until(lambda rec: rec.kind == kind and rec.cls == cls,
+                                timeout=timeout)
+
+    def wait_stopped(self, since: int, timeout=None) -> MiRecord:
+        return self.wait_for("*", "stopped", timeout, since)
+
+    def console(self) -> str:
+        return "".join(rec.cls for rec in self.records if rec.kind in "~@&")
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b"-gdb-exit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except (BrokenPipeError, subprocess.TimeoutExpired, OSError):
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _run_mi(commands, prog, args, server_args, timeout, extended, mode, server):
+    """run_gdb(mi=True): connects (-target-select), then runs each MI command; a ^running command
+    also waits for the following *stopped."""
+    before = descendants()
+    own_server = server is None
+    tracee = None
+    session = None
+    timed_out = False
+    try:
+        if own_server and mode == "attach":
+            tracee = Tracee(prog, args)
+            time.sleep(0.2)
+            server = Server("attach", pid=tracee.pid, server_args=server_args)
+        elif own_server and mode != "stdio":
+            server = Server(mode, program=prog, args=args, server_args=server_args)
+        session = MiSession(prog, server, timeout=timeout)
+        target = "extended-remote" if extended else "remote"
+        if mode == "stdio":
+            pipe = " ".join([server_path()] + list(server_args) + ["-", prog or ""] + [str(a) for a in args])
+            session.send(f"-target-select {target} | {pipe}")
+        else:
+            if mode == "multi" and prog:
+                session.send(f"-gdb-set remote exec-file {prog}")
+            session.send(f"-target-select {target} {server.address}")
+        for command in commands:
+            mark = len(session.records)
+            rec = session.send(command)
+            if rec is not None and rec.cls == "running":
+                session.wait_stopped(mark)
+    except (TimeoutError, EOFError):
+        timed_out = True
+    finally:
+        if session is not None:
+            session.close()
+        log = server.log() if server is not None else ""
+        if own_server and server is not None:
+            server.__exit__()
+        if tracee is not None:
+            tracee.kill()
+        keep = set() if own_server else descendants(server.proc.pid) | {server.proc.pid}
+        kill_new_processes(before, keep)
+    stdout = "\n".join(session.transcript) if session else ""
+    return GdbRun(stdout, "", session.proc.returncode if session else -1, log, ["gdb", "-i=mi"],
+                  timed_out)
+
+
+# ----------------------------------------------------------------------------------------------
+# unittest helpers
+
+
+class GdbTestCase(unittest.TestCase):
+    """Assertions that dump the full gdb/server transcript when they fail."""
+
+    maxDiff = None
+
+    def assertRan(self, run: GdbRun):
+        if run.timed_out:
+            self.fail("gdb timed out\n" + run.transcript())
+
+    def assertOutput(self, run: GdbRun, pattern: str, msg: str = ""):
+        """pattern (regex, MULTILINE) must occur in gdb's stdout+stderr."""
+        self.assertRan(run)
+        if not re.search(pattern, run.output, re.MULTILINE):
+            self.fail(f"{msg or 'pattern not found'}: {pattern!r}\n{run.transcript()}")
+
+    def assertNoOutput(self, run: GdbRun, pattern: str, msg: str = ""):
+        if re.search(pattern, run.output, re.MULTILINE):
+            self.fail(f"{msg or 'unexpected output'}: {pattern!r}\n{run.transcript()}")
+
+    def assertOrdered(self, run: GdbRun, patterns, msg: str = ""):
+        """Each pattern must occur after the previous one in gdb's output."""
+        self.assertRan(run)
+        pos = 0
+        for pattern in patterns:
+            m = re.compile(pattern, re.MULTILINE).search(run.output, pos)
+            if not m:
+                self.fail(f"{msg or 'pattern not found in order'}: {pattern!r} after offset {pos}\n"
+                          f"{run.transcript()}")
+            pos = m.end()
+
+    def assertServerLog(self, run: GdbRun, pattern: str, msg: str = ""):
+        if not re.search(pattern, run.server_log + run.stderr, re.MULTILINE):
+            self.fail(f"{msg or 'pattern not in server log / inferior output'}: {pattern!r}\n"
+                      f"{run.transcript()}")
