@@ -39,17 +39,24 @@ public:
   // Append one complete frame. Returns false if the buffer is full and not circular
   // (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame) = 0;
-  virtual uint32_t register_block_size() const = 0;   // 560 or 816
+  virtual uint32_t register_block_size() const = 0; // 560 or 816
   // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.
   virtual void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) = 0;
   // Trace state variables kept by the engine (the ptrace collector uses these;
   // kernel collectors keep their own and report through Collector::tsv_value).
   virtual std::optional<int64_t> get_tsv(uint32_t number) = 0;
   virtual void set_tsv(uint32_t number, int64_t value) = 0;
-  virtual int64_t trace_timestamp() = 0;                 // $trace_timestamp (µs)
-  virtual void record_hit(uint32_t tp_number) = 0;       // counts hits; enforces pass counts
-  virtual void request_stop(TraceStopReason reason, std::string error_text = {}) = 0;
-  virtual void console(const std::string& text) = 0;     // agent printf / notices to gdb's console
+  virtual int64_t trace_timestamp() = 0;           // $trace_timestamp (µs)
+  virtual void record_hit(uint32_t tp_number) = 0; // counts hits; enforces pass counts
+  // A while-stepping tracepoint finished its steps for one hit: its pass count is
+  // checked here (as gdbserver does), not at record_hit, so the steps are not cut off.
+  virtual void while_stepping_done(uint32_t tp_number) {}
+  // False once the run is over or a stop is pending: collectors skip further hits.
+  virtual bool collecting() const { return true; }
+  // TP_NUMBER: the tracepoint at fault for Error (terror:<text>:<tp>).
+  virtual void request_stop(TraceStopReason reason, std::string error_text = {},
+                            uint32_t tp_number = 0) = 0;
+  virtual void console(const std::string& text) = 0; // agent printf / notices to gdb's console
 };
 
 struct CollectorStats {
@@ -59,12 +66,13 @@ struct CollectorStats {
 class Collector {
 public:
   virtual ~Collector() = default;
-  virtual std::string name() const = 0;                  // "module", "ebpf", "ptrace"
+  virtual std::string name() const = 0; // "module", "ebpf", "ptrace"
   // Whether this collector can serve TP; the error text says why not
   // (e.g. "while-stepping needs the ptrace collector").
   virtual Result<void> check(const Tracepoint& tp) const = 0;
   // Install TP in process PID (probes armed at once; called at QTStart, or
-  // later for tracepoints added during a run).
+  // later for tracepoints added during a run). A disabled TP (tp.enabled false)
+  // is installed but must not collect until set_enabled(true).
   virtual Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) = 0;
   virtual Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) = 0;
   // Remove every probe (QTStop, QTinit, process exit). Must leave no trace in the tracee.
@@ -74,7 +82,8 @@ public:
   virtual CollectorStats stats(uint32_t tp_number) const = 0;
   // Current value of a TSV the collector keeps itself (kernel side), if any.
   virtual std::optional<int64_t> tsv_value(uint32_t number) const { return std::nullopt; }
-  // One line for `monitor gdbtrace backend` / status (e.g. "eBPF: kernel single-steps, no reg writes").
+  // One line for `monitor gdbtrace backend` / status (e.g. "eBPF: kernel single-steps, no reg
+  // writes").
   virtual std::string describe() const { return name(); }
 };
 

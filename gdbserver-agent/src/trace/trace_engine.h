@@ -28,6 +28,9 @@ public:
     std::function<void(const std::string&)> console;
     // The process tracepoints go into (the current inferior); -1 when none.
     std::function<Pid()> current_pid;
+    // Optional: the target description XML, written into tfiles saved on the
+    // target side (QTSave) so gdb reads their 'R' blocks with the right layout.
+    std::function<std::string()> target_description;
   };
 
   TraceEngine(asio::io_context& io, NativeTarget& target, Hooks hooks);
@@ -67,6 +70,10 @@ public:
   // gdb went away. With disconnected tracing on, the run continues; else it stops.
   void on_disconnect();
   bool running() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 } // namespace gdbtrace

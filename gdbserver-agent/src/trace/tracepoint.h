@@ -20,15 +20,15 @@ struct AgentExpr {
 };
 
 // QTDP actions. Order matters: frames hold blocks in action order.
-struct CollectRegisters {        // 'R' mask: gdb always sends all registers
-  std::vector<uint8_t> mask;     // bit N = register N, as sent (hex decoded, LSB first)
+struct CollectRegisters {    // 'R' mask: gdb always sends all registers
+  std::vector<uint8_t> mask; // bit N = register N, as sent (hex decoded, LSB first)
 };
-struct CollectMemory {           // 'M' basereg,offset,len — basereg -1 = absolute
+struct CollectMemory { // 'M' basereg,offset,len — basereg -1 = absolute
   int basereg = -1;
   int64_t offset = 0;
   uint32_t length = 0;
 };
-struct CollectExpr {             // 'X' len,bytes — trace/trace_quick/tracenz/tracev inside
+struct CollectExpr { // 'X' len,bytes — trace/trace_quick/tracenz/tracev inside
   AgentExpr expr;
 };
 using TraceAction = std::variant<CollectRegisters, CollectMemory, CollectExpr>;
@@ -37,15 +37,20 @@ struct Tracepoint {
   uint32_t number = 0;
   uint64_t address = 0;
   bool enabled = true;
-  uint64_t step_count = 0;         // while-stepping N (0: none)
-  uint64_t pass_count = 0;         // stop the run after this many hits (0: no limit)
-  bool fast = false;               // ftrace ('F' in QTDP)
-  uint32_t fast_min_len = 0;       // 'F<len>' instruction length gdb accepted
+  uint64_t step_count = 0;   // while-stepping N (0: none)
+  uint64_t pass_count = 0;   // stop the run after this many hits (0: no limit)
+  bool fast = false;         // ftrace ('F' in QTDP)
+  uint32_t fast_min_len = 0; // 'F<len>' instruction length gdb accepted
   bool has_condition = false;
-  AgentExpr condition;             // 'X' in the QTDP header
-  std::vector<TraceAction> actions;       // collected at the hit
-  std::vector<TraceAction> step_actions;  // collected at each while-stepping step ('S' prefix)
-  std::vector<std::string> source;        // QTDPsrc strings, replayed on upload (qTfP/qTsP)
+  AgentExpr condition;                   // 'X' in the QTDP header
+  std::vector<TraceAction> actions;      // collected at the hit
+  std::vector<TraceAction> step_actions; // collected at each while-stepping step ('S' prefix)
+  std::vector<std::string> source;       // QTDPsrc strings, replayed on upload (qTfP/qTsP)
+  std::vector<std::string> source_types; // "at", "cond", "cmd" for each source string
+  // Action texts exactly as received, one per action, for the upload (qTsP "A"/"S"
+  // pieces) and for recognising an identical re-definition.
+  std::vector<std::string> action_texts;
+  std::vector<std::string> step_action_texts;
 };
 
 } // namespace gdbtrace

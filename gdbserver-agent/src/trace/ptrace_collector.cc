@@ -1,0 +1,315 @@
+#include "trace/ptrace_collector.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "trace/agent_printf.h"
+#include "trace/frame.h"
+#include "trace/hex_util.h"
+
+namespace gdbtrace {
+namespace {
+
+constexpr uint32_t kMaxPrintfString = 4096;
+
+// Everything one agent-expression evaluation needs, passed as the VM's opaque pointer.
+struct EvalScope {
+  NativeTarget& target;
+  TraceContext& ctx;
+  Pid pid;
+  const RegisterBlock& regs;
+  FrameBuilder* frame; // null for conditions
+};
+
+int read_reg(void* opaque, uint32_t regno, uint64_t* value) {
+  auto* s = static_cast<EvalScope*>(opaque);
+  if (regno >= GT_NUM_REGS_AVX || !s->regs.valid.test(regno))
+    return AX_ERR_REG_UNAVAILABLE;
+  *value = s->regs.get_u64(regno);
+  return AX_OK;
+}
+
+int read_mem(void* opaque, uint64_t addr, void* buf, uint32_t len) {
+  auto* s = static_cast<EvalScope*>(opaque);
+  auto r = s->target.read_memory(s->pid, addr, {static_cast<uint8_t*>(buf), len});
+  return r && *r == len ? AX_OK : AX_ERR_MEM;
+}
+
+int get_tsv(void* opaque, uint32_t num, int64_t* value) {
+  auto v = static_cast<EvalScope*>(opaque)->ctx.get_tsv(num);
+  if (!v)
+    return AX_ERR_BAD_TSV;
+  *value = *v;
+  return AX_OK;
+}
+
+int set_tsv(void* opaque, uint32_t num, int64_t value) {
+  static_cast<EvalScope*>(opaque)->ctx.set_tsv(num, value);
+  return AX_OK;
+}
+
+int trace_mem(void* opaque, uint64_t addr, uint32_t len, int nz) {
+  auto* s = static_cast<EvalScope*>(opaque);
+  if (!s->frame)
+    return AX_ERR_NOT_ALLOWED;
+  std::vector<uint8_t> bytes(len);
+  auto r = s->target.read_memory(s->pid, addr, bytes);
+  if (!r || *r == 0)
+    return AX_ERR_MEM;
+  bytes.resize(*r);
+  if (nz) {
+    auto zero = std::find(bytes.begin(), bytes.end(), 0);
+    if (zero != bytes.end())
+      bytes.erase(zero + 1, bytes.end());
+  }
+  s->frame->add_memory(addr, bytes);
+  return AX_OK;
+}
+
+int trace_tsv(void* opaque, uint32_t num) {
+  auto* s = static_cast<EvalScope*>(opaque);
+  if (!s->frame)
+    return AX_ERR_NOT_ALLOWED;
+  auto v = s->ctx.get_tsv(num);
+  if (!v)
+    return AX_ERR_BAD_TSV;
+  s->frame->add_tsv(num, *v);
+  return AX_OK;
+}
+
+int do_printf(void* opaque, const char* fmt, uint32_t fmt_len, uint32_t nargs,
+              const uint64_t* args) {
+  auto* s = static_cast<EvalScope*>(opaque);
+  std::string_view format(fmt, fmt_len && fmt[fmt_len - 1] == 0 ? fmt_len - 1 : fmt_len);
+  auto text = agent_printf(format, {args, nargs}, [s](uint64_t addr) -> Result<std::string> {
+    std::string out;
+    uint8_t chunk[64];
+    while (out.size() < kMaxPrintfString) {
+      auto r = s->target.read_memory(s->pid, addr + out.size(), chunk);
+      if (!r || *r == 0)
+        return make_error(EFAULT, "printf %s: unreadable string");
+      auto* end = std::find(chunk, chunk + *r, 0);
+      out.append(chunk, end);
+      if (end != chunk + *r)
+        break;
+    }
+    return out;
+  });
+  if (!text)
+    return AX_ERR_BAD_PRINTF;
+  s->ctx.console(*text);
+  return AX_OK;
+}
+
+ax_env make_env(EvalScope& scope) {
+  ax_env env{};
+  env.opaque = &scope;
+  env.read_reg = read_reg;
+  env.read_mem = read_mem;
+  env.get_tsv = get_tsv;
+  env.set_tsv = set_tsv;
+  env.trace_mem = trace_mem;
+  env.trace_tsv = trace_tsv;
+  env.printf = do_printf;
+  return env;
+}
+
+class PtraceCollector final : public Collector {
+public:
+  explicit PtraceCollector(NativeTarget& target) : target_(target) {}
+  ~PtraceCollector() override { remove_all(); }
+
+  std::string name() const override { return "ptrace"; }
+  std::string describe() const override {
+    return "int3 traps handled by gdbtrace-server over ptrace; every tracepoint kind incl. "
+           "while-stepping; slowest (two context switches per hit)";
+  }
+  Result<void> check(const Tracepoint&) const override { return ok(); }
+
+  Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override {
+    ctx_ = &ctx;
+    auto& site = sites_[tp.address];
+    if (site.tps.empty()) {
+      auto r = target_.insert_trace_breakpoint(
+          pid, tp.address, [this](ThreadId t, uint64_t addr, int step, const RegisterBlock& regs) {
+            return on_trap(t, addr, step, regs);
+          });
+      if (!r) {
+        sites_.erase(tp.address);
+        return make_error(r.error().code, "cannot insert a trap at 0x" + hex::u64(tp.address) +
+                                              ": " + r.error().message);
+      }
+      site.pid = pid;
+    }
+    site.tps.push_back(tp);
+    return ok();
+  }
+
+  Result<void> set_enabled(uint32_t number, uint64_t address, bool enabled) override {
+    auto it = sites_.find(address);
+    if (it != sites_.end())
+      for (auto& tp : it->second.tps)
+        if (tp.number == number) {
+          tp.enabled = enabled;
+          return ok();
+        }
+    return make_error(ENOENT, "tracepoint " + std::to_string(number) + " is not installed");
+  }
+
+  void remove_all() override {
+    for (auto& [addr, site] : sites_)
+      (void)target_.remove_trace_breakpoint(site.pid, addr);
+    sites_.clear();
+    stepping_.clear();
+  }
+
+  CollectorStats stats(uint32_t number) const override {
+    auto it = stats_.find(number);
+    return it == stats_.end() ? CollectorStats{} : it->second;
+  }
+
+private:
+  struct Site {
+    Pid pid = -1;
+    std::vector<Tracepoint> tps;
+  };
+  struct Stepping {
+    uint64_t site;
+    uint32_t number;
+    uint64_t remaining;
+  };
+
+  const Tracepoint* find_tp(uint64_t site, uint32_t number) const {
+    auto it = sites_.find(site);
+    if (it == sites_.end())
+      return nullptr;
+    for (auto& tp : it->second.tps)
+      if (tp.number == number)
+        return &tp;
+    return nullptr;
+  }
+
+  bool on_trap(ThreadId thread, uint64_t address, int step_index, const RegisterBlock& regs) {
+    if (!ctx_)
+      return false;
+    if (step_index > 0)
+      return on_step(thread, regs);
+    auto it = sites_.find(address);
+    if (it == sites_.end())
+      return false;
+    for (const Tracepoint& tp : it->second.tps) {
+      if (!tp.enabled || !ctx_->collecting())
+        continue;
+      EvalScope cond_scope{target_, *ctx_, thread.pid, regs, nullptr};
+      if (tp.has_condition) {
+        ax_env env = make_env(cond_scope);
+        uint64_t value = 0;
+        int rc = ax_eval(tp.condition.code.data(), &tp.condition.info, &env, &value);
+        if (rc != AX_OK) {
+          fail(tp.number, std::string("condition: ") + ax_strerror(rc));
+          continue;
+        }
+        if (!value)
+          continue;
+      }
+      ++stats_[tp.number].hits;
+      ctx_->record_hit(tp.number);
+      if (!collect(thread.pid, tp, tp.actions, regs))
+        continue;
+      if (tp.step_count)
+        stepping_[thread.tid].push_back(Stepping{address, tp.number, tp.step_count});
+    }
+    return stepping_.count(thread.tid) != 0;
+  }
+
+  bool on_step(ThreadId thread, const RegisterBlock& regs) {
+    auto it = stepping_.find(thread.tid);
+    if (it == stepping_.end())
+      return false;
+    auto& list = it->second;
+    for (auto& s : list) {
+      const Tracepoint* tp = find_tp(s.site, s.number);
+      if (!tp || !ctx_->collecting()) {
+        s.remaining = 0;
+        continue;
+      }
+      collect(thread.pid, *tp, tp->step_actions, regs);
+      if (--s.remaining == 0)
+        ctx_->while_stepping_done(s.number);
+    }
+    std::erase_if(list, [](const Stepping& s) { return s.remaining == 0; });
+    if (list.empty()) {
+      stepping_.erase(it);
+      return false;
+    }
+    return true;
+  }
+
+  // Builds one frame from ACTIONS and appends it. False on an evaluation error
+  // (the run is then stopping with terror) or when the buffer refused it.
+  bool collect(Pid pid, const Tracepoint& tp, const std::vector<TraceAction>& actions,
+               const RegisterBlock& regs) {
+    FrameBuilder frame(uint16_t(tp.number));
+    EvalScope scope{target_, *ctx_, pid, regs, &frame};
+    for (const auto& action : actions) {
+      if (std::holds_alternative<CollectRegisters>(action)) {
+        frame.add_registers({regs.bytes.data(), ctx_->register_block_size()});
+      } else if (auto* m = std::get_if<CollectMemory>(&action)) {
+        uint64_t addr = uint64_t(m->offset);
+        if (m->basereg >= 0) {
+          if (!regs.valid.test(unsigned(m->basereg))) {
+            ++stats_[tp.number].errors;
+            continue;
+          }
+          addr += regs.get_u64(unsigned(m->basereg));
+        }
+        std::vector<uint8_t> bytes(m->length);
+        auto got = target_.read_memory(pid, addr, bytes);
+        if (!got || *got == 0) {
+          ++stats_[tp.number].errors; // like gdbserver: an unreadable range is skipped
+          continue;
+        }
+        bytes.resize(*got);
+        frame.add_memory(addr, bytes);
+      } else if (auto* x = std::get_if<CollectExpr>(&action)) {
+        ax_env env = make_env(scope);
+        uint64_t ignored = 0;
+        int rc = ax_eval(x->expr.code.data(), &x->expr.info, &env, &ignored);
+        if (rc != AX_OK) {
+          fail(tp.number, std::string("action: ") + ax_strerror(rc));
+          return false;
+        }
+      }
+    }
+    auto& st = stats_[tp.number];
+    auto bytes = frame.finish();
+    if (!ctx_->append_frame(bytes)) {
+      ++st.drops;
+      return false;
+    }
+    ++st.frames;
+    st.bytes += bytes.size();
+    return true;
+  }
+
+  void fail(uint32_t number, const std::string& what) {
+    ++stats_[number].errors;
+    ctx_->request_stop(TraceStopReason::Error, "tracepoint " + std::to_string(number) + " " + what,
+                       number);
+  }
+
+  NativeTarget& target_;
+  TraceContext* ctx_ = nullptr;
+  std::map<uint64_t, Site> sites_;
+  std::map<Tid, std::vector<Stepping>> stepping_;
+  std::map<uint32_t, CollectorStats> stats_;
+};
+
+} // namespace
+
+std::unique_ptr<Collector> make_ptrace_collector(NativeTarget& target) {
+  return std::make_unique<PtraceCollector>(target);
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,44 @@
+// Writer of gdb's "tfile" trace file format (gdb/tracefile-tfile.c), used by
+// QTSave (tsave -r) and usable by anyone holding a frame stream.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "trace/trace_status.h"
+#include "trace/tracepoint.h"
+
+namespace gdbtrace {
+
+struct TfileTsv {
+  uint32_t number = 0;
+  int64_t initial = 0;
+  bool builtin = false;
+  std::string name;
+};
+
+struct TfileTracepoint {
+  const Tracepoint* tp = nullptr;
+  uint64_t hits = 0;
+  uint64_t frame_bytes = 0; // "traceframe usage"
+};
+
+struct TfileContents {
+  uint32_t regblock_size = 0;
+  std::string tdesc_xml; // empty: no tdesc lines (gdb then uses the executable's arch)
+  TraceStatus status;
+  std::vector<TfileTsv> tsvs;
+  std::vector<TfileTracepoint> tracepoints;
+};
+
+// Everything before the frames: magic, "R", tdesc, status, tsv, tp lines, blank line.
+std::string tfile_header(const TfileContents& contents);
+
+// Writes header + FRAMES (a frame stream) + the end marker to PATH.
+Result<void> write_tfile(const std::string& path, const TfileContents& contents,
+                         std::span<const uint8_t> frames);
+
+} // namespace gdbtrace

@@ -1,0 +1,108 @@
+#include "trace/trace_buffer.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace gdbtrace {
+
+void TraceBuffer::clear() {
+  store_.clear();
+  store_.shrink_to_fit();
+  start_ = 0;
+  base_ = 0;
+  metas_.clear();
+  first_seq_ = 0;
+  created_ = 0;
+  discarded_ = 0;
+  by_tp_.clear();
+  by_pc_.clear();
+}
+
+void TraceBuffer::set_capacity(size_t bytes) {
+  capacity_ = bytes;
+  clear();
+}
+
+bool TraceBuffer::append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc) {
+  if (frame.size() > capacity_)
+    return false;
+  if (frame.size() > free_bytes()) {
+    if (!circular_)
+      return false;
+    while (frame.size() > free_bytes())
+      drop_oldest();
+  }
+  uint64_t seq = first_seq_ + metas_.size();
+  metas_.push_back(Meta{base_ + store_.size(), uint32_t(frame.size()), tp_number, pc});
+  store_.insert(store_.end(), frame.begin(), frame.end());
+  by_tp_[tp_number].push_back(seq);
+  by_pc_[pc].push_back(seq);
+  ++created_;
+  return true;
+}
+
+void TraceBuffer::drop_oldest() {
+  const Meta m = metas_.front();
+  auto tp = by_tp_.find(m.tp);
+  tp->second.pop_front();
+  if (tp->second.empty())
+    by_tp_.erase(tp);
+  auto pc = by_pc_.find(m.pc);
+  pc->second.pop_front();
+  if (pc->second.empty())
+    by_pc_.erase(pc);
+  metas_.pop_front();
+  ++first_seq_;
+  ++discarded_;
+  start_ += m.size;
+  // Compact once the dead prefix is the larger part: amortised O(1) per byte.
+  if (start_ > store_.size() / 2) {
+    store_.erase(store_.begin(), store_.begin() + long(start_));
+    base_ += start_;
+    start_ = 0;
+  }
+}
+
+std::span<const uint8_t> TraceBuffer::frame(long n) const {
+  if (n < 0 || size_t(n) >= metas_.size())
+    return {};
+  const Meta& m = metas_[size_t(n)];
+  return {store_.data() + (m.offset - base_), m.size};
+}
+
+long TraceBuffer::first_in(const SeqList& list, uint64_t from_seq) const {
+  auto it = std::lower_bound(list.begin(), list.end(), from_seq);
+  return it == list.end() ? -1 : long(*it - first_seq_);
+}
+
+long TraceBuffer::find_tracepoint(uint16_t tp_number, long after) const {
+  auto it = by_tp_.find(tp_number);
+  if (it == by_tp_.end())
+    return -1;
+  return first_in(it->second, first_seq_ + uint64_t(after + 1));
+}
+
+long TraceBuffer::find_range(uint64_t lo, uint64_t hi, bool inside, long after) const {
+  uint64_t from = first_seq_ + uint64_t(after + 1);
+  long best = -1;
+  auto consider = [&](auto begin, auto end) {
+    for (auto it = begin; it != end; ++it) {
+      long n = first_in(it->second, from);
+      if (n >= 0 && (best < 0 || n < best))
+        best = n;
+    }
+  };
+  // One binary search per distinct pc in the range (tracepoint sites, while-stepping pcs).
+  if (inside) {
+    if (lo > hi)
+      return -1;
+    consider(by_pc_.lower_bound(lo), by_pc_.upper_bound(hi));
+  } else {
+    consider(by_pc_.begin(), by_pc_.lower_bound(lo));
+    if (hi != std::numeric_limits<uint64_t>::max())
+      consider(by_pc_.upper_bound(hi), by_pc_.end());
+  }
+  return best;
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,344 @@
+// TraceEngine: run control, the TraceContext collectors report into, and trace
+// frame selection. Packet parsing/formatting lives in trace_packets.cc.
+#include <algorithm>
+#include <chrono>
+
+#include "trace/frame.h"
+#include "trace/hex_util.h"
+#include "trace/trace_engine_impl.h"
+
+namespace gdbtrace {
+
+namespace {
+constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
+constexpr uint32_t kTimestampTsv = 1; // gdbserver's builtin $trace_timestamp
+} // namespace
+
+TraceEngine::Impl::Impl(asio::io_context& io_, NativeTarget& target_, Hooks hooks_)
+    : io(io_), target(target_), hooks(std::move(hooks_)), drain_timer(io_) {
+  tsvs[kTimestampTsv] = TsvEntry{0, 0, "trace_timestamp", true};
+}
+
+// ---------------------------------------------------------------- TraceContext
+
+uint32_t TraceEngine::Impl::register_block_size() const {
+  return target.has_avx() ? GT_REGBLOCK_SIZE_AVX : GT_REGBLOCK_SIZE_NOAVX;
+}
+
+uint32_t TraceEngine::Impl::num_regs() const {
+  return target.has_avx() ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+}
+
+bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
+  if (!running || frame.size() < kFrameHeaderSize)
+    return false;
+  FrameView view(frame, register_block_size());
+  uint16_t tp = view.tp_number();
+  // tfind pc/range use the frame's pc: the 'R' block's rip, else the tracepoint address.
+  uint64_t pc = 0;
+  if (auto r = view.registers())
+    pc = get_le<uint64_t>(r->data + gt_reg_offset(GT_RIP));
+  if (!pc)
+    if (auto* e = first_with_number(tp))
+      pc = e->tp.address;
+  auto& c = counters[tp];
+  if (!buffer.append(frame, tp, pc)) {
+    ++c.drops;
+    request_stop(TraceStopReason::BufferFull, {}, 0);
+    return false;
+  }
+  ++c.frames;
+  c.bytes += frame.size();
+  return true;
+}
+
+void TraceEngine::Impl::set_register_availability(uint32_t tp, const std::vector<bool>& valid) {
+  register_availability[tp] = valid;
+}
+
+std::optional<int64_t> TraceEngine::Impl::get_tsv(uint32_t number) {
+  auto it = tsvs.find(number);
+  if (it == tsvs.end())
+    return std::nullopt;
+  if (it->second.builtin)
+    return trace_timestamp();
+  return it->second.value;
+}
+
+void TraceEngine::Impl::set_tsv(uint32_t number, int64_t value) {
+  auto it = tsvs.find(number);
+  if (it != tsvs.end() && !it->second.builtin)
+    it->second.value = value;
+}
+
+int64_t TraceEngine::Impl::trace_timestamp() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+void TraceEngine::Impl::record_hit(uint32_t tp_number) {
+  if (!running)
+    return;
+  auto& c = counters[tp_number];
+  ++c.hits;
+  auto* e = first_with_number(tp_number);
+  if (e && e->tp.pass_count && e->tp.step_count == 0 && c.hits >= e->tp.pass_count)
+    request_stop(TraceStopReason::PassCount, {}, tp_number);
+}
+
+void TraceEngine::Impl::while_stepping_done(uint32_t tp_number) {
+  if (!running)
+    return;
+  auto* e = first_with_number(tp_number);
+  if (e && e->tp.pass_count && counters[tp_number].hits >= e->tp.pass_count)
+    request_stop(TraceStopReason::PassCount, {}, tp_number);
+}
+
+void TraceEngine::Impl::request_stop(TraceStopReason reason, std::string text, uint32_t tp) {
+  if (!running || stop_pending)
+    return;
+  // Stop after the collector's current callback returns: it may be inside a
+  // trap handler and still owns the frame it is building.
+  stop_pending = true;
+  asio::post(io, [this, reason, text = std::move(text), tp] {
+    if (running)
+      stop_run(reason, text, tp);
+  });
+}
+
+void TraceEngine::Impl::console(const std::string& text) {
+  if (hooks.console)
+    hooks.console(text);
+}
+
+// ---------------------------------------------------------------- run control
+
+VerifyEnv TraceEngine::Impl::verify_env() const {
+  VerifyEnv env;
+  env.num_regs = num_regs();
+  env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
+  return env;
+}
+
+TracepointEntry* TraceEngine::Impl::find(uint32_t number, uint64_t address) {
+  for (auto& e : tracepoints)
+    if (e->tp.number == number && e->tp.address == address)
+      return e.get();
+  return nullptr;
+}
+
+TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) {
+  for (auto& e : tracepoints)
+    if (e->tp.number == number)
+      return e.get();
+  return nullptr;
+}
+
+Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
+  const Tracepoint& tp = entry.tp;
+  std::string why_not;
+  for (auto& c : collectors) {
+    if (!preferred_backend.empty() && c->name() != preferred_backend)
+      continue;
+    auto ok = c->check(tp);
+    if (!ok) {
+      why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot " + ok.error().message;
+      continue;
+    }
+    auto installed = c->install(traced_pid, tp, *this);
+    if (!installed) {
+      why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + installed.error().message;
+      continue;
+    }
+    if (!why_not.empty())
+      console("tracepoint " + std::to_string(tp.number) + ": " + why_not + "; using " + c->name() +
+              "\n");
+    entry.collector = c.get();
+    entry.installed = true;
+    return ok;
+  }
+  if (collectors.empty())
+    return make_error(ENOSYS, "no trace collector is available");
+  if (why_not.empty())
+    return make_error(ENOENT, "backend '" + preferred_backend + "' is not available");
+  return make_error(EINVAL, "tracepoint " + std::to_string(tp.number) + ": " + why_not);
+}
+
+void TraceEngine::Impl::drain_all() {
+  for (auto& c : collectors)
+    c->drain();
+}
+
+void TraceEngine::Impl::arm_drain_timer() {
+  drain_timer.expires_after(kDrainPeriod);
+  drain_timer.async_wait([this](const std::error_code& ec) {
+    if (ec || !running)
+      return;
+    drain_all();
+    if (running)
+      arm_drain_timer();
+  });
+}
+
+void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint32_t tp) {
+  if (!running)
+    return;
+  drain_all(); // frames already produced by kernel collectors belong to this run
+  running = false;
+  stop_pending = false;
+  stop_time = trace_timestamp();
+  stop_reason = reason;
+  stop_text = reason == TraceStopReason::Requested && text.empty() ? stop_note : std::move(text);
+  stop_tp = tp;
+  drain_timer.cancel();
+  for (auto& c : collectors)
+    c->remove_all();
+  for (auto& e : tracepoints) {
+    e->installed = false;
+    e->collector = nullptr;
+  }
+}
+
+TraceStatus TraceEngine::Impl::status() const {
+  TraceStatus st;
+  st.running = running;
+  st.ever_ran = ever_ran;
+  st.reason = stop_reason;
+  st.stop_text = stop_text;
+  st.stop_tp = stop_tp;
+  st.frames = buffer.frame_count();
+  st.created = buffer.frames_created();
+  st.size = buffer.capacity();
+  st.free = buffer.free_bytes();
+  st.circular = buffer.circular();
+  st.disconnected_tracing = disconnected_tracing;
+  st.start_time = start_time;
+  st.stop_time = stop_time;
+  st.user = user;
+  st.notes = notes;
+  return st;
+}
+
+// ---------------------------------------------------------------- public API
+
+TraceEngine::TraceEngine(asio::io_context& io, NativeTarget& target, Hooks hooks)
+    : impl_(std::make_unique<Impl>(io, target, std::move(hooks))) {}
+
+TraceEngine::~TraceEngine() {
+  if (impl_->running)
+    impl_->stop_run(TraceStopReason::Requested);
+}
+
+void TraceEngine::add_collector(std::unique_ptr<Collector> collector) {
+  impl_->collectors.push_back(std::move(collector));
+}
+
+std::string TraceEngine::supported_features() const {
+  return ";ConditionalTracepoints+;TracepointSource+;DisconnectedTracing+"
+         ";EnableDisableTracepoints+;InstallInTrace+;FastTracepoints+;QTBuffer:size+"
+         ";tracenz+;qXfer:traceframe-info:read+";
+}
+
+std::optional<std::string> TraceEngine::handle_packet(std::string_view packet) {
+  return impl_->dispatch(packet);
+}
+
+bool TraceEngine::frame_selected() const {
+  return impl_->current_frame >= 0;
+}
+
+bool TraceEngine::running() const {
+  return impl_->running;
+}
+
+RegisterBlock TraceEngine::frame_registers() const {
+  RegisterBlock regs;
+  auto frame = impl_->buffer.frame(impl_->current_frame);
+  if (frame.empty())
+    return regs;
+  FrameView view(frame, impl_->register_block_size());
+  if (auto r = view.registers()) {
+    std::memcpy(regs.bytes.data(), r->data, std::min<size_t>(r->length, regs.bytes.size()));
+    uint32_t n = impl_->num_regs();
+    auto avail = impl_->register_availability.find(view.tp_number());
+    for (uint32_t i = 0; i < n; ++i)
+      if (avail == impl_->register_availability.end() || i >= avail->second.size() ||
+          avail->second[i])
+        regs.valid.set(i);
+    return regs;
+  }
+  // No 'R' block: like gdbserver, the tracepoint address stands in for the pc.
+  if (auto* e = impl_->first_with_number(view.tp_number()))
+    regs.set_u64(GT_RIP, e->tp.address);
+  return regs;
+}
+
+Result<size_t> TraceEngine::frame_memory(uint64_t address, std::span<uint8_t> out) const {
+  auto frame = impl_->buffer.frame(impl_->current_frame);
+  if (frame.empty())
+    return make_error(EINVAL, "no trace frame selected");
+  if (out.empty())
+    return size_t(0);
+  FrameView view(frame, impl_->register_block_size());
+  size_t got = 0;
+  uint64_t next_block = UINT64_MAX; // lowest collected address above ADDRESS
+  view.for_each([&](const FrameBlock& b) {
+    if (b.type != 'M')
+      return true;
+    if (b.address <= address && address - b.address < b.length) {
+      size_t n = std::min<size_t>(out.size(), b.length - (address - b.address));
+      std::memcpy(out.data(), b.data + (address - b.address), n);
+      got = n;
+      return false;
+    }
+    if (b.address > address)
+      next_block = std::min(next_block, b.address);
+    return true;
+  });
+  if (got)
+    return got;
+  // Not collected: serve the part before the next collected block from the
+  // target if gdb declared it read-only (QTro), else it is unavailable.
+  uint64_t want = std::min<uint64_t>(out.size(), next_block - address);
+  uint64_t last = address + want - 1;
+  for (auto [start, end] : impl_->readonly_regions)
+    if (start <= address && last <= end) {
+      Pid pid = impl_->traced_pid > 0
+                    ? impl_->traced_pid
+                    : (impl_->hooks.current_pid ? impl_->hooks.current_pid() : -1);
+      if (pid <= 0)
+        break;
+      return impl_->target.read_memory(pid, address, out.first(want));
+    }
+  return make_error(EIO, "memory at 0x" + hex::u64(address) + " is unavailable in trace frame " +
+                             std::to_string(impl_->current_frame));
+}
+
+std::string TraceEngine::traceframe_info_xml() const {
+  std::string xml = "<traceframe-info>\n";
+  auto frame = impl_->buffer.frame(impl_->current_frame);
+  if (!frame.empty()) {
+    FrameView(frame, impl_->register_block_size()).for_each([&](const FrameBlock& b) {
+      if (b.type == 'M')
+        xml += "<memory start=\"0x" + hex::u64(b.address) + "\" length=\"0x" + hex::u64(b.length) +
+               "\"/>\n";
+      else if (b.type == 'V')
+        xml += "<tvar id=\"" + std::to_string(b.tsv) + "\"/>\n";
+      return true;
+    });
+  }
+  return xml + "</traceframe-info>\n";
+}
+
+void TraceEngine::on_process_exit(Pid pid) {
+  if (impl_->running && pid == impl_->traced_pid)
+    impl_->stop_run(TraceStopReason::Requested, "process " + std::to_string(pid) + " exited");
+}
+
+void TraceEngine::on_disconnect() {
+  impl_->current_frame = -1;
+  if (impl_->running && !impl_->disconnected_tracing)
+    impl_->stop_run(TraceStopReason::Disconnected);
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,126 @@
+// Private state of the TraceEngine (trace_engine.cc and the packet handlers).
+#pragma once
+
+#include <asio.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trace/tfile_writer.h"
+#include "trace/trace_buffer.h"
+#include "trace/trace_engine.h"
+#include "trace/trace_status.h"
+#include "trace/tracepoint_parser.h"
+
+namespace gdbtrace {
+
+struct TracepointEntry {
+  Tracepoint tp;
+  bool stepping_seen = false; // parser state: an 'S' packet arrived
+  bool complete = false;      // the last QTDP packet (no trailing '-') arrived
+  Collector* collector = nullptr;
+  bool installed = false;
+  // gdb re-sends an identical definition (e.g. after shared libraries load):
+  // the following packets are compared with what we have instead of appended.
+  bool redefining = false;
+  bool redefine_stepping = false;
+  bool dedupe_sources = false; // QTDPsrc after a re-definition: skip copies we hold
+  size_t redefine_action = 0, redefine_step = 0, redefine_source = 0;
+};
+
+struct TsvEntry {
+  int64_t initial = 0;
+  int64_t value = 0;
+  std::string name;
+  bool builtin = false; // $trace_timestamp: value comes from the clock
+};
+
+struct TpCounters {
+  uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
+};
+
+struct TraceEngine::Impl : TraceContext {
+  Impl(asio::io_context& io, NativeTarget& target, Hooks hooks);
+
+  // --- TraceContext (collectors call these) ---
+  bool append_frame(std::span<const uint8_t> frame) override;
+  uint32_t register_block_size() const override;
+  void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
+  std::optional<int64_t> get_tsv(uint32_t number) override;
+  void set_tsv(uint32_t number, int64_t value) override;
+  int64_t trace_timestamp() override;
+  void record_hit(uint32_t tp_number) override;
+  void while_stepping_done(uint32_t tp_number) override;
+  bool collecting() const override { return running && !stop_pending; }
+  void request_stop(TraceStopReason reason, std::string error_text, uint32_t tp_number) override;
+  void console(const std::string& text) override;
+
+  // --- packets (trace_packets.cc) ---
+  std::optional<std::string> dispatch(std::string_view packet);
+  std::string cmd_qtinit();
+  std::string cmd_qtdp(std::string_view body);
+  std::string cmd_qtdp_actions(std::string_view body);
+  std::string cmd_qtdpsrc(std::string_view body);
+  std::string cmd_qtdv(std::string_view body);
+  std::string cmd_qtro(std::string_view body);
+  std::string cmd_qtenable(std::string_view body, bool enable);
+  std::string cmd_qtstart();
+  std::string cmd_qtframe(std::string_view body);
+  std::string cmd_qtstatus();
+  std::string cmd_qtp(std::string_view body);
+  std::string cmd_qtv(std::string_view body);
+  std::string cmd_upload_tp(bool first);
+  std::string cmd_upload_tsv(bool first);
+  std::string cmd_qtbuffer(std::string_view body);
+  std::string cmd_qtbuffer_size(std::string_view body);
+  std::string cmd_qtnotes(std::string_view body);
+  std::string cmd_qtsave(std::string_view body);
+  std::string cmd_gdbtrace_frames(std::string_view body);
+  std::string status_json();
+
+  // --- run control ---
+  Result<void> install(TracepointEntry& entry);
+  void stop_run(TraceStopReason reason, std::string text = {}, uint32_t tp = 0);
+  void arm_drain_timer();
+  void drain_all();
+  VerifyEnv verify_env() const;
+  uint32_t num_regs() const;
+  TraceStatus status() const;
+  TracepointEntry* find(uint32_t number, uint64_t address);
+  TracepointEntry* first_with_number(uint32_t number);
+  TfileContents tfile_contents() const;
+
+  asio::io_context& io;
+  NativeTarget& target;
+  Hooks hooks;
+  asio::steady_timer drain_timer;
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::string preferred_backend; // "" = auto
+
+  std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
+  std::map<uint32_t, TsvEntry> tsvs;
+  std::map<uint32_t, TpCounters> counters; // by tracepoint number
+  std::map<uint32_t, std::vector<bool>> register_availability;
+  std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
+  TraceBuffer buffer;
+  long current_frame = -1;
+
+  bool running = false;
+  bool ever_ran = false;
+  bool stop_pending = false;
+  Pid traced_pid = -1;
+  TraceStopReason stop_reason = TraceStopReason::None;
+  std::string stop_text;
+  uint32_t stop_tp = 0;
+  bool disconnected_tracing = false;
+  int64_t start_time = 0, stop_time = 0;
+  std::string user, notes, stop_note;
+
+  // qTfP/qTsP and qTfV/qTsV cursors.
+  size_t upload_tp = 0, upload_action = 0, upload_step = 0, upload_source = 0;
+  bool upload_header_sent = false;
+  std::map<uint32_t, TsvEntry>::iterator upload_tsv;
+};
+
+} // namespace gdbtrace
