@@ -599,6 +599,60 @@ class MiSession:
         self.close()
 
 
+class mi_connected:
+    """Context manager: a fresh server plus an MI session connected to it; cleans both up.
+        with mi_connected("demo", args=(3, 0), mode="multi", setup=["-gdb-set non-stop on"]) as mi:
+            mi.send("-exec-run") ...
+    `setup` MI commands run before -target-select (non-stop, mi-async must be set before connecting)."""
+
+    def __init__(self, program_name=None, args=(), mode="multi", server_args=(), setup=(), timeout=30,
+                 extended=True):
+        self.prog = program(program_name) if program_name and "/" not in program_name else program_name
+        self.args, self.mode, self.server_args = args, mode, server_args
+        self.setup, self.timeout, self.extended = setup, timeout, extended
+        self.server = self.session = self.tracee = None
+
+    def __enter__(self) -> MiSession:
+        self.before = descendants()
+        try:
+            if self.mode == "attach":
+                self.tracee = Tracee(self.prog, self.args)
+                time.sleep(0.2)
+                self.server = Server("attach", pid=self.tracee.pid, server_args=self.server_args)
+            else:
+                self.server = Server(self.mode, program=self.prog, args=self.args,
+                                     server_args=self.server_args)
+            self.session = MiSession(self.prog, self.server, timeout=self.timeout)
+            for command in self.setup:
+                self.session.send(command)
+            if self.mode == "multi" and self.prog:
+                self.session.send(f"-gdb-set remote exec-file {self.prog}")
+                if self.args:
+                    self.session.send("-exec-arguments " + " ".join(str(a) for a in self.args))
+            target = "extended-remote" if self.extended else "remote"
+            rec = self.session.send(f"-target-select {target} {self.server.address}")
+            if rec.cls != "connected":
+                raise AssertionError(f"-target-select failed: {rec.line}\n" + self.transcript())
+            return self.session
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def transcript(self) -> str:
+        mi = "\n".join(self.session.transcript) if self.session else ""
+        log = self.server.log() if self.server else ""
+        return f"--- MI transcript ---\n{mi}\n--- server log ---\n{log}"
+
+    def __exit__(self, *exc):
+        if self.session is not None:
+            self.session.close()
+        if self.server is not None:
+            self.server.__exit__()
+        if self.tracee is not None:
+            self.tracee.kill()
+        kill_new_processes(self.before)
+
+
 def _run_mi(commands, prog, args, server_args, timeout, extended, mode, server):
     """run_gdb(mi=True): connects (-target-select), then runs each MI command; a ^running command
     also waits for the following *stopped."""
