@@ -49,7 +49,19 @@ enum ax_status {
   AX_ERR_TRACE = -15,         /* run time: collection callback failed (e.g. frame full) */
   AX_ERR_BAD_PRINTF = -16,    /* printf format/arg count malformed */
   AX_ERR_NOT_ALLOWED = -17,   /* opcode not allowed in this context (e.g. trace ops in a condition) */
-  AX_ERR_INCONSISTENT_STACK = -18 /* two paths reach one instruction with different depths */
+  AX_ERR_INCONSISTENT_STACK = -18, /* two paths reach one instruction with different depths */
+  AX_ERR_BAD_OPERAND = -19,  /* ext/zero_ext width not in 1..64 */
+  AX_ERR_NO_SCRATCH = -20,   /* kernel build: ax_verify_ctx.scratch must be provided */
+  AX_ERR_BAD_ARG = -21       /* NULL code/out pointer, or ax_verified not from ax_verify */
+};
+
+/* Verifier work area (about 13 KB). User space may leave ax_verify_ctx.scratch
+ * NULL and the verifier uses its own stack; kernel code must allocate one
+ * (kmalloc) because kernel stacks are small. */
+struct ax_verify_scratch {
+  uint8_t depth[AX_MAX_CODE_LEN];           /* 1 + stack depth at each reached pc, 0: unreached */
+  uint8_t insn_start[AX_MAX_CODE_LEN / 8u]; /* bitmap: an instruction starts at this pc */
+  uint16_t worklist[AX_MAX_CODE_LEN];       /* pcs whose successors still need a visit */
 };
 
 /* What the verifier needs to know about the context the program will run in. */
@@ -59,6 +71,7 @@ struct ax_verify_ctx {
   int (*tsv_exists)(void *opaque, uint32_t num);
   void *opaque;
   int allow_trace_ops;           /* 0 for conditions: trace/tracev/trace_quick/tracenz rejected */
+  struct ax_verify_scratch *scratch; /* NULL: on the stack (not allowed under __KERNEL__) */
 };
 
 /* What the verifier learned; ax_eval() requires it. */
@@ -69,7 +82,9 @@ struct ax_verified {
   uint32_t uses_mem;           /* ref*, trace*, printf with %s */
   uint32_t uses_tsv;           /* getv/setv/tracev */
   uint32_t uses_printf;
-  uint32_t uses_trace;         /* trace/trace_quick/tracenz/tracev */
+  uint32_t uses_trace;         /* trace/trace_quick/tracenz/trace16/tracev */
+  uint32_t uses_regs;          /* reg */
+  uint32_t num_insns;          /* instructions in the program */
 };
 
 /* Verify CODE[0..LEN). On error, returns a negative ax_status and, when ERR_PC
@@ -79,6 +94,9 @@ int ax_verify(const uint8_t *code, uint32_t len, const struct ax_verify_ctx *ctx
 
 /* Short English text for an ax_status (static storage). */
 const char *ax_strerror(int status);
+
+/* Name of opcode OP as in gdb's ax.def ("add", "const8", ...), NULL if unknown. */
+const char *ax_op_name(uint8_t op);
 
 /* Run-time services. Every callback returns 0 on success or a negative
  * ax_status; an error aborts evaluation and is returned by ax_eval(). */
@@ -94,8 +112,11 @@ struct ax_env {
   int (*trace_mem)(void *opaque, uint64_t addr, uint32_t len, int nz);
   /* Collect the value of trace state variable NUM into the frame (tracev). */
   int (*trace_tsv)(void *opaque, uint32_t num);
-  /* Agent printf: FMT (NUL-terminated, FMT_LEN bytes incl. NUL) with NARGS
-   * arguments in ARGS (for %s, the argument is an address to read). */
+  /* Agent printf: FMT (NUL-terminated, FMT_LEN bytes incl. NUL, escapes not yet
+   * processed: render with ax_format) with NARGS arguments, ARGS[0] for the
+   * first conversion (for %s, the argument is an address to read). The
+   * function/channel operands gdb pushes are popped and ignored. NULL: printf
+   * fails with AX_ERR_NOT_ALLOWED. */
   int (*printf)(void *opaque, const char *fmt, uint32_t fmt_len, uint32_t nargs,
                 const uint64_t *args);
   uint32_t step_budget;   /* 0: AX_DEFAULT_STEP_BUDGET */
@@ -105,6 +126,28 @@ struct ax_env {
  * on top of the stack at `end` (0 if the stack is empty) into *RESULT. */
 int ax_eval(const uint8_t *code, const struct ax_verified *verified, const struct ax_env *env,
             uint64_t *result);
+
+/* Memory reader used by ax_format for %s (same contract as ax_env.read_mem). */
+typedef int (*ax_read_mem_fn)(void *opaque, uint64_t addr, void *buf, uint32_t len);
+
+/* Check an agent printf format (FMT_LEN bytes including the final NUL, no
+ * other NUL) the way gdbserver's format_pieces does: gdb sends the text
+ * between the quotes raw, so backslash escapes (\n \t \" ...) are processed
+ * here. Supported conversions: d i u o x X c s p and %%, flags "-+ #0", width,
+ * precision, length h l ll z. Stores the number of arguments wanted in *NARGS
+ * and whether a %s is present in *USES_STR (either may be NULL).
+ * Returns AX_OK or AX_ERR_BAD_PRINTF. */
+int ax_printf_check(const char *fmt, uint32_t fmt_len, uint32_t *nargs, int *uses_str);
+
+/* Render an agent printf into OUT[0..OUTLEN) (always NUL-terminated when
+ * OUTLEN > 0; output beyond OUTLEN-1 characters is dropped). ARGS[i] is the
+ * i-th conversion's argument, as ax_env.printf receives them; %s arguments
+ * are addresses read through READ_MEM (at most AX_FORMAT_MAX_STR bytes; 0
+ * prints "(null)"). Returns the number of characters stored (without the
+ * NUL), or a negative ax_status (AX_ERR_BAD_PRINTF, AX_ERR_MEM). */
+#define AX_FORMAT_MAX_STR 4096u
+int ax_format(char *out, uint32_t outlen, const char *fmt, uint32_t fmt_len, uint32_t nargs,
+              const uint64_t *args, ax_read_mem_fn read_mem, void *opaque);
 
 #ifdef __cplusplus
 }
