@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a hit does: evaluate the condition, build one frame in the tfile layout
+ * (u16 tp, u32 size, 'R'/'M'/'V' blocks) in this CPU's scratch area, then copy
+ * it whole into this CPU's ring or count a drop. Runs in the uprobe handler
+ * (task context of the tracee) with preemption disabled so each ring has a
+ * single writer; user memory is read with copy_from_user_nofault().
+ */
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/msr.h>
+#include <asm/segment.h>
+
+#include "ax/amd64_regs.h"
+#include "gdbtrace.h"
+
+struct gt_frame {
+	u8 *buf;
+	u32 len, cap;
+};
+
+struct gt_hit {
+	struct gt_probe *p;
+	struct pt_regs *regs;
+	struct gt_frame f;
+};
+
+static int verify_tsv_exists(void *opaque, uint32_t num)
+{
+	struct gt_session *s = opaque;
+
+	return num < GDBTRACE_MAX_TSVS && test_bit(num, s->tsv_defined);
+}
+
+int gt_verify_code(struct gt_session *s, const u8 *code, u32 len, int allow_trace,
+		   struct ax_verified *out)
+{
+	struct ax_verify_ctx vctx = {
+		.num_regs = GT_NUM_REGS_AVX,
+		.tsv_exists = verify_tsv_exists,
+		.opaque = s,
+		.allow_trace_ops = allow_trace,
+	};
+	uint32_t err_pc = 0;
+	int ret;
+
+	/* ~13 KB of verifier work area: too big for a kernel stack. */
+	vctx.scratch = kmalloc(sizeof(*vctx.scratch), GFP_KERNEL);
+	if (!vctx.scratch)
+		return -ENOMEM;
+	ret = ax_verify(code, len, &vctx, out, &err_pc);
+	kfree(vctx.scratch);
+	if (ret) {
+		pr_info_ratelimited("gdbtrace: bytecode rejected at %u: %s\n", err_pc, ax_strerror(ret));
+		return -EINVAL;
+	}
+	/* Agent printf has no console to go to from the kernel. */
+	if (out->uses_printf)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Register REGNO of the hit, as the 'g' layout holds it. */
+static int reg_value(struct pt_regs *regs, u32 regno, u64 *v)
+{
+	unsigned short sel;
+
+	switch (regno) {
+	case GT_RAX: *v = regs->ax; return 0;
+	case GT_RBX: *v = regs->bx; return 0;
+	case GT_RCX: *v = regs->cx; return 0;
+	case GT_RDX: *v = regs->dx; return 0;
+	case GT_RSI: *v = regs->si; return 0;
+	case GT_RDI: *v = regs->di; return 0;
+	case GT_RBP: *v = regs->bp; return 0;
+	case GT_RSP: *v = regs->sp; return 0;
+	case GT_R8: *v = regs->r8; return 0;
+	case GT_R9: *v = regs->r9; return 0;
+	case GT_R10: *v = regs->r10; return 0;
+	case GT_R11: *v = regs->r11; return 0;
+	case GT_R12: *v = regs->r12; return 0;
+	case GT_R13: *v = regs->r13; return 0;
+	case GT_R14: *v = regs->r14; return 0;
+	case GT_R15: *v = regs->r15; return 0;
+	case GT_RIP: *v = regs->ip; return 0;
+	case GT_EFLAGS: *v = regs->flags; return 0;
+	case GT_CS: *v = regs->cs; return 0;
+	case GT_SS: *v = regs->ss; return 0;
+	/* Entry from user mode leaves the data/extra/fs/gs selectors untouched. */
+	case GT_DS: savesegment(ds, sel); *v = sel; return 0;
+	case GT_ES: savesegment(es, sel); *v = sel; return 0;
+	case GT_FS: savesegment(fs, sel); *v = sel; return 0;
+	case GT_GS: savesegment(gs, sel); *v = sel; return 0;
+	case GT_ORIG_RAX: *v = regs->orig_ax; return 0;
+	/* The kernel never uses FS; user GS base sits in KERNEL_GS_BASE after swapgs. */
+	case GT_FS_BASE: rdmsrl(MSR_FS_BASE, *v); return 0;
+	case GT_GS_BASE: rdmsrl(MSR_KERNEL_GS_BASE, *v); return 0;
+	}
+	return AX_ERR_REG_UNAVAILABLE;
+}
+
+static u8 *frame_reserve(struct gt_frame *f, u32 n)
+{
+	u8 *p;
+
+	if (n > f->cap - f->len)
+		return NULL;
+	p = f->buf + f->len;
+	f->len += n;
+	return p;
+}
+
+static int put_regs_block(struct gt_hit *h)
+{
+	u32 size = h->p->s->regblock_size;
+	u8 *b = frame_reserve(&h->f, 1 + size);
+	u32 r;
+
+	if (!b)
+		return AX_ERR_TRACE;
+	b[0] = 'R';
+	memset(b + 1, 0, size);
+	for (r = 0; r < GT_NUM_REGS_NOAVX; r++) {
+		u64 v;
+
+		if (reg_value(h->regs, r, &v) == 0)
+			memcpy(b + 1 + gt_reg_offset(r), &v, gt_reg_size(r) < 8 ? gt_reg_size(r) : 8);
+	}
+	return 0;
+}
+
+/* 'M' block of LEN bytes at ADDR. With NZ, stop after the first zero byte. */
+static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
+{
+	u32 saved = h->f.len;
+	u8 *b = frame_reserve(&h->f, 1 + 8 + 2);
+	u8 *data;
+	u16 len16;
+
+	if (!b || len > 0xffff)
+		goto full;
+	data = frame_reserve(&h->f, len);
+	if (!data)
+		goto full;
+	if (copy_from_user_nofault(data, (const void __user *)(uintptr_t)addr, len)) {
+		if (!nz)
+			goto fault;
+		/* tracenz may run up to unmapped memory: read byte by byte. */
+		for (len16 = 0; len16 < len; len16++)
+			if (copy_from_user_nofault(data + len16,
+						   (const void __user *)(uintptr_t)(addr + len16), 1))
+				break;
+		if (len16 == 0)
+			goto fault;
+		len = len16;
+	}
+	if (nz) {
+		u8 *z = memchr(data, 0, len);
+
+		if (z)
+			len = z - data + 1;
+	}
+	h->f.len = saved + 11 + len;
+	b[0] = 'M';
+	memcpy(b + 1, &addr, 8);
+	len16 = len;
+	memcpy(b + 9, &len16, 2);
+	return 0;
+full:
+	h->f.len = saved;
+	return AX_ERR_TRACE;
+fault:
+	h->f.len = saved;
+	return AX_ERR_MEM;
+}
+
+static int put_tsv_block(struct gt_hit *h, u32 num)
+{
+	u8 *b = frame_reserve(&h->f, 1 + 4 + 8);
+	s64 v;
+
+	if (!b)
+		return AX_ERR_TRACE;
+	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
+		return AX_ERR_BAD_TSV;
+	v = atomic64_read(&h->p->s->tsv[num]);
+	b[0] = 'V';
+	memcpy(b + 1, &num, 4);
+	memcpy(b + 5, &v, 8);
+	return 0;
+}
+
+/* --- agent-expression services --- */
+
+static int env_read_reg(void *opaque, uint32_t regno, uint64_t *value)
+{
+	struct gt_hit *h = opaque;
+
+	return reg_value(h->regs, regno, value);
+}
+
+static int env_read_mem(void *opaque, uint64_t addr, void *buf, uint32_t len)
+{
+	return copy_from_user_nofault(buf, (const void __user *)(uintptr_t)addr, len) ? AX_ERR_MEM : 0;
+}
+
+static int env_get_tsv(void *opaque, uint32_t num, int64_t *value)
+{
+	struct gt_hit *h = opaque;
+
+	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
+		return AX_ERR_BAD_TSV;
+	*value = atomic64_read(&h->p->s->tsv[num]);
+	return 0;
+}
+
+static int env_set_tsv(void *opaque, uint32_t num, int64_t value)
+{
+	struct gt_hit *h = opaque;
+
+	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
+		return AX_ERR_BAD_TSV;
+	atomic64_set(&h->p->s->tsv[num], value);
+	return 0;
+}
+
+static int env_trace_mem(void *opaque, uint64_t addr, uint32_t len, int nz)
+{
+	return put_mem_block(opaque, addr, len, nz);
+}
+
+static int env_trace_tsv(void *opaque, uint32_t num)
+{
+	return put_tsv_block(opaque, num);
+}
+
+static int env_printf(void *opaque, const char *fmt, uint32_t fmt_len, uint32_t nargs,
+		      const uint64_t *args)
+{
+	return AX_ERR_NOT_ALLOWED; /* refused at verification; never reached */
+}
+
+static int run_actions(struct gt_hit *h)
+{
+	struct ax_env env = {
+		.opaque = h,
+		.read_reg = env_read_reg,
+		.read_mem = env_read_mem,
+		.get_tsv = env_get_tsv,
+		.set_tsv = env_set_tsv,
+		.trace_mem = env_trace_mem,
+		.trace_tsv = env_trace_tsv,
+		.printf = env_printf,
+	};
+	struct gt_probe *p = h->p;
+	int errors = 0;
+	u32 i;
+
+	for (i = 0; i < p->nr_actions; i++) {
+		struct gt_action *a = &p->actions[i];
+		u64 base = 0, result;
+		int ret = 0;
+
+		switch (a->kind) {
+		case GDBTRACE_ACT_REGS:
+			ret = put_regs_block(h);
+			break;
+		case GDBTRACE_ACT_MEM:
+			if (a->basereg >= 0)
+				ret = reg_value(h->regs, a->basereg, &base);
+			if (!ret)
+				ret = put_mem_block(h, base + a->offset, a->len, 0);
+			break;
+		case GDBTRACE_ACT_EXPR:
+			ret = ax_eval(a->code, &a->info, &env, &result);
+			break;
+		}
+		if (ret == AX_ERR_TRACE)
+			return -ENOSPC; /* frame larger than GDBTRACE_MAX_FRAME */
+		if (ret)
+			errors++; /* e.g. unreadable memory: that block is left out */
+	}
+	if (errors)
+		atomic64_add(errors, &p->errors);
+	return 0;
+}
+
+static bool condition_true(struct gt_hit *h)
+{
+	struct ax_env env = {
+		.opaque = h,
+		.read_reg = env_read_reg,
+		.read_mem = env_read_mem,
+		.get_tsv = env_get_tsv,
+		.set_tsv = env_set_tsv,
+		.trace_mem = env_trace_mem,
+		.trace_tsv = env_trace_tsv,
+		.printf = env_printf,
+	};
+	u64 result = 0;
+
+	if (!h->p->cond)
+		return true;
+	if (ax_eval(h->p->cond, &h->p->cond_info, &env, &result)) {
+		atomic64_inc(&h->p->errors);
+		return false;
+	}
+	return result != 0;
+}
+
+static struct gdbtrace_ring_header *this_ring(struct gt_session *s, u32 cpu)
+{
+	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)cpu * s->ring_stride);
+}
+
+/* Copy the frame into this CPU's ring as one record, or count a drop. The
+ * positions in the header are shared with the stub, so every offset is
+ * reduced modulo the data size before use: a bogus tail can lose frames but
+ * never make us write outside the ring. */
+static void ring_put(struct gt_session *s, u32 cpu, struct gt_probe *p, const u8 *frame, u32 len)
+{
+	struct gdbtrace_ring_header *h = this_ring(s, cpu);
+	u8 *data = (u8 *)h + PAGE_SIZE;
+	u64 size = s->data_size;
+	u64 head = READ_ONCE(h->head);
+	u64 tail = smp_load_acquire(&h->tail);
+	u64 rec = ALIGN(sizeof(struct gdbtrace_record) + len, 8);
+	u64 off = head & (size - 1) & ~7ull;
+	u64 contig = size - off;
+	u64 used = head - tail;
+	u64 need = rec + (contig < rec ? contig : 0);
+	struct gdbtrace_record r = { .len = len, .flags = 0 };
+
+	head = (head & ~(size - 1)) + off;
+	if (used > size || need > size - used) {
+		WRITE_ONCE(h->drops, READ_ONCE(h->drops) + 1);
+		atomic64_inc(&p->drops);
+		return;
+	}
+	if (contig < rec) {
+		struct gdbtrace_record pad = { .len = 0, .flags = GDBTRACE_REC_PAD };
+
+		memcpy(data + off, &pad, sizeof(pad));
+		head += contig;
+		off = 0;
+	}
+	memcpy(data + off, &r, sizeof(r));
+	memcpy(data + off + sizeof(r), frame, len);
+	smp_store_release(&h->head, head + rec);
+	atomic64_inc(&p->frames);
+	atomic64_add(len, &p->bytes);
+	/* Wake the stub when the ring passes half full; it also drains on a timer. */
+	if (used < size / 2 && used + need >= size / 2)
+		wake_up_interruptible(&s->wq);
+}
+
+static void stop_for_passcount(struct gt_session *s, struct gt_probe *p)
+{
+	if (atomic_xchg(&s->running, 0)) {
+		WRITE_ONCE(s->stop_tp, p->tp);
+		WRITE_ONCE(s->stop_reason, GDBTRACE_STOP_PASSCOUNT);
+		wake_up_interruptible(&s->wq);
+	}
+}
+
+void gt_collect(struct gt_probe *p, struct pt_regs *regs)
+{
+	struct gt_session *s = p->s;
+	struct gt_hit h = { .p = p, .regs = regs };
+	u64 hits;
+	u32 cpu, size;
+
+	if (!READ_ONCE(p->enabled) || !atomic_read(&s->running))
+		goto emulate;
+	preempt_disable();
+	cpu = smp_processor_id();
+	if (!condition_true(&h))
+		goto out;
+	hits = atomic64_inc_return(&p->hits);
+	if (p->pass_count && hits > p->pass_count)
+		goto out;
+	h.f.buf = s->scratch + (size_t)cpu * GDBTRACE_MAX_FRAME;
+	h.f.cap = GDBTRACE_MAX_FRAME;
+	h.f.len = 6;
+	if (run_actions(&h) == 0) {
+		u16 tp = p->tp;
+
+		size = h.f.len - 6;
+		memcpy(h.f.buf, &tp, 2);
+		memcpy(h.f.buf + 2, &size, 4);
+		ring_put(s, cpu, p, h.f.buf, h.f.len);
+	} else {
+		atomic64_inc(&p->drops);
+	}
+	if (p->pass_count && hits == p->pass_count)
+		stop_for_passcount(s, p);
+out:
+	preempt_enable();
+emulate:
+	if (p->emu.op && gt_emu_apply(&p->emu, regs))
+		atomic64_inc(&p->emulated);
+}

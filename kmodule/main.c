@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gdbtrace.ko: uprobe-based tracepoint collector for gdbtrace-server.
+ *
+ * /dev/gdbtrace (0600). One open file = one session: its probes, its rings
+ * (mmap'ed by the stub) and its trace state variables. Releasing the file
+ * (close, or the stub dying) unregisters every probe of the session, which
+ * restores the original instruction in every process.
+ */
+#include <linux/kprobes.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "gdbtrace.h"
+
+bool (*gt_ptrace_may_access)(struct task_struct *task, unsigned int mode);
+
+static struct gdbtrace_ring_header *ring_header(struct gt_session *s, u32 i)
+{
+	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)i * s->ring_stride);
+}
+
+static int gt_open(struct inode *inode, struct file *f)
+{
+	struct gt_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (!s)
+		return -ENOMEM;
+	mutex_init(&s->lock);
+	init_waitqueue_head(&s->wq);
+	INIT_LIST_HEAD(&s->probes);
+	s->next_id = 1;
+	f->private_data = s;
+	return 0;
+}
+
+static int gt_release(struct inode *inode, struct file *f)
+{
+	struct gt_session *s = f->private_data;
+
+	atomic_set(&s->running, 0);
+	gt_probes_remove_all(s); /* no handler runs after this */
+	vfree(s->area);
+	vfree(s->scratch);
+	kvfree(s->tsv);
+	bitmap_free(s->tsv_defined);
+	kfree(s);
+	return 0;
+}
+
+static long do_init(struct gt_session *s, void __user *arg)
+{
+	struct gdbtrace_init in;
+	u32 i, ring_shift;
+	size_t data, stride, total;
+
+	if (copy_from_user(&in, arg, sizeof(in)))
+		return -EFAULT;
+	if (in.version != GDBTRACE_UAPI_VERSION)
+		return -EPROTO;
+	if (s->initialized)
+		return -EBUSY;
+	if (in.regblock_size != 560 && in.regblock_size != 816)
+		return -EINVAL;
+	ring_shift = in.ring_shift;
+	if (ring_shift < GDBTRACE_MIN_RING_SHIFT || ring_shift > GDBTRACE_MAX_RING_SHIFT)
+		return -EINVAL;
+	data = (size_t)1 << ring_shift;
+	stride = PAGE_SIZE + data;
+	/* Bound the total: 64 MiB rings on many CPUs would be silly. */
+	if ((u64)nr_cpu_ids * stride > (512ull << 20))
+		return -E2BIG;
+	total = (size_t)nr_cpu_ids * stride;
+
+	s->area = vmalloc_user(total);
+	s->scratch = vmalloc((size_t)nr_cpu_ids * GDBTRACE_MAX_FRAME);
+	s->tsv = kvcalloc(GDBTRACE_MAX_TSVS, sizeof(*s->tsv), GFP_KERNEL);
+	s->tsv_defined = bitmap_zalloc(GDBTRACE_MAX_TSVS, GFP_KERNEL);
+	if (!s->area || !s->scratch || !s->tsv || !s->tsv_defined) {
+		vfree(s->area);
+		vfree(s->scratch);
+		kvfree(s->tsv);
+		bitmap_free(s->tsv_defined);
+		s->area = NULL;
+		s->scratch = NULL;
+		s->tsv = NULL;
+		s->tsv_defined = NULL;
+		return -ENOMEM;
+	}
+	s->regblock_size = in.regblock_size;
+	s->nr_rings = nr_cpu_ids;
+	s->ring_stride = stride;
+	s->data_size = data;
+	s->area_size = total;
+	for (i = 0; i < s->nr_rings; i++) {
+		struct gdbtrace_ring_header *h = ring_header(s, i);
+
+		h->data_size = data;
+		h->data_offset = PAGE_SIZE;
+	}
+	s->initialized = true;
+
+	in.nr_rings = s->nr_rings;
+	in.ring_stride = stride;
+	in.mmap_size = total;
+	in.features = GDBTRACE_FEAT_EMULATE;
+	/* GPRs, rip, eflags, segment selectors; orig_rax, fs_base, gs_base. */
+	in.reg_valid = 0x00ffffffu;
+	in.reg_valid_hi = (1u << (57 - 32)) | (1u << (58 - 32)) | (1u << (59 - 32));
+	in.reserved = 0;
+	if (copy_to_user(arg, &in, sizeof(in)))
+		return -EFAULT;
+	return 0;
+}
+
+static long do_tsv(struct gt_session *s, void __user *arg, bool set)
+{
+	struct gdbtrace_tsv t;
+
+	if (copy_from_user(&t, arg, sizeof(t)))
+		return -EFAULT;
+	if (t.num >= GDBTRACE_MAX_TSVS)
+		return -EINVAL;
+	if (set) {
+		if (t.flags & ~GDBTRACE_TSV_DEFINE)
+			return -EINVAL;
+		if (!(t.flags & GDBTRACE_TSV_DEFINE) && !test_bit(t.num, s->tsv_defined))
+			return -ENOENT;
+		atomic64_set(&s->tsv[t.num], t.value);
+		set_bit(t.num, s->tsv_defined);
+		return 0;
+	}
+	if (t.flags)
+		return -EINVAL;
+	if (!test_bit(t.num, s->tsv_defined))
+		return -ENOENT;
+	t.value = atomic64_read(&s->tsv[t.num]);
+	t.flags = GDBTRACE_TSV_DEFINED;
+	return copy_to_user(arg, &t, sizeof(t)) ? -EFAULT : 0;
+}
+
+static long do_probe_status(struct gt_session *s, void __user *arg)
+{
+	struct gdbtrace_probe_status st;
+	struct gt_probe *p;
+
+	if (copy_from_user(&st, arg, sizeof(st)))
+		return -EFAULT;
+	p = gt_probe_find(s, st.id);
+	if (!p)
+		return -ENOENT;
+	memset(&st, 0, sizeof(st));
+	st.id = p->id;
+	st.flags = (READ_ONCE(p->enabled) ? GDBTRACE_PST_ENABLED : 0) |
+		   (p->emu.op ? GDBTRACE_PST_EMULATING : 0);
+	st.hits = atomic64_read(&p->hits);
+	st.frames = atomic64_read(&p->frames);
+	st.bytes = atomic64_read(&p->bytes);
+	st.drops = atomic64_read(&p->drops);
+	st.errors = atomic64_read(&p->errors);
+	st.emulated = atomic64_read(&p->emulated);
+	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+static long do_status(struct gt_session *s, void __user *arg)
+{
+	struct gdbtrace_session_status st = {};
+	u32 i;
+
+	st.running = atomic_read(&s->running);
+	st.stop_reason = READ_ONCE(s->stop_reason);
+	st.stop_tp = READ_ONCE(s->stop_tp);
+	st.nr_probes = s->nr_probes;
+	for (i = 0; i < s->nr_rings; i++)
+		st.drops += READ_ONCE(ring_header(s, i)->drops);
+	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+static long gt_ioctl_locked(struct gt_session *s, unsigned int cmd, void __user *arg)
+{
+	if (cmd == GDBTRACE_IOC_INIT)
+		return do_init(s, arg);
+	if (!s->initialized)
+		return -ENOTCONN;
+
+	switch (cmd) {
+	case GDBTRACE_IOC_ADD: {
+		struct gdbtrace_probe_add req;
+		long ret;
+
+		if (copy_from_user(&req, arg, sizeof(req)))
+			return -EFAULT;
+		ret = gt_probe_add(s, &req);
+		if (ret)
+			return ret;
+		/* The probe is live; report its id (a failed copy leaves it installed,
+		 * which close() still cleans up). */
+		return copy_to_user(arg, &req, sizeof(req)) ? -EFAULT : 0;
+	}
+	case GDBTRACE_IOC_ENABLE: {
+		struct gdbtrace_probe_enable e;
+		struct gt_probe *p;
+
+		if (copy_from_user(&e, arg, sizeof(e)))
+			return -EFAULT;
+		if (e.enable > 1)
+			return -EINVAL;
+		p = gt_probe_find(s, e.id);
+		if (!p)
+			return -ENOENT;
+		WRITE_ONCE(p->enabled, e.enable);
+		return 0;
+	}
+	case GDBTRACE_IOC_START:
+		WRITE_ONCE(s->stop_reason, GDBTRACE_STOP_NONE);
+		WRITE_ONCE(s->stop_tp, 0);
+		atomic_set(&s->running, 1);
+		return 0;
+	case GDBTRACE_IOC_STOP:
+		if (atomic_xchg(&s->running, 0))
+			WRITE_ONCE(s->stop_reason, GDBTRACE_STOP_REQUESTED);
+		wake_up_interruptible(&s->wq);
+		return 0;
+	case GDBTRACE_IOC_PROBE_STATUS:
+		return do_probe_status(s, arg);
+	case GDBTRACE_IOC_STATUS:
+		return do_status(s, arg);
+	case GDBTRACE_IOC_TSV_SET:
+		return do_tsv(s, arg, true);
+	case GDBTRACE_IOC_TSV_GET:
+		return do_tsv(s, arg, false);
+	case GDBTRACE_IOC_REMOVE_ALL:
+		atomic_set(&s->running, 0);
+		gt_probes_remove_all(s);
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+static long gt_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct gt_session *s = f->private_data;
+	long ret;
+
+	if (_IOC_TYPE(cmd) != GDBTRACE_IOC_MAGIC)
+		return -ENOTTY;
+	if (mutex_lock_interruptible(&s->lock))
+		return -ERESTARTSYS;
+	ret = gt_ioctl_locked(s, cmd, (void __user *)arg);
+	mutex_unlock(&s->lock);
+	return ret;
+}
+
+static int gt_mmap(struct file *f, struct vm_area_struct *vma)
+{
+	struct gt_session *s = f->private_data;
+	unsigned long len = vma->vm_end - vma->vm_start;
+	int ret;
+
+	mutex_lock(&s->lock);
+	if (!s->initialized)
+		ret = -ENOTCONN;
+	else if (vma->vm_pgoff != 0 || len > PAGE_ALIGN(s->area_size))
+		ret = -EINVAL;
+	else if (vma->vm_flags & VM_EXEC)
+		ret = -EPERM;
+	else
+		ret = remap_vmalloc_range(vma, s->area, 0);
+	mutex_unlock(&s->lock);
+	return ret;
+}
+
+static bool rings_pending(struct gt_session *s)
+{
+	u32 i;
+
+	for (i = 0; i < s->nr_rings; i++) {
+		struct gdbtrace_ring_header *h = ring_header(s, i);
+
+		if (smp_load_acquire(&h->head) != READ_ONCE(h->tail))
+			return true;
+	}
+	return false;
+}
+
+static __poll_t gt_poll(struct file *f, poll_table *wait)
+{
+	struct gt_session *s = f->private_data;
+	__poll_t mask = 0;
+
+	if (!READ_ONCE(s->initialized))
+		return EPOLLERR;
+	poll_wait(f, &s->wq, wait);
+	if (rings_pending(s))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (READ_ONCE(s->stop_reason) != GDBTRACE_STOP_NONE && !atomic_read(&s->running))
+		mask |= EPOLLPRI;
+	return mask;
+}
+
+static const struct file_operations gt_fops = {
+	.owner = THIS_MODULE,
+	.open = gt_open,
+	.release = gt_release,
+	.unlocked_ioctl = gt_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = gt_mmap,
+	.poll = gt_poll,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice gt_dev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "gdbtrace",
+	.fops = &gt_fops,
+	.mode = 0600,
+};
+
+/* ptrace_may_access() is not exported to modules; find it through a kprobe's
+ * symbol lookup. Without it the module refuses to load: the ptrace permission
+ * check is what makes probing other users' processes impossible. */
+static int resolve_ptrace_may_access(void)
+{
+	struct kprobe kp = { .symbol_name = "ptrace_may_access" };
+	u8 *addr;
+	int ret = register_kprobe(&kp);
+
+	if (ret < 0)
+		return ret;
+	addr = (u8 *)kp.addr;
+	unregister_kprobe(&kp);
+	/* With IBT the kprobe sits after the function's endbr64; call the entry. */
+	if (addr) {
+		u32 prev;
+
+		memcpy(&prev, addr - 4, 4);
+		if (prev == 0xfa1e0ff3u)
+			addr -= 4;
+	}
+	gt_ptrace_may_access = (void *)addr;
+	return gt_ptrace_may_access ? 0 : -ENOENT;
+}
+
+static int __init gt_init(void)
+{
+	int ret = resolve_ptrace_may_access();
+
+	if (ret) {
+		pr_err("gdbtrace: cannot resolve ptrace_may_access (%d)\n", ret);
+		return ret;
+	}
+	ret = misc_register(&gt_dev);
+	if (ret)
+		return ret;
+	pr_info("gdbtrace: /dev/gdbtrace ready (uapi %d)\n", GDBTRACE_UAPI_VERSION);
+	return 0;
+}
+
+static void __exit gt_exit(void)
+{
+	misc_deregister(&gt_dev);
+}
+
+module_init(gt_init);
+module_exit(gt_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("gdbtrace: uprobe tracepoint collector for gdbtrace-server");

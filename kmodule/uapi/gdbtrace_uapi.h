@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * /dev/gdbtrace user API: shared by gdbtrace.ko and the stub (gdbserver-agent/src/kmod).
+ *
+ * One open file is one session. The first ioctl must be GDBTRACE_IOC_INIT, which
+ * fixes the API version, the 'R' block size and the ring size; the stub then
+ * mmap()s the rings (GDBTRACE_MMAP_SIZE from the INIT reply), adds probes, and
+ * starts collection. Closing the file removes every probe of the session.
+ *
+ * Ring layout (mmap, one ring per possible CPU, ring i at i * ring_stride):
+ *   struct gdbtrace_ring_header   (one page; kernel writes head/drops, stub writes tail)
+ *   data[data_size]               (records, each 8-byte aligned)
+ * A record is struct gdbtrace_record followed by `len` bytes: one complete trace
+ * frame in gdb's tfile layout (u16 tp, u32 size, blocks 'R' / 'M' / 'V'). A record
+ * with GDBTRACE_REC_PAD means "skip to the start of the data area". Positions
+ * head and tail are free-running byte counters (offset = pos % data_size).
+ * A frame that does not fit is dropped whole and counted in `drops`.
+ */
+#ifndef GDBTRACE_UAPI_H
+#define GDBTRACE_UAPI_H
+
+#ifdef __KERNEL__
+#include <linux/ioctl.h>
+#include <linux/types.h>
+#else
+#include <linux/ioctl.h>
+#include <linux/types.h>
+#endif
+
+#define GDBTRACE_UAPI_VERSION 1
+#define GDBTRACE_DEVICE "/dev/gdbtrace"
+
+/* Bounds the module enforces. */
+#define GDBTRACE_MAX_PROBES 256       /* per session */
+#define GDBTRACE_MAX_ACTIONS 64       /* per probe */
+#define GDBTRACE_MAX_CODE 4096        /* bytes of one bytecode program (= AX_MAX_CODE_LEN) */
+#define GDBTRACE_MAX_MEM 65536        /* bytes of one 'M' action */
+#define GDBTRACE_MAX_FRAME (256 * 1024) /* bytes of one frame */
+#define GDBTRACE_MAX_TSVS 1024        /* TSV numbers 0..GDBTRACE_MAX_TSVS-1 */
+#define GDBTRACE_MIN_RING_SHIFT 16    /* 64 KiB per CPU */
+#define GDBTRACE_MAX_RING_SHIFT 26    /* 64 MiB per CPU */
+#define GDBTRACE_MAX_EMU 16           /* bytes of an emulation recipe's instruction */
+
+struct gdbtrace_init {
+  __u32 version;        /* in: GDBTRACE_UAPI_VERSION */
+  __u32 regblock_size;  /* in: 560 or 816 */
+  __u32 ring_shift;     /* in: data bytes per ring = 1 << ring_shift */
+  __u32 nr_rings;       /* out: number of rings (possible CPUs) */
+  __u64 ring_stride;    /* out: bytes between rings in the mapping */
+  __u64 mmap_size;      /* out: total bytes to mmap at offset 0 */
+  __u32 features;       /* out: GDBTRACE_FEAT_* */
+  __u32 reg_valid;      /* out: bitmask over regnums 0..31 the 'R' block fills */
+  __u32 reg_valid_hi;   /* out: bitmask over regnums 32..63 */
+  __u32 reserved;
+};
+#define GDBTRACE_FEAT_EMULATE 1u /* module accepts emulation recipes */
+
+struct gdbtrace_ring_header {
+  __u64 head;      /* kernel: bytes produced */
+  __u64 tail;      /* stub: bytes consumed */
+  __u64 drops;     /* kernel: frames dropped (ring full) */
+  __u64 data_size; /* bytes of the data area */
+  __u64 data_offset; /* offset of the data area from the header */
+};
+
+#define GDBTRACE_REC_PAD 1u
+struct gdbtrace_record {
+  __u32 len;   /* bytes of frame that follow (0 for a pad record) */
+  __u32 flags; /* GDBTRACE_REC_* */
+};
+
+enum gdbtrace_action_kind {
+  GDBTRACE_ACT_REGS = 'R', /* the 'R' block */
+  GDBTRACE_ACT_MEM = 'M',  /* basereg (-1 absolute) + offset, len bytes */
+  GDBTRACE_ACT_EXPR = 'X', /* bytecode: trace/trace_quick/tracenz/tracev collect */
+};
+
+struct gdbtrace_action {
+  __u32 kind;      /* enum gdbtrace_action_kind */
+  __s32 basereg;   /* 'M': register number or -1 */
+  __s64 offset;    /* 'M' */
+  __u32 len;       /* 'M': bytes; 'X': bytecode length */
+  __u32 reserved;
+  __u64 code;      /* 'X': user pointer to bytecode */
+};
+
+/* Emulation recipe (computed by the stub's decoder): the module checks that the
+ * probed instruction's bytes in the tracee equal insn[0..insn_len) before using it. */
+enum gdbtrace_emu_op {
+  GDBTRACE_EMU_NONE = 0,
+  GDBTRACE_EMU_NOP = 1,          /* ip += len */
+  GDBTRACE_EMU_PUSH_REG = 2,     /* push reg (64-bit) */
+  GDBTRACE_EMU_MOV_REG_REG = 3,  /* dst = src (64-bit) */
+  GDBTRACE_EMU_SUB_IMM = 4,      /* dst -= imm (64-bit, flags set) */
+  GDBTRACE_EMU_ADD_IMM = 5,      /* dst += imm (64-bit, flags set) */
+  GDBTRACE_EMU_LOAD_RIP = 6,     /* dst = *(u64/u32 zero-ext)(ip + len + imm); width in `width` */
+  GDBTRACE_EMU_ENDBR = 7,        /* endbr64: ip += len */
+  GDBTRACE_EMU_MOV_IMM = 8,      /* dst = imm (width 4: zero-extended, 8: sign-extended imm32) */
+  GDBTRACE_EMU_LEA_RIP = 9,      /* dst = ip + len + imm */
+};
+
+struct gdbtrace_emu {
+  __u32 op;         /* enum gdbtrace_emu_op (0: no emulation, single-step) */
+  __u8 insn_len;    /* bytes of the instruction */
+  __u8 dst;         /* register number (gdb numbering, 0..15) */
+  __u8 src;         /* register number (0..15) */
+  __u8 width;       /* operand bytes: 4 or 8 */
+  __s64 imm;
+  __u8 insn[GDBTRACE_MAX_EMU]; /* the instruction's bytes as decoded */
+};
+
+struct gdbtrace_probe_add {
+  __s32 pid;          /* in: target process (tgid) */
+  __s32 fd;           /* in: open file descriptor of the mapped file */
+  __u64 offset;       /* in: file offset of the instruction */
+  __u64 address;      /* in: its virtual address in the target */
+  __u32 tp_number;    /* in: gdb tracepoint number (u16 in frames) */
+  __u32 nr_actions;   /* in */
+  __u64 actions;      /* in: user pointer to struct gdbtrace_action[nr_actions] */
+  __u64 cond;         /* in: user pointer to condition bytecode (0: none) */
+  __u32 cond_len;     /* in */
+  __u32 flags;        /* in: GDBTRACE_PROBE_* */
+  __u64 pass_count;   /* in: stop the session after this many hits (0: none) */
+  struct gdbtrace_emu emu; /* in: optional recipe (op 0: none) */
+  __u32 id;           /* out: probe id for other ioctls */
+  __u32 reserved;
+};
+#define GDBTRACE_PROBE_DISABLED 1u /* add disabled */
+
+struct gdbtrace_probe_enable {
+  __u32 id;
+  __u32 enable;
+};
+
+struct gdbtrace_probe_status {
+  __u32 id;        /* in */
+  __u32 flags;     /* out: GDBTRACE_PST_* */
+  __u64 hits, frames, bytes, drops, errors, emulated;
+};
+#define GDBTRACE_PST_ENABLED 1u
+#define GDBTRACE_PST_EMULATING 2u
+
+enum gdbtrace_stop_reason {
+  GDBTRACE_STOP_NONE = 0,
+  GDBTRACE_STOP_REQUESTED = 1,
+  GDBTRACE_STOP_PASSCOUNT = 2,
+};
+
+struct gdbtrace_session_status {
+  __u32 running;
+  __u32 stop_reason; /* enum gdbtrace_stop_reason */
+  __u32 stop_tp;     /* tracepoint whose pass count stopped the run */
+  __u32 nr_probes;
+  __u64 drops;       /* all rings */
+};
+
+struct gdbtrace_tsv {
+  __u32 num;
+  __u32 flags;      /* set: GDBTRACE_TSV_DEFINE creates it; get: out GDBTRACE_TSV_DEFINED */
+  __s64 value;
+};
+#define GDBTRACE_TSV_DEFINE 1u
+#define GDBTRACE_TSV_DEFINED 2u
+
+#define GDBTRACE_IOC_MAGIC 0xB7
+#define GDBTRACE_IOC_INIT _IOWR(GDBTRACE_IOC_MAGIC, 1, struct gdbtrace_init)
+#define GDBTRACE_IOC_ADD _IOWR(GDBTRACE_IOC_MAGIC, 2, struct gdbtrace_probe_add)
+#define GDBTRACE_IOC_ENABLE _IOW(GDBTRACE_IOC_MAGIC, 3, struct gdbtrace_probe_enable)
+#define GDBTRACE_IOC_START _IO(GDBTRACE_IOC_MAGIC, 4)
+#define GDBTRACE_IOC_STOP _IO(GDBTRACE_IOC_MAGIC, 5)
+#define GDBTRACE_IOC_PROBE_STATUS _IOWR(GDBTRACE_IOC_MAGIC, 6, struct gdbtrace_probe_status)
+#define GDBTRACE_IOC_STATUS _IOR(GDBTRACE_IOC_MAGIC, 7, struct gdbtrace_session_status)
+#define GDBTRACE_IOC_TSV_SET _IOW(GDBTRACE_IOC_MAGIC, 8, struct gdbtrace_tsv)
+#define GDBTRACE_IOC_TSV_GET _IOWR(GDBTRACE_IOC_MAGIC, 9, struct gdbtrace_tsv)
+#define GDBTRACE_IOC_REMOVE_ALL _IO(GDBTRACE_IOC_MAGIC, 10)
+
+#endif

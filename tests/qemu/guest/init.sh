@@ -1,0 +1,47 @@
+#!/bin/busybox sh
+# PID 1 of the test guest: load gdbtrace.ko, run the ioctl-level tests, the
+# gdb-driven server session (when the server is in the image), then unload the
+# module and check the kernel log. Prints GT-RESULT PASS|FAIL and powers off.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+echo "GT-BOOT $(uname -r) cpus=$(nproc)"
+fail=0
+note_fail() { echo "FAIL $*"; fail=1; }
+
+insmod /gdbtrace.ko || note_fail "insmod"
+[ -c /dev/gdbtrace ] || note_fail "no /dev/gdbtrace"
+ls -l /dev/gdbtrace | grep -q '^crw-------' || note_fail "/dev/gdbtrace mode: $(ls -l /dev/gdbtrace)"
+
+cd /tmp
+/bin/gt_test || { note_fail "gt_test"; dmesg | grep gdbtrace | tail -20; }
+
+if [ -x /bin/gdbtrace-server ]; then
+  insmod /lib/modules/e1000.ko* 2>/dev/null
+  ip link set lo up
+  ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0
+  cp -r /programs /tmp/programs 2>/dev/null
+  /bin/gdbtrace-server --multi :1234 >/tmp/server.log 2>&1 &
+  spid=$!
+  sleep 1
+  echo "GT-SERVER-READY"
+  # The host drives the server with gdb, then connects to :1234 again with 'monitor exit' or kills it.
+  i=0
+  while kill -0 $spid 2>/dev/null && [ $i -lt 900 ]; do sleep 0.2; i=$((i + 1)); done
+  kill $spid 2>/dev/null
+  grep -qi "error\|abort" /tmp/server.log && sed 's/^/server: /' /tmp/server.log | tail -20
+fi
+
+if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi
+
+sleep 0.2
+rmmod gdbtrace || note_fail "rmmod"
+if dmesg | grep -E "WARNING|BUG[: ]|Oops|Call Trace|general protection" >/tmp/bad; then
+  note_fail "kernel log:"; cat /tmp/bad
+fi
+if [ $fail = 0 ]; then echo "GT-RESULT PASS"; else echo "GT-RESULT FAIL"; fi
+sync
+poweroff -f
