@@ -12,13 +12,16 @@ volatile long ticks;
 
 void tick(void) { ticks++; }
 
+/* Written to a temporary file and renamed, so a reader never sees a half-written count. */
 static void write_heartbeat(const char *path) {
-  char line[32];
+  char line[32], tmp[4096];
   int len = snprintf(line, sizeof line, "%ld\n", ticks);
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return;
   if (write(fd, line, len) < 0) { /* best effort: the test will notice a stale heartbeat */ }
   close(fd);
+  rename(tmp, path);
 }
 
 int main(int argc, char **argv) {
