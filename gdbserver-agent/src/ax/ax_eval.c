@@ -176,6 +176,8 @@ static int do_printf(struct machine* m) {
   fmt_len = ((uint32_t)m->code[m->pc + 2] << 8) | m->code[m->pc + 3];
   if (fmt_len > m->len - m->pc - 4u)
     return AX_ERR_TRUNCATED;
+  if (fmt_len == 0 || m->code[m->pc + 3u + fmt_len] != 0)
+    return AX_ERR_BAD_PRINTF; /* the callback is promised a NUL-terminated format */
   rc = pop(m, &ignored); /* function */
   if (rc == AX_OK)
     rc = pop(m, &ignored); /* channel */

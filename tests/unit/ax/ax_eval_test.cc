@@ -320,3 +320,77 @@ TEST_F(AxEval, ForgedVerifiedStillSafe) {
 }
 
 } // namespace
+
+namespace {
+
+// Missing or failing callbacks end the evaluation with an error.
+TEST(AxEvalCallbacks, MissingCallbacks) {
+  FakeTarget t;
+  t.tsv[1] = 0;
+  struct Case {
+    Asm code;
+    int expect;
+  } cases[] = {
+      {Asm().op2(reg, 0).op(end), AX_ERR_REG_UNAVAILABLE},
+      {Asm().op2(getv, 1).op(end), AX_ERR_BAD_TSV},
+      {Asm().c8(1).op2(setv, 1).op(end), AX_ERR_BAD_TSV},
+      {Asm().op2(tracev, 1).op(end), AX_ERR_TRACE},
+      {Asm().c8(1).c8(1).op(trace).op(end), AX_ERR_TRACE},
+      {Asm().c8(1).op1(trace_quick, 1).op(end), AX_ERR_TRACE},
+      {Asm().c8(1).c8(1).op(ref8).op(end), AX_ERR_MEM},
+  };
+  for (auto& c : cases) {
+    ax_verify_ctx ctx = t.vctx();
+    ax_verified v{};
+    ASSERT_EQ(ax_verify(c.code.code.data(), uint32_t(c.code.code.size()), &ctx, &v, nullptr), AX_OK);
+    ax_env env{};
+    uint64_t r = 0;
+    EXPECT_EQ(ax_eval(c.code.code.data(), &v, &env, &r), c.expect);
+  }
+}
+
+struct Failing {
+  static int positive(void*, uint32_t, uint64_t*) { return 1; }  // not a valid status
+  static int get_fails(void*, uint32_t, int64_t*) { return AX_ERR_BAD_TSV; }
+  static int mem_custom(void*, uint64_t, void*, uint32_t) { return AX_ERR_TRACE; }
+};
+
+TEST(AxEvalCallbacks, FailingCallbacksPropagate) {
+  FakeTarget t;
+  t.tsv[1] = 0;
+  ax_verify_ctx ctx = t.vctx();
+  ax_env env = t.env();
+  ax_verified v{};
+  uint64_t r = 0;
+  // A positive return is still a failure, reported as the opcode's own error.
+  Asm a;
+  a.op2(reg, 0).op(end);
+  ASSERT_EQ(ax_verify(a.code.data(), uint32_t(a.code.size()), &ctx, &v, nullptr), AX_OK);
+  env.read_reg = Failing::positive;
+  EXPECT_EQ(ax_eval(a.code.data(), &v, &env, &r), AX_ERR_REG_UNAVAILABLE);
+  // A negative return is passed through unchanged.
+  Asm b;
+  b.op2(getv, 1).op(end);
+  ASSERT_EQ(ax_verify(b.code.data(), uint32_t(b.code.size()), &ctx, &v, nullptr), AX_OK);
+  env.get_tsv = Failing::get_fails;
+  EXPECT_EQ(ax_eval(b.code.data(), &v, &env, &r), AX_ERR_BAD_TSV);
+  Asm c;
+  c.c8(0).op(ref8).op(end);
+  ASSERT_EQ(ax_verify(c.code.data(), uint32_t(c.code.size()), &ctx, &v, nullptr), AX_OK);
+  env.read_mem = Failing::mem_custom;
+  EXPECT_EQ(ax_eval(c.code.data(), &v, &env, &r), AX_ERR_TRACE);
+}
+
+TEST(AxEvalCallbacks, ForgedPrintfFormatIsRefused) {
+  // Unverified printf whose "string" is not NUL-terminated: the callback is
+  // never handed an unterminated format.
+  FakeTarget t;
+  ax_env env = t.env();
+  uint8_t code[] = {const8, 0, const8, 0, printf_, 0, 0, 2, 'h', 'i', end};
+  ax_verified v{};
+  v.code_len = sizeof code;
+  EXPECT_EQ(ax_eval(code, &v, &env, nullptr), AX_ERR_BAD_PRINTF);
+  EXPECT_TRUE(t.printed.empty());
+}
+
+}  // namespace
