@@ -1,0 +1,639 @@
+"""The `gdbtrace` commands."""
+
+import os
+import re
+import shlex
+import tempfile
+import time
+
+import gdb
+
+from . import exporters, latency, regs, stats
+from .session import (TraceData, UserError, any_linespec, check_gdbtrace, current_stub, iter_frames, program_name,
+                      register_block_size, tracepoint_defs, tracepoint_map)
+from . import decode, frames as frames_mod
+from .transport import StubError
+
+
+def _wrap(fn):
+    """Run a command body; stub failures become one-line errors."""
+    try:
+        return fn()
+    except StubError as e:
+        raise UserError("gdbtrace: %s" % e)
+
+
+class GdbtracePrefix(gdb.Command):
+    """gdbtrace: views, exports and statistics of gdbtrace-server trace frames.
+
+Frames are fetched in bulk (qGdbtrace.frames) and decoded in Python with the
+collected expressions' types; no tfind per frame."""
+
+    def __init__(self):
+        super().__init__("gdbtrace", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_NONE, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# status
+
+
+def _fmt_bytes(n):
+    if not isinstance(n, (int, float)):
+        return str(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1024.0
+    return str(n)
+
+
+def _get(d, *keys, default=None):
+    for k in keys:
+        if isinstance(d, dict) and k in d:
+            return d[k]
+    return default
+
+
+def format_status(status):
+    """Text for `gdbtrace status` from the stub's JSON (tolerant of missing keys)."""
+    lines = []
+    running = _get(status, "running")
+    state = "running" if running else ("stopped" if running is not None else "?")
+    reason = _get(status, "stop_reason", "stop")
+    lines.append("Trace run: %s%s" % (state, " (%s)" % reason if reason and not running else ""))
+    backend = _get(status, "backend", "preferred_backend")
+    if backend:
+        lines.append("Backend selection: %s" % backend)
+    collectors = _get(status, "collectors", "backends")
+    if collectors:
+        lines.append("Collectors: %s" % ", ".join(
+            c.get("name", "?") + (" (%s)" % c["describe"] if c.get("describe") else "")
+            if isinstance(c, dict) else str(c) for c in collectors))
+    buf = _get(status, "buffer")
+    if isinstance(buf, dict):
+        used, size = _get(buf, "used", "bytes_used"), _get(buf, "size", "bytes")
+        pct = " (%.1f%%)" % (100.0 * used / size) if isinstance(used, (int, float)) and size else ""
+        lines.append("Buffer: %s of %s used%s, %s frames%s" % (
+            _fmt_bytes(used), _fmt_bytes(size), pct, _get(buf, "frames", default="?"),
+            ", circular" if _get(buf, "circular") else ""))
+    for key in ("frames", "created"):
+        if key in status and not isinstance(buf, dict):
+            lines.append("%s: %s" % (key.capitalize(), status[key]))
+    tps = _get(status, "tracepoints", default=[])
+    if tps:
+        head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes", "cost/hit"]
+        rows = []
+        for t in tps:
+            cost = _get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns")
+            cost_text = ("%.2f us" % (cost / 1000.0)) if isinstance(cost, (int, float)) else (
+                str(_get(t, "cost_per_hit", default="-")))
+            addr = _get(t, "address", default="")
+            rows.append([str(_get(t, "number", "tp", default="?")),
+                         addr if isinstance(addr, str) else "0x%x" % addr,
+                         str(_get(t, "backend", "collector", default="-")),
+                         str(_get(t, "hits", default=0)), str(_get(t, "frames", default=0)),
+                         str(_get(t, "drops", default=0)), str(_get(t, "errors", default=0)),
+                         _fmt_bytes(_get(t, "bytes", default=0)), cost_text])
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+        for r in rows:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+            detail = _get(tps[rows.index(r)], "fallback", "reason", "note")
+            if detail:
+                lines.append("    " + str(detail))
+    else:
+        lines.append("No tracepoints on the stub.")
+    known = {"running", "stop_reason", "stop", "backend", "preferred_backend", "collectors", "backends",
+             "buffer", "tracepoints", "frames", "created"}
+    for k, v in status.items():
+        if k not in known and not isinstance(v, (dict, list)):
+            lines.append("%s: %s" % (k, v))
+    return "\n".join(lines)
+
+
+class StatusCommand(gdb.Command):
+    """Per-tracepoint collector backend (module, eBPF, ptrace), hits, frames, drops,
+errors, buffer use and per-hit cost, from the stub (qGdbtrace.status).
+
+Usage: gdbtrace status [-json]"""
+
+    def __init__(self):
+        super().__init__("gdbtrace status", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_NONE)
+
+    def invoke(self, arg, from_tty):
+        args = gdb.string_to_argv(arg)
+        if args not in ([], ["-json"]):
+            raise UserError("usage: gdbtrace status [-json]")
+
+        def body():
+            status = check_gdbtrace(current_stub())
+            if args == ["-json"]:
+                import json
+                gdb.write(json.dumps(status, indent=2, sort_keys=True) + "\n")
+            else:
+                gdb.write(format_status(status) + "\n")
+        _wrap(body)
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def _export_tfile(path, data):
+    stub = data.stub
+    _running, _fields, status_body = stub.trace_status()
+    tsvs = stub.upload_tsvs()
+    tps = stub.upload_tracepoints()
+    usage = []
+    for line in tps:
+        m = re.match(r"^T([0-9a-fA-F]+):([0-9a-fA-F]+):", line)
+        if m:
+            v = stub.tracepoint_usage(int(m.group(1), 16), int(m.group(2), 16))
+            if v:
+                usage.append("V%s:%s:%s" % (m.group(1), m.group(2), v[1:]))
+    tdesc = stub.tdesc() if hasattr(stub, "tdesc") else None
+    if tdesc is None:
+        try:
+            tdesc = gdb.execute("maint print xml-tdesc", to_string=True)
+            if "<target" not in tdesc:
+                tdesc = None
+        except gdb.error:
+            tdesc = None
+    header = exporters.tfile_header(data.regblock_size, status_body, tsvs, tps + usage, tdesc)
+    count = 0
+    parser = frames_mod.FrameParser(data.regblock_size)
+    with open(path, "wb") as out:
+        out.write(header)
+        for _off, chunk in stub.iter_stream(0):
+            out.write(chunk)
+            count += len(parser.feed(chunk))  # validates the stream as it goes
+        out.write(exporters.TFILE_END)
+    return count
+
+
+class ExportCommand(gdb.Command):
+    """Export every trace frame to a file, decoded with the collected expressions' types.
+
+Usage: gdbtrace export FORMAT FILE
+  perfetto  Chrome trace-event JSON (open in ui.perfetto.dev): one instant event per
+            frame, ts in microseconds, pid/tid, args = decoded values
+  csv       one row per frame: frame, tracepoint, ts_us (or order), thread, one column
+            per collected expression (structs flattened to members)
+  jsonl     one JSON object per frame
+  tfile     gdb's trace file format (`target tfile FILE` reads it back)
+Timestamps come from a collected $trace_timestamp; when some tracepoint does not
+collect it, frame order is used instead and the output says so."""
+
+    def __init__(self):
+        super().__init__("gdbtrace export", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        args = gdb.string_to_argv(arg)
+        if len(args) != 2:
+            raise UserError("usage: gdbtrace export FORMAT FILE  (FORMAT: %s)" % ", ".join(exporters.FORMATS))
+        fmt, path = args[0].lower(), os.path.expanduser(args[1])
+        if fmt not in exporters.FORMATS:
+            raise UserError("gdbtrace export: unknown format `%s` (choose %s)" % (args[0], ", ".join(exporters.FORMATS)))
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise UserError("gdbtrace export: directory %s does not exist" % directory)
+        _wrap(lambda: self._export(fmt, path))
+
+    def _export(self, fmt, path):
+        start = time.monotonic()
+        data = TraceData(need_threads=(fmt != "tfile"))
+        if fmt == "tfile":
+            count = _export_tfile(path, data)
+            gdb.write("Exported %d frames to %s (tfile) in %.2f s.\n" % (count, path, time.monotonic() - start))
+            return
+        meta = {"timestamps": data.timestamps, "timestamps_note": data.timestamps_note,
+                "pid": data.pid(), "program": program_name(),
+                "thread_names": data.threads.names if data.threads else {}}
+        tmp = path + ".part"
+        with open(tmp, "w", newline="" if fmt == "csv" else None) as out:
+            if fmt == "csv":
+                count = exporters.write_csv(out, data.records(), meta, data.columns())
+            elif fmt == "jsonl":
+                count = exporters.write_jsonl(out, data.records(), meta)
+            else:
+                meta["thread_names"] = data.threads.names
+                count = exporters.write_perfetto(out, data.records(), meta)
+        os.replace(tmp, path)
+        gdb.write("Exported %d frames to %s (%s) in %.2f s; %s.\n" % (
+            count, path, fmt, time.monotonic() - start, data.timestamps_note))
+
+
+# ---------------------------------------------------------------------------------------------
+# stats / plot
+
+
+def _split_by(arg):
+    m = re.match(r"^(.*?)\s+by\s+(tracepoint|thread)\s*$", arg.strip())
+    if m:
+        return m.group(1).strip(), m.group(2)
+    return arg.strip(), None
+
+
+def collect_values(expr, group=None):
+    """[(group_key, ts_or_index, value)] of EXPR over all frames that hold it."""
+    data = TraceData(exprs=[expr], need_threads=(group == "thread"))
+    out = []
+    checked = set()
+    for f, plan, values, ts, tid in data.decoded():
+        if id(plan) not in checked:
+            checked.add(id(plan))
+            if len(plan.leaves) > 1:
+                raise UserError("gdbtrace: `%s` is not a scalar (%d members: %s...); pick one, e.g. `%s`" % (
+                    expr, len(plan.leaves), ", ".join(plan.names[:3]), plan.names[0]))
+        if not values or values[0] is None:
+            continue
+        v = values[0]
+        if not isinstance(v, (int, float)):
+            raise UserError("gdbtrace: `%s` is not numeric (value %r)" % (expr, v))
+        key = data.label(f.tp) if group == "tracepoint" else (
+            (data.threads.names.get(tid, "thread %s" % tid) if tid is not None else "unknown thread")
+            if group == "thread" else "all")
+        out.append((key, ts, v))
+    return data, out
+
+
+def _no_values_error(expr, data):
+    problems = "; ".join("tp %d: %s" % (p.tp, m) for p in data.decoder.plans() for _e, m in p.problems)
+    raise UserError("gdbtrace: no trace frame holds a value of `%s`%s (is it collected? `info tracepoints`)" % (
+        expr, " -- " + problems if problems else ""))
+
+
+class StatsCommand(gdb.Command):
+    """Statistics of a collected expression over all trace frames.
+
+Usage: gdbtrace stats EXPR [by tracepoint|thread]
+Prints count, min, max, mean, p50, p90, p99 (per group) and a histogram.
+EXPR is any expression whose memory the frames hold (a collected variable, a
+member of a collected struct, a register like $rsp, $trace_timestamp)."""
+
+    def __init__(self):
+        super().__init__("gdbtrace stats", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_EXPRESSION)
+
+    def invoke(self, arg, from_tty):
+        expr, group = _split_by(arg)
+        if not expr:
+            raise UserError("usage: gdbtrace stats EXPR [by tracepoint|thread]")
+        if re.search(r"\sby\s+\S+\s*$", arg) and group is None:
+            raise UserError("gdbtrace stats: group by `tracepoint` or `thread`")
+
+        def body():
+            data, values = collect_values(expr, group)
+            if not values:
+                _no_values_error(expr, data)
+            groups = {}
+            for key, _ts, v in values:
+                groups.setdefault(key, []).append(v)
+            table = [(k, stats.Summary(vs)) for k, vs in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+            if group is not None and len(table) > 1:
+                table.append(("all", stats.Summary([v for _k, _t, v in values])))
+            gdb.write("Statistics of %s over %d frames:\n" % (expr, len(values)))
+            gdb.write(stats.summary_table(table) + "\n\n")
+            gdb.write("Histogram of %s:\n%s\n" % (expr, stats.ascii_histogram([v for _k, _t, v in values])))
+        _wrap(body)
+
+
+def plot_png(path, expr, series, ts_label):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError("gdbtrace plot needs matplotlib, which this gdb's Python cannot import "
+                        "(Debian: apt-get install python3-matplotlib); `gdbtrace stats` prints the "
+                        "same numbers as text")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7))
+    for key, points in series.items():
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        top.plot(xs, ys, ".", markersize=3, label=str(key))
+    top.set_xlabel(ts_label)
+    top.set_ylabel(expr)
+    top.set_title("%s over time" % expr)
+    if len(series) > 1:
+        top.legend(fontsize="small")
+    all_values = [p[1] for points in series.values() for p in points]
+    bottom.hist(all_values, bins=min(50, max(5, len(set(all_values)))))
+    bottom.set_xlabel(expr)
+    bottom.set_ylabel("frames")
+    bottom.set_title("histogram of %s (%d frames)" % (expr, len(all_values)))
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+class PlotCommand(gdb.Command):
+    """Plot a collected expression: time series and histogram, as a PNG (needs matplotlib).
+
+Usage: gdbtrace plot EXPR FILE.png"""
+
+    def __init__(self):
+        super().__init__("gdbtrace plot", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_EXPRESSION)
+
+    def invoke(self, arg, from_tty):
+        try:
+            parts = shlex.split(arg)
+        except ValueError as e:
+            raise UserError("gdbtrace plot: %s" % e)
+        if len(parts) < 2 or not parts[-1].lower().endswith(".png"):
+            raise UserError("usage: gdbtrace plot EXPR FILE.png")
+        path = os.path.expanduser(parts[-1])
+        expr = arg.strip()[: arg.strip().rfind(parts[-1])].strip().strip("'\"") or " ".join(parts[:-1])
+
+        def body():
+            data, values = collect_values(expr, "tracepoint")
+            if not values:
+                _no_values_error(expr, data)
+            series = {}
+            for key, ts, v in values:
+                series.setdefault(key, []).append((ts, v))
+            label = "time (us, $trace_timestamp)" if data.timestamps == "trace_timestamp" else "frame index"
+            plot_png(path, expr, series, label)
+            gdb.write("Wrote %s (%d frames; x axis: %s).\n" % (path, len(values), label))
+        _wrap(body)
+
+
+# ---------------------------------------------------------------------------------------------
+# latency
+
+
+def function_range(name):
+    """(symbol, start, end) of function NAME (end exclusive)."""
+    sym = gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
+    if sym is None:
+        try:
+            sym = gdb.lookup_symbol(name)[0]
+        except gdb.error:
+            sym = None
+    if sym is None or sym.type is None or sym.type.code != gdb.TYPE_CODE_FUNC:
+        raise UserError("gdbtrace latency: no function named `%s`" % name)
+    start = int(sym.value().address)
+    block = gdb.block_for_pc(start)
+    while block is not None and block.function is None:
+        block = block.superblock
+    if block is None:
+        raise UserError("gdbtrace latency: no debug info for the extent of `%s`" % name)
+    return sym, block.start, block.end
+
+
+def return_addresses(start, end):
+    arch = gdb.selected_inferior().architecture()
+    return [insn["addr"] for insn in arch.disassemble(start, end - 1) if latency.is_return(insn["asm"])]
+
+
+def _source_script(lines):
+    with tempfile.NamedTemporaryFile("w", suffix=".gdb", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+        path = f.name
+    try:
+        gdb.execute("source %s" % path, to_string=True)
+    finally:
+        os.unlink(path)
+
+
+def create_latency_tracepoints(name, start, rets):
+    created = []
+    for address in [start] + rets:
+        out = gdb.execute("trace *0x%x" % address, to_string=True)
+        m = re.search(r"Tracepoint (\d+) at", out)
+        if not m:
+            raise UserError("gdbtrace latency: could not create a tracepoint at 0x%x: %s" % (address, out.strip()))
+        number = int(m.group(1))
+        _source_script(["actions %d" % number, "collect $rsp, $trace_timestamp", "end"])
+        created.append((number, address))
+    return created
+
+
+class LatencyCommand(gdb.Command):
+    """Function entry->return durations, paired per call.
+
+Usage: gdbtrace latency FUNCTION
+The first time, creates tracepoints at FUNCTION's entry and at each of its `ret`
+instructions (found by disassembling it), collecting $rsp and $trace_timestamp.
+Run the trace (tstart ... tstop), then run the command again: entries and returns
+are paired per call by stack pointer (equal at entry and at the ret) and the
+durations summarised (count, min/max/mean/p50/p90/p99, histogram, microseconds).
+Tail calls out of FUNCTION are not returns and are not seen."""
+
+    def __init__(self):
+        super().__init__("gdbtrace latency", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_SYMBOL)
+
+    def invoke(self, arg, from_tty):
+        args = gdb.string_to_argv(arg)
+        if len(args) != 1:
+            raise UserError("usage: gdbtrace latency FUNCTION")
+        _wrap(lambda: self._run(args[0]))
+
+    def _run(self, name):
+        _sym, start, end = function_range(name)
+        rets = return_addresses(start, end)
+        if not rets:
+            raise UserError("gdbtrace latency: `%s` has no ret instruction (it only tail-calls or never returns)" % name)
+        tpdefs = tracepoint_defs()
+        entry_tps = {n for n, t in tpdefs.items() if any(loc.address == start for loc in t.locations)}
+        ret_tps = {n for n, t in tpdefs.items() if any(loc.address in rets for loc in t.locations)}
+        if not entry_tps or not ret_tps:
+            stub = current_stub()
+            check_gdbtrace(stub)
+            if decode.timestamp_tsv(name) is None:
+                raise UserError("gdbtrace latency: the stub defines no $trace_timestamp trace state variable "
+                                "(see `info tvariables`), so durations cannot be measured")
+            created = create_latency_tracepoints(name, start, [r for r in rets])
+            gdb.write("Created tracepoint %d at the entry of %s (0x%x) and %s at its ret instruction%s, "
+                      "collecting $rsp and $trace_timestamp.\nRun the trace (tstart, let %s run, tstop), "
+                      "then `gdbtrace latency %s` again for the durations.\n" % (
+                          created[0][0], name, start, ", ".join("%d (0x%x)" % c for c in created[1:]),
+                          "s" if len(created) > 2 else "", name, name))
+            return
+        self._report(name, entry_tps, ret_tps)
+
+    def _report(self, name, entry_tps, ret_tps):
+        stub = current_stub()
+        check_gdbtrace(stub)
+        regblock = register_block_size(stub)
+        tpdefs = tracepoint_defs()
+        tp_map = tracepoint_map(stub, tpdefs)
+        ts_tsv = decode.timestamp_tsv(name)
+        if ts_tsv is None:
+            raise UserError("gdbtrace latency: no $trace_timestamp trace state variable on this stub")
+        events, skipped = [], 0
+        for f in iter_frames(stub, regblock, tp_map=tp_map):
+            if f.tp in entry_tps:
+                kind = "entry"
+            elif f.tp in ret_tps:
+                kind = "return"
+            else:
+                continue
+            ts = f.tsv.get(ts_tsv) if f.tsv else None
+            if ts is None or f.regs is None:
+                skipped += 1
+                continue
+            events.append((ts, f.index, kind, regs.read_int(f.regs, regs.RSP)))
+        if not events:
+            raise UserError("gdbtrace latency: no frames from the %s tracepoints yet (tracepoints %s); run "
+                            "tstart, let %s run, tstop, then try again" % (
+                                name, ", ".join(str(n) for n in sorted(entry_tps | ret_tps)), name))
+        result = latency.pair_calls(events)
+        if not result.durations:
+            raise UserError("gdbtrace latency: %d frames but no complete call of %s (entries without "
+                            "returns: %d, returns without entries: %d)" % (
+                                len(events), name, result.open_entries, result.unmatched_returns))
+        durations = [d for _s, d, _k in result.durations]
+        gdb.write("Latency of %s: %d calls (microseconds, from $trace_timestamp at entry and ret)\n" % (
+            name, len(durations)))
+        gdb.write(stats.summary_table([(name, stats.Summary(durations))], unit=" us") + "\n")
+        notes = []
+        if result.open_entries:
+            notes.append("%d entries without a return (still running or frame dropped)" % result.open_entries)
+        if result.unmatched_returns:
+            notes.append("%d returns without an entry (call began before the trace)" % result.unmatched_returns)
+        if skipped:
+            notes.append("%d frames without $rsp/$trace_timestamp skipped" % skipped)
+        if notes:
+            gdb.write("(" + "; ".join(notes) + ")\n")
+        gdb.write("\nHistogram:\n%s\n" % stats.ascii_histogram(durations, unit=" us"))
+
+
+# ---------------------------------------------------------------------------------------------
+# live
+
+
+def _parse_live_args(arg):
+    opts = {"count": None, "seconds": None, "interval_ms": 200, "from_start": False}
+    args = gdb.string_to_argv(arg)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        try:
+            if a in ("-n", "-count") and i + 1 < len(args):
+                opts["count"] = int(args[i + 1], 0)
+                i += 2
+            elif a in ("-t", "-time") and i + 1 < len(args):
+                opts["seconds"] = float(args[i + 1])
+                i += 2
+            elif a in ("-i", "-interval") and i + 1 < len(args):
+                opts["interval_ms"] = int(args[i + 1], 0)
+                i += 2
+            elif a in ("-a", "-all"):
+                opts["from_start"] = True
+                i += 1
+            else:
+                raise ValueError
+        except ValueError:
+            raise UserError("usage: gdbtrace live [-n COUNT] [-t SECONDS] [-i INTERVAL_MS] [-all]")
+    if (opts["count"] is not None and opts["count"] <= 0) or (opts["seconds"] is not None and opts["seconds"] <= 0) \
+            or opts["interval_ms"] <= 0:
+        raise UserError("gdbtrace live: COUNT, SECONDS and INTERVAL_MS must be positive")
+    return opts
+
+
+def format_live_frame(f, plan, values, ts, label, tid):
+    parts = ["#%d" % f.index, label]
+    if ts is not None:
+        parts.append("ts=%d" % ts)
+    if tid is not None:
+        parts.append("thread=%s" % tid)
+    shown = []
+    for leaf, v in zip(plan.leaves, values):
+        if v is None:
+            shown.append("%s=<unavailable>" % leaf.name)
+        else:
+            d = leaf.display(v)
+            shown.append("%s=%s" % (leaf.name, stats.fmt_number(d) if isinstance(d, (int, float)) else repr(d)
+                                    if isinstance(d, str) and leaf.kind == "str" else d))
+    return "  ".join(parts) + (": " + "  ".join(shown) if shown else "")
+
+
+class LiveCommand(gdb.Command):
+    """Print trace frames as they arrive while the trace runs.
+
+Usage: gdbtrace live [-n COUNT] [-t SECONDS] [-i INTERVAL_MS] [-all]
+Polls the stub every INTERVAL_MS (default 200) for frames after the last one seen
+and prints them decoded, until the trace run stops, COUNT frames were printed,
+SECONDS passed, or Ctrl-C. -all starts with the frames already in the buffer.
+gdb can only talk to the stub while the program runs in non-stop mode:
+`set non-stop on` before connecting, then `tstart` and `continue &`."""
+
+    def __init__(self):
+        super().__init__("gdbtrace live", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_NONE)
+
+    def invoke(self, arg, from_tty):
+        opts = _parse_live_args(arg)
+        _wrap(lambda: self._run(opts))
+
+    def _run(self, opts):
+        stub = current_stub()
+        check_gdbtrace(stub)
+        regblock = register_block_size(stub)
+        tpdefs = tracepoint_defs()
+        tp_map = tracepoint_map(stub, tpdefs)
+        ts_tsv = decode.timestamp_tsv(any_linespec(tpdefs))
+        decoder = decode.Decoder(tpdefs, ts_tsv)
+        from .session import Threads
+        threads = Threads()
+        offset = 0
+        parser = frames_mod.FrameParser(regblock)
+        if not opts["from_start"]:
+            for off, chunk in stub.iter_stream(0):  # skip what is already there
+                parser.feed(chunk)
+                offset = off + len(chunk)
+        printed = 0
+        started = time.monotonic()
+        reported = set()
+        reason = None
+        gdb.write("gdbtrace live: polling every %d ms%s (Ctrl-C to stop)\n" % (
+            opts["interval_ms"], "" if parser.next_index == 0 else
+            ", after the %d frames already in the buffer" % parser.next_index))
+        gdb.flush()
+        try:
+            while reason is None:
+                data, last = stub.frames_chunk(offset)
+                offset += len(data)
+                for f in parser.feed(data):
+                    f.tp = tp_map.get(f.tp, f.tp)
+                    plan = decoder.plan_for(f)
+                    for expr, message in plan.problems:
+                        if (plan.tp, expr) not in reported:
+                            reported.add((plan.tp, expr))
+                            gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message))
+                    values = plan.decode(f)
+                    ts = f.tsv.get(ts_tsv) if (f.tsv and ts_tsv is not None) else None
+                    t = tpdefs.get(f.tp)
+                    gdb.write(format_live_frame(f, plan, values, ts, t.label() if t else "tp %d" % f.tp,
+                                                threads.tid(f)) + "\n")
+                    printed += 1
+                    if opts["count"] is not None and printed >= opts["count"]:
+                        reason = "%d frames printed" % printed
+                        break
+                gdb.flush()
+                if reason or (data and not last):
+                    continue
+                if opts["seconds"] is not None and time.monotonic() - started >= opts["seconds"]:
+                    reason = "time limit (%g s)" % opts["seconds"]
+                    break
+                running, fields, _ = stub.trace_status()
+                if not running:
+                    data, last = stub.frames_chunk(offset)
+                    if data:
+                        continue  # frames written just before the stop: print them first
+                    stop = next((k for k in fields if k.startswith("t") and k not in ("tframes", "tcreated", "tsize", "tfree")), "stopped")
+                    reason = "trace run stopped (%s)" % stop
+                    break
+                time.sleep(opts["interval_ms"] / 1000.0)
+        except KeyboardInterrupt:
+            reason = "interrupted"
+        gdb.write("gdbtrace live: %d frames shown; %s.\n" % (printed, reason))
+
+
+def register():
+    GdbtracePrefix()
+    StatusCommand()
+    LiveCommand()
+    ExportCommand()
+    StatsCommand()
+    PlotCommand()
+    LatencyCommand()

@@ -1,0 +1,74 @@
+"""x86-64 register layout of the 'R' block (mirrors gdbserver-agent/src/ax/amd64_regs.h).
+
+Remote register numbers = tdesc order = 'g' layout: 0-15 GPRs, 16 rip, 17 eflags,
+18-23 segment selectors (4 bytes), 24-31 st0-7 (10 bytes), 32-39 x87 control (4),
+40-55 xmm0-15 (16), 56 mxcsr (4), 57 orig_rax, 58 fs_base, 59 gs_base (8),
+60-75 ymm0h-15h (16, AVX only).
+"""
+
+import struct
+
+GPR_NAMES = [
+    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+]
+NAMES = (
+    GPR_NAMES
+    + ["rip", "eflags", "cs", "ss", "ds", "es", "fs", "gs"]
+    + ["st%d" % i for i in range(8)]
+    + ["fctrl", "fstat", "ftag", "fiseg", "fioff", "foseg", "fooff", "fop"]
+    + ["xmm%d" % i for i in range(16)]
+    + ["mxcsr", "orig_rax", "fs_base", "gs_base"]
+    + ["ymm%dh" % i for i in range(16)]
+)
+RIP, EFLAGS, RSP, RBP, FS_BASE = 16, 17, 7, 6, 58
+REGBLOCK_SIZE_NOAVX = 560
+REGBLOCK_SIZE_AVX = 816
+
+# Registers `$regs` exports as columns: the integer state a reader looks at.
+EXPORTED = GPR_NAMES + ["rip", "eflags"]
+
+
+def reg_size(regno):
+    if regno < 17:
+        return 8
+    if regno < 24:
+        return 4
+    if regno < 32:
+        return 10
+    if regno < 40:
+        return 4
+    if regno < 56:
+        return 16
+    if regno == 56:
+        return 4
+    if regno < 60:
+        return 8
+    if regno < 76:
+        return 16
+    raise ValueError("no register number %d on x86-64" % regno)
+
+
+OFFSETS = []
+_off = 0
+for _r in range(len(NAMES)):
+    OFFSETS.append(_off)
+    _off += reg_size(_r)
+assert OFFSETS[60] == REGBLOCK_SIZE_NOAVX and _off == REGBLOCK_SIZE_AVX
+
+NUMBER = {name: i for i, name in enumerate(NAMES)}
+NUMBER.update({"pc": RIP, "sp": RSP, "fp": RBP})
+
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+
+
+def read_int(regs, regno):
+    """Unsigned integer value of an integer register from an 'R' block."""
+    size = reg_size(regno)
+    off = OFFSETS[regno]
+    if size == 8:
+        return _U64.unpack_from(regs, off)[0]
+    if size == 4:
+        return _U32.unpack_from(regs, off)[0]
+    return int.from_bytes(regs[off : off + size], "little")

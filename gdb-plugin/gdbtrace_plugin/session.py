@@ -1,0 +1,272 @@
+"""What every command needs from gdb: the stub connection, tracepoint
+definitions, the frame stream decoded into records, thread identities."""
+
+import os
+import re
+import time
+
+import gdb
+
+from . import decode, frames, regs, tracepoints
+from .transport import Stub, StubError, TfileSource, tracepoint_addresses
+
+
+class UserError(gdb.GdbError):
+    """An error message for the user, without a Python traceback."""
+
+
+def current_stub():
+    inferior = gdb.selected_inferior()
+    conn = getattr(inferior, "connection", None)
+    if conn is None:
+        raise UserError("gdbtrace: not connected to a target (use `target extended-remote HOST:PORT` "
+                        "with gdbtrace-server first)")
+    if conn.type == "tfile":
+        return TfileSource(tfile_path())
+    if not isinstance(conn, gdb.RemoteTargetConnection):
+        raise UserError("gdbtrace: the current target (%s) is not a remote stub; connect to "
+                        "gdbtrace-server with `target extended-remote HOST:PORT`" % conn.type)
+
+    def send(packet):
+        try:
+            return conn.send_packet(packet)
+        except gdb.error as e:
+            msg = str(e)
+            if "while the target is running" in msg:
+                raise StubError("the target is running in all-stop mode, so gdb cannot talk to the stub "
+                                "until it stops; use `set non-stop on` (before connecting) and "
+                                "`continue &` to trace while the plugin polls")
+            raise StubError("packet %s failed: %s" % (packet[:24], msg))
+
+    return Stub(send)
+
+
+def tfile_path():
+    """Path of the trace file gdb has open (from `info target`)."""
+    text = gdb.execute("info target", to_string=True)
+    m = re.search(r"Local trace dump file:\s*`(.*)'", text)
+    if not m:
+        raise UserError("gdbtrace: cannot tell which trace file is open")
+    return m.group(1)
+
+
+def check_gdbtrace(stub):
+    """The stub's status (dict); a clear error when it is not gdbtrace-server."""
+    try:
+        return stub.status()
+    except StubError as e:
+        raise UserError("gdbtrace: %s" % e)
+
+
+def register_block_size(stub=None):
+    """Size of the frames' 'R' blocks: a trace file says so; for the stub, 560
+    or 816 bytes depending on whether the target description has the AVX halves."""
+    if getattr(stub, "regblock_size", None):
+        return stub.regblock_size
+    try:
+        arch = gdb.selected_inferior().architecture()
+        names = {r.name for r in arch.registers()}
+    except (gdb.error, AttributeError, RuntimeError):
+        names = set()
+    return regs.REGBLOCK_SIZE_AVX if "ymm0h" in names else regs.REGBLOCK_SIZE_NOAVX
+
+
+def tracepoint_defs():
+    return tracepoints.parse_info_tracepoints(gdb.execute("info tracepoints", to_string=True))
+
+
+def tracepoint_map(stub, tpdefs):
+    """{number in frames: gdb's tracepoint number}. They are equal for tracepoints
+    gdb downloaded itself; a trace file's tracepoints get new numbers in gdb, so
+    they are matched by address."""
+    try:
+        on_target = tracepoint_addresses(stub.upload_tracepoints())
+    except StubError:
+        return {}
+    by_address = {loc.address: n for n, t in tpdefs.items() for loc in t.locations}
+    out = {}
+    for number, addresses in on_target.items():
+        for a in addresses:
+            if a in by_address:
+                out[number] = by_address[a]
+                break
+    return out
+
+
+def iter_frames(stub, regblock_size, first_offset=0, tp_map=None):
+    """Every frame in the buffer, streamed chunk by chunk (bulk, no tfind)."""
+    parser = frames.FrameParser(regblock_size)
+    remap = tp_map and any(k != v for k, v in tp_map.items())
+    for _offset, chunk in stub.iter_stream(first_offset):
+        for f in parser.feed(chunk):
+            if remap:
+                f.tp = tp_map.get(f.tp, f.tp)
+            yield f
+    if parser.pending_bytes:
+        raise StubError("the frame stream ends inside a frame (%d bytes left over)" % parser.pending_bytes)
+
+
+def any_linespec(tpdefs):
+    """Some tracepoint's source location (to compile location-independent expressions at)."""
+    loc = next((loc for t in tpdefs.values() for loc in t.locations), None)
+    return decode.linespec_of(loc) if loc is not None else None
+
+
+class Threads:
+    """Thread identity of a frame: the thread's TLS base (fs_base, unique per
+    thread) from the 'R' block, mapped to the LWP of a live thread with that
+    fs_base, else numbered in order of appearance (thread gone)."""
+
+    def __init__(self):
+        self.by_fs_base = {}
+        self.names = {}
+        self._ordinals = {}
+        self._learn_live_threads()
+
+    def _learn_live_threads(self):
+        try:
+            if int(gdb.parse_and_eval("$trace_frame")) >= 0:
+                return  # registers would be the trace frame's, not the threads'
+        except (gdb.error, ValueError):
+            pass
+        inferior = gdb.selected_inferior()
+        try:
+            selected = gdb.selected_thread()
+        except gdb.error:
+            selected = None
+        for thread in inferior.threads():
+            try:
+                if not thread.is_stopped():
+                    continue
+                thread.switch()
+                fs = int(gdb.parse_and_eval("$fs_base")) & ((1 << 64) - 1)
+            except (gdb.error, ValueError):
+                continue
+            if fs:
+                lwp = thread.ptid[1] or thread.ptid[0]
+                self.by_fs_base[fs] = lwp
+                self.names[lwp] = thread.name or "thread %d" % thread.num
+        if selected is not None and selected.is_valid():
+            try:
+                selected.switch()
+            except gdb.error:
+                pass
+
+    def tid(self, frame):
+        if frame.regs is None:
+            return None
+        fs = regs.read_int(frame.regs, regs.FS_BASE)
+        if not fs:
+            return None
+        tid = self.by_fs_base.get(fs)
+        if tid is None:
+            tid = self._ordinals.get(fs)
+            if tid is None:
+                tid = self._ordinals[fs] = len(self._ordinals) + 1
+                self.names[tid] = "thread #%d (gone; fs_base 0x%x)" % (tid, fs)
+        return tid
+
+
+class TraceData:
+    """Decoded records from the stub's buffer, for exports and statistics."""
+
+    def __init__(self, exprs=None, need_threads=True):
+        self.stub = current_stub()
+        self.status = check_gdbtrace(self.stub)
+        self.regblock_size = register_block_size(self.stub)
+        self.tpdefs = tracepoint_defs()
+        self.tp_map = tracepoint_map(self.stub, self.tpdefs)
+        self.ts_tsv = decode.timestamp_tsv(any_linespec(self.tpdefs))
+        self.threads = Threads() if need_threads else None
+        self.decoder = decode.Decoder(self.tpdefs, self.ts_tsv, extra_exprs=exprs)
+        self.timestamps = "trace_timestamp" if self._all_collect_timestamp() else "order"
+        self.problems_reported = set()
+
+    def _all_collect_timestamp(self):
+        if self.ts_tsv is None or not self.tpdefs:
+            return False
+        return all("$trace_timestamp" in t.collect for t in self.tpdefs.values())
+
+    @property
+    def timestamps_note(self):
+        if self.timestamps == "trace_timestamp":
+            return "ts = $trace_timestamp (microseconds, collected at each hit)"
+        return ("ts = frame index (order in the trace buffer): not every tracepoint collects "
+                "$trace_timestamp")
+
+    def label(self, tp):
+        t = self.tpdefs.get(tp)
+        return t.label() if t else "tp %d" % tp
+
+    def frames(self):
+        return iter_frames(self.stub, self.regblock_size, tp_map=self.tp_map)
+
+    def report_problems(self, plan):
+        for expr, message in plan.problems:
+            key = (plan.tp, expr)
+            if key not in self.problems_reported:
+                self.problems_reported.add(key)
+                gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message),
+                          gdb.STDERR)
+
+    def decoded(self):
+        """(frame, plan, values, ts, tid) per frame; values in raw form."""
+        ts_tsv = self.ts_tsv
+        by_time = self.timestamps == "trace_timestamp"
+        decoder = self.decoder
+        threads = self.threads
+        seen = set()
+        for f in self.frames():
+            plan = decoder.plan_for(f)
+            if plan.problems and id(plan) not in seen:
+                seen.add(id(plan))
+                self.report_problems(plan)
+            ts = f.index
+            if by_time:
+                ts = f.tsv.get(ts_tsv) if f.tsv else None
+            tid = threads.tid(f) if threads is not None else None
+            yield f, plan, plan.decode(f), ts, tid
+
+    def records(self):
+        """(index, tp, label, ts, tid, names, values) per frame, values in display form."""
+        displays = {}
+        for f, plan, values, ts, tid in self.decoded():
+            conv = displays.get(id(plan))
+            if conv is None:
+                conv = displays[id(plan)] = [
+                    leaf.display if leaf.kind in ("ptr", "enum") else None for leaf in plan.leaves]
+            if any(conv):
+                values = [c(v) if c else v for c, v in zip(conv, values)]
+            yield f.index, f.tp, self.label(f.tp), ts, tid, plan.names, values
+
+    def columns(self):
+        """Union of the column names of every tracepoint's main plan (CSV header)."""
+        names = []
+        for tp in sorted(self.tpdefs):
+            t = self.tpdefs[tp]
+            if not t.locations:
+                continue
+            plan = self.decoder.main_plan(tp)
+            self.report_problems(plan)
+            for n in plan.names:
+                if n not in names:
+                    names.append(n)
+        return names
+
+    def pid(self):
+        try:
+            return gdb.selected_inferior().pid or None
+        except gdb.error:
+            return None
+
+
+def program_name():
+    try:
+        name = gdb.current_progspace().filename
+    except (gdb.error, AttributeError):
+        name = None
+    return os.path.basename(name) if name else ""
+
+
+def now():
+    return time.monotonic()

@@ -1,0 +1,221 @@
+"""The stub's packets, as the plugin sends them (no gdb import: `send` is any
+callable taking the packet bytes and returning the reply bytes, or None for an
+empty reply -- exactly what gdb.RemoteTargetConnection.send_packet does).
+
+  qGdbtrace.status          -> hex-encoded JSON
+  qGdbtrace.frames:OFF,LEN  -> 'm' | 'l' + raw frame-stream bytes from byte OFF (hex numbers);
+                               'l' marks the last chunk
+  qTStatus, qTfP/qTsP, qTfV/qTsV, qTP  (standard; used for the tfile header)
+"""
+
+import binascii
+import json
+
+NOT_GDBTRACE = (
+    "the remote stub does not answer qGdbtrace.* packets: the gdbtrace plugin needs "
+    "gdbtrace-server (stock gdbserver has no bulk trace access)"
+)
+
+
+class StubError(Exception):
+    """The stub refused or could not answer (message is for the user)."""
+
+
+class Stub:
+    # Bytes asked for per qGdbtrace.frames packet (the stub may answer fewer).
+    CHUNK = 65536
+
+    def __init__(self, send):
+        self._send = send
+
+    def request(self, packet):
+        if isinstance(packet, str):
+            packet = packet.encode("ascii")
+        reply = self._send(packet)
+        return b"" if reply is None else bytes(reply)
+
+    @staticmethod
+    def _error_text(reply):
+        """The text of an 'E.text' / 'Enn' error reply, else None."""
+        if reply.startswith(b"E.") :
+            return reply[2:].decode("utf-8", "replace")
+        if len(reply) == 3 and reply[:1] == b"E" and all(c in b"0123456789abcdefABCDEF" for c in reply[1:]):
+            return "error " + reply[1:].decode()
+        return None
+
+    # --- gdbtrace packets ---
+
+    def status(self):
+        reply = self.request("qGdbtrace.status")
+        if not reply:
+            raise StubError(NOT_GDBTRACE)
+        err = self._error_text(reply)
+        if err is not None:
+            raise StubError("qGdbtrace.status failed: " + err)
+        try:
+            return json.loads(binascii.unhexlify(reply).decode("utf-8"))
+        except (binascii.Error, ValueError) as e:
+            raise StubError("qGdbtrace.status: malformed reply (%s): %r" % (e, reply[:80]))
+
+    def frames_chunk(self, offset, length=None):
+        """(bytes, last) from byte OFFSET of the frame stream."""
+        length = length or self.CHUNK
+        reply = self.request("qGdbtrace.frames:%x,%x" % (offset, length))
+        if not reply:
+            raise StubError(NOT_GDBTRACE)
+        err = self._error_text(reply)
+        if err is not None:
+            raise StubError("qGdbtrace.frames failed: " + err)
+        kind = reply[:1]
+        if kind not in (b"m", b"l"):
+            raise StubError("qGdbtrace.frames: unexpected reply %r" % reply[:40])
+        return reply[1:], kind == b"l"
+
+    def iter_stream(self, offset=0, length=None):
+        """Yields (offset, bytes) chunks from OFFSET to the current end of the buffer."""
+        while True:
+            data, last = self.frames_chunk(offset, length)
+            if data:
+                yield offset, data
+                offset += len(data)
+            if last or not data:
+                return
+
+    # --- standard tracepoint packets ---
+
+    def trace_status(self):
+        """qTStatus as (running: bool, fields: dict, raw reply text without the 'T')."""
+        reply = self.request("qTStatus").decode("ascii", "replace")
+        if not reply.startswith("T"):
+            raise StubError("qTStatus: unexpected reply %r" % reply[:80])
+        body = reply[1:]
+        parts = body.split(";")
+        fields = {}
+        for part in parts[1:]:
+            key, _, value = part.partition(":")
+            fields[key] = value
+        return parts[0] == "1", fields, body
+
+    def _upload(self, first, next_):
+        items = []
+        reply = self.request(first).decode("ascii", "replace")
+        while reply and reply != "l":
+            err = self._error_text(reply.encode())
+            if err is not None:
+                raise StubError("%s failed: %s" % (first, err))
+            items.append(reply)
+            reply = self.request(next_).decode("ascii", "replace")
+        return items
+
+    def upload_tracepoints(self):
+        """qTfP/qTsP lines: 'T<n>:<addr>:...', 'A...', 'S...', 'Z...'."""
+        return self._upload("qTfP", "qTsP")
+
+    def upload_tsvs(self):
+        """qTfV/qTsV lines: '<n>:<initial>:<builtin>:<hex name>'."""
+        return self._upload("qTfV", "qTsV")
+
+    def tracepoint_usage(self, number, address):
+        """qTP reply 'V<hits>:<bytes>' for one tracepoint location, or None."""
+        reply = self.request("qTP:%x:%x" % (number, address)).decode("ascii", "replace")
+        return reply if reply.startswith("V") else None
+
+
+class TfileSource(Stub):
+    """The same interface over a trace file gdb has open (`target tfile FILE`):
+    its frame section is the same frame stream, so exports and statistics of
+    saved traces work too."""
+
+    def __init__(self, path):
+        super().__init__(None)
+        self.path = path
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"\x7fTRACE0\n"):
+            raise StubError("%s is not a gdb trace file" % path)
+        end = data.find(b"\n\n", 8)
+        if end < 0:
+            raise StubError("%s: trace file header does not end" % path)
+        self.header_lines = data[8:end].decode("latin-1").splitlines()
+        self.regblock_size = None
+        self.status_body = ""
+        self.tsv_lines, self.tp_lines, self.tdesc_lines = [], [], []
+        for line in self.header_lines:
+            if line.startswith("R "):
+                self.regblock_size = int(line[2:], 16)
+            elif line.startswith("status "):
+                self.status_body = line[7:]
+            elif line.startswith("tsv "):
+                self.tsv_lines.append(line[4:])
+            elif line.startswith("tp "):
+                self.tp_lines.append(line[3:])
+            elif line.startswith("tdesc "):
+                self.tdesc_lines.append(line[6:])
+        self._frames = data[end + 2 :]
+        self._stream_end = self._find_stream_end()
+
+    def _find_stream_end(self):
+        """Frames run until a header with tracepoint number 0 (gdb's end marker)."""
+        import struct
+
+        pos, data = 0, self._frames
+        while len(data) - pos >= 6:
+            tp, size = struct.unpack_from("<HI", data, pos)
+            if tp == 0:
+                break
+            pos += 6 + size
+        return min(pos, len(data))
+
+    def request(self, packet):
+        raise StubError("a trace file answers no packets")
+
+    def status(self):
+        running, fields, _ = self.trace_status()
+        return {
+            "source": "trace file %s" % self.path,
+            "running": running,
+            "stop_reason": next((k for k in fields if k.startswith("t") and k not in
+                                 ("tframes", "tcreated", "tfree", "tsize")), ""),
+            "frames": int(fields.get("tframes", "0"), 16) if fields.get("tframes") else None,
+            "buffer": {"used": self._stream_end, "size": int(fields["tsize"], 16) if fields.get("tsize") else None,
+                       "frames": int(fields.get("tframes", "0"), 16) if fields.get("tframes") else None},
+            "tracepoints": [],
+        }
+
+    def frames_chunk(self, offset, length=None):
+        length = length or self.CHUNK
+        end = min(offset + length, self._stream_end)
+        return self._frames[offset:end], end >= self._stream_end
+
+    def trace_status(self):
+        parts = self.status_body.split(";")
+        fields = {}
+        for part in parts[1:]:
+            key, _, value = part.partition(":")
+            fields[key] = value
+        return parts[0] == "1", fields, self.status_body
+
+    def upload_tracepoints(self):
+        return [l for l in self.tp_lines if not l.startswith("V")]
+
+    def upload_tsvs(self):
+        return list(self.tsv_lines)
+
+    def tracepoint_usage(self, number, address):
+        for line in self.tp_lines:
+            if line.startswith("V%x:%x:" % (number, address)):
+                return "V" + line.split(":", 2)[2]
+        return None
+
+    def tdesc(self):
+        return "\n".join(self.tdesc_lines) if self.tdesc_lines else None
+
+
+def tracepoint_addresses(upload_lines):
+    """{target tracepoint number: [addresses]} from qTfP/tfile 'T' lines."""
+    out = {}
+    for line in upload_lines:
+        if line.startswith("T"):
+            num, addr = line[1:].split(":")[:2]
+            out.setdefault(int(num, 16), []).append(int(addr, 16))
+    return out
