@@ -1,0 +1,72 @@
+#!/bin/bash
+# Installs what is missing, builds, and runs every test there is:
+#   unit tests (ctest, everything not labelled integration)
+#   integration tests (ctest -L integration: real /usr/bin/gdb against gdbtrace-server)
+#   demo smoke (scripts/demo.sh --batch)
+#   scripts/fuzz-ax.sh smoke            (if present)
+#   tests/qemu/run.sh all               (if present: kernel module in QEMU)
+#   bench/run.sh --smoke                (if present)
+# Prints a summary and exits non-zero if any step failed. Logs: build/test-logs/<step>.log
+# Environment: BUILD_DIR (default ./build), JOBS (default 2), SKIP="qemu bench ..." to skip steps by name.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$repo/build}
+jobs=${JOBS:-2}
+logs=$build/test-logs
+skip=" ${SKIP:-} "
+mkdir -p "$logs"
+
+names=()
+results=()
+times=()
+failed=0
+
+# step NAME TIMEOUT_SECONDS COMMAND...: runs one step with its output teed to its log.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  if [[ "$skip" == *" $name "* ]]; then
+    names+=("$name"); results+=("SKIPPED"); times+=("-")
+    return 0
+  fi
+  echo
+  echo "=== $name: $*"
+  local start=$SECONDS rc
+  timeout --kill-after=30 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
+  rc=${PIPESTATUS[0]}
+  names+=("$name")
+  times+=("$((SECONDS - start))s")
+  if [ "$rc" = 0 ]; then
+    results+=("PASS")
+  else
+    [ "$rc" = 124 ] && results+=("FAIL (timeout after ${limit}s)") || results+=("FAIL (exit $rc)")
+    failed=1
+  fi
+  return 0
+}
+
+summary() {
+  echo
+  echo "================ gdbtrace test summary ================"
+  for i in "${!names[@]}"; do
+    printf '  %-14s %-28s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
+  done
+  echo "  logs: $logs"
+  [ "$failed" = 0 ] && echo "ALL PASSED" || echo "SOME STEPS FAILED"
+}
+
+step build 1800 env BUILD_DIR="$build" JOBS="$jobs" "$repo/scripts/build.sh"
+if [ "${results[-1]}" != PASS ]; then
+  summary
+  exit 1
+fi
+
+step unit 900 ctest --test-dir "$build" -LE integration -j"$jobs" --output-on-failure --timeout 300
+step integration 1500 ctest --test-dir "$build" -L integration -j"$jobs" --output-on-failure
+step demo 300 env SKIP_BUILD=1 BUILD_DIR="$build" PORT="${DEMO_PORT:-23456}" "$repo/scripts/demo.sh" --batch
+[ -x "$repo/scripts/fuzz-ax.sh" ] && step fuzz-ax 600 "$repo/scripts/fuzz-ax.sh" 20 "$build/fuzz-ax"
+[ -x "$repo/tests/qemu/run.sh" ] && step qemu 1800 env GDBTRACE_BUILD="$build" "$repo/tests/qemu/run.sh" all
+[ -x "$repo/bench/run.sh" ] && step bench 900 env BUILD_DIR="$build" "$repo/bench/run.sh" --smoke
+
+summary
+exit $failed
