@@ -30,7 +30,8 @@ std::string format_qtstatus(const TraceStatus& st) {
     reason += ":" + hex::encode(st.stop_text);
   std::string out;
   out += st.running ? "T1;" : "T0;";
-  out += reason + ":" + hex::u64(st.stop_tp) + ";";
+  uint32_t tp = st.running || !st.ever_ran ? 0 : st.stop_tp;
+  out += reason + ":" + hex::u64(tp) + ";";
   out += "tframes:" + hex::u64(st.frames) + ";tcreated:" + hex::u64(st.created) + ";";
   out += "tfree:" + hex::u64(st.free) + ";tsize:" + hex::u64(st.size) + ";";
   out += std::string("circular:") + (st.circular ? "1" : "0") + ";";
@@ -46,7 +47,7 @@ std::string format_tfile_status(const TraceStatus& st) {
   std::string out = std::string("status ") + (st.running ? "1" : "0") + ";" + word;
   if (word == "terror" || word == "tstop")
     out += ":" + hex::encode(st.stop_text);
-  out += ":" + hex::u64(st.stop_tp);
+  out += ":" + hex::u64(st.running || !st.ever_ran ? 0 : st.stop_tp);
   out += ";tframes:" + hex::u64(st.frames) + ";tcreated:" + hex::u64(st.created);
   out += ";tfree:" + hex::u64(st.free) + ";tsize:" + hex::u64(st.size);
   if (st.disconnected_tracing)

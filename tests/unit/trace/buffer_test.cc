@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "trace/frame.h"
+#include "trace/trace_buffer.h"
+
+using namespace gdbtrace;
+
+TEST(FrameLayout, BytesAsGdbReadsThem) {
+  FrameBuilder f(0x0102);
+  uint8_t regs[4] = {0xa0, 0xa1, 0xa2, 0xa3};
+  f.add_registers(regs);
+  uint8_t mem[3] = {0x11, 0x22, 0x33};
+  f.add_memory(0x0000123456789abcull, mem);
+  f.add_tsv(7, -2);
+  auto bytes = f.finish();
+  // Hand-computed: u16 tp, u32 size, 'R'+4, 'M'+u64+u16+3, 'V'+u32+i64.
+  std::vector<uint8_t> want = {0x02, 0x01,                   // tracepoint 0x0102
+                               0x20, 0x00, 0x00, 0x00,       // 5 + 14 + 13 = 32 bytes of blocks
+                               'R',  0xa0, 0xa1, 0xa2, 0xa3, // registers
+                               'M',  0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00,
+                               0x03, 0x00, 0x11, 0x22, 0x33, 'V',  0x07, 0x00, 0x00,
+                               0x00, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.end()), want);
+
+  FrameView view(bytes, 4);
+  EXPECT_EQ(view.tp_number(), 0x0102);
+  std::string kinds;
+  ASSERT_TRUE(view.for_each([&](const FrameBlock& b) {
+    kinds += b.type;
+    if (b.type == 'M') {
+      EXPECT_EQ(b.address, 0x123456789abcu);
+      EXPECT_EQ(b.length, 3u);
+    }
+    if (b.type == 'V')
+      EXPECT_EQ(b.value, -2);
+    return true;
+  }));
+  EXPECT_EQ(kinds, "RMV");
+}
+
+TEST(FrameLayout, LongMemorySplitsIntoBlocks) {
+  FrameBuilder f(1);
+  std::vector<uint8_t> big(70000, 0x5a);
+  f.add_memory(0x1000, big);
+  auto bytes = f.finish();
+  FrameView view(bytes, 0);
+  std::vector<std::pair<uint64_t, uint32_t>> blocks;
+  view.for_each([&](const FrameBlock& b) {
+    blocks.emplace_back(b.address, b.length);
+    return true;
+  });
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[0], std::make_pair(uint64_t(0x1000), uint32_t(65535)));
+  EXPECT_EQ(blocks[1], std::make_pair(uint64_t(0x1000 + 65535), uint32_t(70000 - 65535)));
+}
+
+namespace {
+std::vector<uint8_t> frame_of(uint16_t tp, size_t payload) {
+  FrameBuilder f(tp);
+  std::vector<uint8_t> m(payload, uint8_t(tp));
+  f.add_memory(0x100 * tp, m);
+  auto s = f.finish();
+  return {s.begin(), s.end()};
+}
+} // namespace
+
+TEST(TraceBuffer, LinearFillsThenRefuses) {
+  auto fr = frame_of(1, 10); // 6 + 11 + 10 = 27 bytes
+  ASSERT_EQ(fr.size(), 27u);
+  TraceBuffer buf(100);
+  EXPECT_TRUE(buf.append(fr, 1, 0x401000));
+  EXPECT_TRUE(buf.append(fr, 1, 0x401000));
+  EXPECT_TRUE(buf.append(fr, 1, 0x401000));
+  EXPECT_FALSE(buf.append(fr, 1, 0x401000)); // 81 used, 19 free
+  EXPECT_EQ(buf.frame_count(), 3u);
+  EXPECT_EQ(buf.used(), 81u);
+  EXPECT_EQ(buf.free_bytes(), 19u);
+  // The stream is the frames back to back.
+  auto bytes = buf.bytes();
+  ASSERT_EQ(bytes.size(), 81u);
+  EXPECT_TRUE(std::equal(fr.begin(), fr.end(), bytes.begin() + 54));
+}
+
+TEST(TraceBuffer, CircularDiscardsOldest) {
+  TraceBuffer buf(100);
+  buf.set_circular(true);
+  for (uint16_t tp = 1; tp <= 10; ++tp)
+    ASSERT_TRUE(buf.append(frame_of(tp, 10), tp, 0x1000 + tp));
+  EXPECT_EQ(buf.frame_count(), 3u);
+  EXPECT_EQ(buf.frames_created(), 10u);
+  EXPECT_EQ(buf.frames_discarded(), 7u);
+  // Frame 0 is now tracepoint 8's frame, and the stream starts with it.
+  EXPECT_EQ(buf.frame_tp(0), 8);
+  EXPECT_EQ(buf.bytes()[0], 8);
+  auto f2 = buf.frame(2);
+  EXPECT_EQ(FrameView(f2, 0).tp_number(), 10);
+  EXPECT_EQ(buf.find_tracepoint(9, -1), 1);
+  EXPECT_EQ(buf.find_tracepoint(3, -1), -1); // discarded
+  EXPECT_EQ(buf.find_pc(0x1000 + 10, -1), 2);
+  // A frame bigger than the whole buffer never fits.
+  EXPECT_FALSE(buf.append(frame_of(1, 200), 1, 0));
+}
+
+TEST(TraceBuffer, ResizeClears) {
+  TraceBuffer buf(100);
+  ASSERT_TRUE(buf.append(frame_of(1, 10), 1, 0));
+  buf.set_capacity(1000);
+  EXPECT_EQ(buf.frame_count(), 0u);
+  EXPECT_EQ(buf.capacity(), 1000u);
+}
+
+// Every lookup agrees with a linear scan, across circular wrap-around.
+TEST(TraceBuffer, IndexMatchesLinearScan) {
+  std::mt19937 rng(42);
+  TraceBuffer buf(4000);
+  buf.set_circular(true);
+  std::vector<std::pair<uint16_t, uint64_t>> all; // every frame ever appended
+  for (int i = 0; i < 600; ++i) {
+    uint16_t tp = uint16_t(1 + rng() % 4);
+    uint64_t pc = 0x400000 + (rng() % 12) * 4;
+    ASSERT_TRUE(buf.append(frame_of(tp, rng() % 40), tp, pc));
+    all.emplace_back(tp, pc);
+  }
+  size_t first = all.size() - buf.frame_count();
+  auto scan = [&](auto pred, long after) -> long {
+    for (size_t n = size_t(after + 1); n < buf.frame_count(); ++n)
+      if (pred(all[first + n]))
+        return long(n);
+    return -1;
+  };
+  for (long after = -1; after < long(buf.frame_count()); ++after) {
+    for (uint16_t tp = 1; tp <= 5; ++tp)
+      ASSERT_EQ(buf.find_tracepoint(tp, after),
+                scan([&](auto& f) { return f.first == tp; }, after));
+    uint64_t lo = 0x400000 + (rng() % 12) * 4, hi = lo + (rng() % 5) * 4;
+    ASSERT_EQ(buf.find_range(lo, hi, true, after),
+              scan([&](auto& f) { return f.second >= lo && f.second <= hi; }, after));
+    ASSERT_EQ(buf.find_range(lo, hi, false, after),
+              scan([&](auto& f) { return f.second < lo || f.second > hi; }, after));
+    ASSERT_EQ(buf.find_pc(lo, after), scan([&](auto& f) { return f.second == lo; }, after));
+  }
+}

@@ -1,0 +1,375 @@
+// The trace engine driven packet by packet, with the real ptrace collector and
+// agent-expression VM over a fake target whose trace breakpoints the test hits.
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+
+#include "fake_target.h"
+#include "trace/frame.h"
+#include "trace/hex_util.h"
+#include "trace/ptrace_collector.h"
+#include "trace/trace_engine.h"
+
+using namespace gdbtrace;
+using gdbtrace::test::FakeTarget;
+using gdbtrace::test::make_regs;
+
+namespace {
+
+class EngineTest : public ::testing::Test {
+protected:
+  EngineTest() {
+    TraceEngine::Hooks hooks;
+    hooks.console = [this](const std::string& s) { console += s; };
+    hooks.current_pid = [] { return Pid(1); };
+    engine = std::make_unique<TraceEngine>(io, target, hooks);
+    engine->add_collector(make_ptrace_collector(target));
+  }
+  std::string send(std::string_view packet) {
+    auto r = engine->handle_packet(packet);
+    EXPECT_TRUE(r.has_value()) << packet;
+    return r.value_or("<not handled>");
+  }
+  void define(std::initializer_list<std::string_view> packets) {
+    for (auto p : packets)
+      ASSERT_EQ(send(p), "OK") << p;
+  }
+  void settle() {
+    io.restart();
+    io.poll();
+  }
+
+  asio::io_context io;
+  FakeTarget target;
+  std::string console;
+  std::unique_ptr<TraceEngine> engine;
+};
+
+// reg 0 (rax); const8 3; equal; end
+constexpr const char* kCondRaxIs3 = "X7,26000022031327";
+
+} // namespace
+
+TEST_F(EngineTest, NotOurPacket) {
+  EXPECT_FALSE(engine->handle_packet("qSupported"));
+}
+
+TEST_F(EngineTest, SupportedFeatures) {
+  EXPECT_EQ(engine->supported_features(),
+            ";ConditionalTracepoints+;TracepointSource+;DisconnectedTracing+"
+            ";EnableDisableTracepoints+;InstallInTrace+;FastTracepoints+;QTBuffer:size+"
+            ";tracenz+;qXfer:traceframe-info:read+");
+}
+
+TEST_F(EngineTest, UploadReplaysDefinitionsAndSources) {
+  define({"QTinit", "QTDV:2:5:0:6d79", std::string("QTDP:1:401000:E:0:3:") + kCondRaxIs3 + "-",
+          "QTDP:-1:401000:R01-", "QTDP:-1:401000:M-1,2000,4",
+          "QTDPsrc:1:401000:at:0:9:2a3078343031303030",
+          "QTDPsrc:1:401000:cmd:0:c:636f6c6c6563742024726178"});
+  EXPECT_EQ(send("qTfP"), std::string("T1:401000:E:0:3:") + kCondRaxIs3);
+  EXPECT_EQ(send("qTsP"), "A1:401000:R01");
+  EXPECT_EQ(send("qTsP"), "A1:401000:M-1,2000,4");
+  EXPECT_EQ(send("qTsP"), "Z1:401000:at:0:9:2a3078343031303030");
+  EXPECT_EQ(send("qTsP"), "Z1:401000:cmd:0:c:636f6c6c6563742024726178");
+  EXPECT_EQ(send("qTsP"), "l");
+  EXPECT_EQ(send("qTfV"), "1:0:1:" + hex::encode("trace_timestamp"));
+  EXPECT_EQ(send("qTsV"), "2:5:0:6d79");
+  EXPECT_EQ(send("qTsV"), "l");
+  // Before any run, variables have no value.
+  EXPECT_EQ(send("qTV:2"), "U");
+}
+
+TEST_F(EngineTest, IdenticalRedefinitionAcceptedDifferentRejected) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01-", "QTDP:-1:401000:SM-1,2000,4",
+          "QTDPsrc:1:401000:at:0:1:78"});
+  // gdb 13 re-sends the same definition after shared libraries load.
+  define({"QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01-", "QTDP:-1:401000:SM-1,2000,4",
+          "QTDPsrc:1:401000:at:0:1:78"});
+  EXPECT_EQ(send("qTfP"), "T1:401000:E:0:0");
+  EXPECT_EQ(send("qTsP"), "A1:401000:R01");
+  EXPECT_EQ(send("qTsP"), "S1:401000:M-1,2000,4");
+  EXPECT_EQ(send("qTsP"), "Z1:401000:at:0:1:78");
+  EXPECT_EQ(send("qTsP"), "l");
+  std::string r = send("QTDP:1:401000:E:0:5");
+  EXPECT_EQ(r.substr(0, 2), "E.");
+  EXPECT_NE(r.find("already defined differently"), std::string::npos);
+  ASSERT_EQ(send("QTDP:1:401000:E:0:0-"), "OK");
+  EXPECT_EQ(send("QTDP:-1:401000:R03").substr(0, 2), "E.");
+}
+
+TEST_F(EngineTest, BadBytecodeIsAnErrorReplyAndAConsoleMessage) {
+  define({"QTinit"});
+  std::string r = send("QTDP:1:401000:E:0:0:X2,ff27");
+  EXPECT_EQ(r.substr(0, 2), "E.");
+  EXPECT_NE(r.find("tracepoint 1 condition"), std::string::npos) << r;
+  EXPECT_NE(console.find("tracepoint 1 condition"), std::string::npos);
+  define({"QTDP:2:401000:E:0:0-"});
+  EXPECT_EQ(send("QTDP:-2:401000:L").substr(0, 2), "E.");
+  EXPECT_EQ(send("qTfP"), "l"); // the half-defined tracepoint 2 is gone
+}
+
+TEST_F(EngineTest, ConditionCollectAndFrameSelection) {
+  uint8_t data[4] = {1, 2, 3, 4};
+  target.poke(0x2000, data, 4);
+  uint8_t ro[2] = {0xaa, 0xbb};
+  target.poke(0x3000, ro, 2);
+  define({"QTinit", std::string("QTDP:1:401000:E:0:0:") + kCondRaxIs3 + "-", "QTDP:-1:401000:R01-",
+          "QTDP:-1:401000:M-1,2000,4", "QTStart"});
+  EXPECT_TRUE(engine->running());
+  auto regs = make_regs(0x401000);
+  EXPECT_FALSE(target.hit(0x401000, regs)); // rax = 0x1000: condition false
+  regs.set_u64(GT_RAX, 3);
+  EXPECT_FALSE(target.hit(0x401000, regs));
+  EXPECT_EQ(send("qTStatus").substr(0, 24), "T1;tnotrun:0;tframes:1;t");
+  EXPECT_EQ(send("qTP:1:401000"), "V1:" + hex::u64(6 + 1 + 816 + 1 + 10 + 4));
+  ASSERT_EQ(send("QTStop"), "OK");
+  EXPECT_FALSE(engine->running());
+  EXPECT_TRUE(target.trace_bps.empty()); // traps removed
+  EXPECT_EQ(send("qTStatus").substr(0, 23), "T0;tstop::0;tframes:1;t");
+
+  EXPECT_FALSE(engine->frame_selected());
+  EXPECT_EQ(send("QTFrame:0"), "F0T1");
+  EXPECT_TRUE(engine->frame_selected());
+  RegisterBlock fr = engine->frame_registers();
+  EXPECT_EQ(fr.get_u64(GT_RAX), 3u);
+  EXPECT_EQ(fr.pc(), 0x401000u);
+  EXPECT_TRUE(fr.valid.test(GT_RBX));
+
+  uint8_t out[8] = {};
+  auto n = engine->frame_memory(0x2000, {out, 8});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 4u); // only what the block holds; gdb asks again for the rest
+  EXPECT_EQ(out[3], 4);
+  n = engine->frame_memory(0x2002, {out, 1});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(out[0], 3);
+  // Not collected and not read-only: unavailable.
+  EXPECT_FALSE(engine->frame_memory(0x3000, {out, 2}));
+  // Starts before a collected block: the gap is unavailable too.
+  EXPECT_FALSE(engine->frame_memory(0x1ffe, {out, 4}));
+  ASSERT_EQ(send("QTro:3000,3fff"), "OK");
+  n = engine->frame_memory(0x3000, {out, 2});
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(out[1], 0xbb);
+  EXPECT_EQ(engine->traceframe_info_xml(),
+            "<traceframe-info>\n<memory start=\"0x2000\" length=\"0x4\"/>\n</traceframe-info>\n");
+  EXPECT_EQ(send("QTFrame:1"), "F-1");
+  EXPECT_EQ(send("QTFrame:ffffffff"), "OK");
+  EXPECT_FALSE(engine->frame_selected());
+}
+
+TEST_F(EngineTest, FrameWithoutRegistersStillHasThePc) {
+  uint8_t data[4] = {1, 2, 3, 4};
+  target.poke(0x2000, data, 4);
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:M-1,2000,4", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  ASSERT_EQ(send("QTFrame:0"), "F0T1");
+  RegisterBlock r = engine->frame_registers();
+  EXPECT_TRUE(r.valid.test(GT_RIP));
+  EXPECT_EQ(r.pc(), 0x401000u);
+  EXPECT_FALSE(r.valid.test(GT_RAX));
+}
+
+TEST_F(EngineTest, BufferBytesAreTheFrames) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  target.hit(0x401000, make_regs(0x401000));
+  std::string first = send("qTBuffer:0,400");
+  ASSERT_EQ(first.size(), 1024u * 2);
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(hex::decode(first, bytes));
+  EXPECT_EQ(bytes[0], 1);
+  EXPECT_EQ(bytes[1], 0);
+  EXPECT_EQ(get_le<uint32_t>(&bytes[2]), 817u);
+  EXPECT_EQ(bytes[6], 'R');
+  std::string rest = send("qTBuffer:400,7d0");
+  EXPECT_EQ(rest.size(), (2 * 823 - 1024) * 2u);
+  EXPECT_EQ(send("qTBuffer:" + hex::u64(2 * 823) + ",10"), "l");
+  EXPECT_EQ(send("qTBuffer:" + hex::u64(2 * 823 + 1) + ",10").substr(0, 2), "E.");
+  std::string raw = send("qGdbtrace.frames:0,10");
+  ASSERT_EQ(raw.size(), 17u);
+  EXPECT_EQ(raw[0], 'm');
+  EXPECT_EQ(raw.substr(1), std::string(reinterpret_cast<char*>(bytes.data()), 16));
+  EXPECT_EQ(send("qGdbtrace.frames:" + hex::u64(823) + ",10000")[0], 'l');
+}
+
+TEST_F(EngineTest, PassCountStopsTheRun) {
+  define({"QTinit", "QTDP:1:401000:E:0:2-", "QTDP:-1:401000:R01", "QTStart"});
+  auto regs = make_regs(0x401000);
+  target.hit(0x401000, regs);
+  target.hit(0x401000, regs);
+  target.hit(0x401000, regs); // a stop is pending: not collected
+  settle();
+  EXPECT_FALSE(engine->running());
+  EXPECT_EQ(send("qTStatus").substr(0, 29), "T0;tpasscount:1;tframes:2;tcr");
+}
+
+TEST_F(EngineTest, FullBufferStopsTheRun) {
+  define({"QTinit", "QTBuffer:size:400", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  EXPECT_EQ(send("QTBuffer:size:800").substr(0, 2), "E."); // not during a run
+  auto regs = make_regs(0x401000);
+  target.hit(0x401000, regs); // 823 of 0x400 bytes
+  target.hit(0x401000, regs); // full
+  settle();
+  EXPECT_FALSE(engine->running());
+  EXPECT_EQ(send("qTStatus").substr(0, 22), "T0;tfull:0;tframes:1;t");
+}
+
+TEST_F(EngineTest, CircularBufferKeepsNewest) {
+  define({"QTinit", "QTBuffer:size:1000", "QTBuffer:circular:1", "QTDP:1:401000:E:0:0-",
+          "QTDP:-1:401000:R01", "QTStart"});
+  for (int i = 0; i < 10; ++i) {
+    auto regs = make_regs(0x401000);
+    regs.set_u64(GT_RAX, i);
+    target.hit(0x401000, regs);
+  }
+  settle();
+  EXPECT_TRUE(engine->running());
+  std::string st = send("qTStatus");
+  EXPECT_NE(st.find("tframes:4;tcreated:a;"), std::string::npos) << st;
+  EXPECT_NE(st.find("circular:1"), std::string::npos);
+  ASSERT_EQ(send("QTFrame:0"), "F0T1");
+  EXPECT_EQ(engine->frame_registers().get_u64(GT_RAX), 6u);
+}
+
+TEST_F(EngineTest, TsvArithmeticTevalAndTracev) {
+  // teval $x = $x + 1: getv 2; const8 1; add; setv 2; pop; end
+  // collect $x:        tracev 2; end
+  define({"QTinit", "QTDV:2:5:0:78", "QTDP:1:401000:E:0:0-",
+          "QTDP:-1:401000:XB,2c00022201022d00022927-", "QTDP:-1:401000:X4,2e000227", "QTStart"});
+  EXPECT_EQ(send("qTV:2"), "V5");
+  for (int i = 0; i < 3; ++i)
+    target.hit(0x401000, make_regs(0x401000));
+  EXPECT_EQ(send("qTV:2"), "V8");
+  ASSERT_EQ(send("QTFrame:0"), "F0T1");
+  EXPECT_EQ(send("qTV:2"), "V6"); // the value the first frame recorded
+  EXPECT_EQ(engine->traceframe_info_xml(),
+            "<traceframe-info>\n<tvar id=\"2\"/>\n</traceframe-info>\n");
+  EXPECT_EQ(send("qTV:1"), "U"); // not collected in this frame
+  ASSERT_EQ(send("QTFrame:ffffffff"), "OK");
+  // $trace_timestamp reads the clock.
+  EXPECT_NE(send("qTV:1"), "V0");
+  ASSERT_EQ(send("QTStop"), "OK");
+  EXPECT_EQ(send("qTV:2"), "V8"); // last value stays readable after the run
+}
+
+TEST_F(EngineTest, NegativeTsvValue) {
+  define({"QTinit", "QTDV:2:fffffffffffffffe:0:78", "QTDP:1:401000:E:0:0-",
+          "QTDP:-1:401000:X4,2e000227", "QTStart"});
+  EXPECT_EQ(send("qTV:2"), "Vfffffffffffffffe");
+}
+
+TEST_F(EngineTest, AgentPrintfReachesConsole) {
+  // const8 7 (arg); const8 0 (channel); const8 0 (function); printf 1 "hi %d\n"; end
+  define({"QTinit", "QTDP:1:401000:E:0:0-",
+          "QTDP:-1:401000:X12,2207220022003401000768692025640a0027", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  EXPECT_NE(console.find("hi 7\n"), std::string::npos) << console;
+}
+
+TEST_F(EngineTest, WhileSteppingCollectsEachStep) {
+  define(
+      {"QTinit", "QTDP:3:402000:E:2:0-", "QTDP:-3:402000:R01-", "QTDP:-3:402000:SR01", "QTStart"});
+  EXPECT_TRUE(target.hit(0x402000, make_regs(0x402000)));     // step once more
+  EXPECT_TRUE(target.hit(0x402000, make_regs(0x402004), 1));  // and again
+  EXPECT_FALSE(target.hit(0x402000, make_regs(0x402008), 2)); // done
+  EXPECT_NE(send("qTStatus").find("tframes:3;"), std::string::npos);
+  // tfind pc / range / outside / tracepoint walk forward from the current frame.
+  EXPECT_EQ(send("QTFrame:pc:402004"), "F1T3");
+  EXPECT_EQ(send("QTFrame:pc:402004"), "F-1");
+  EXPECT_EQ(send("QTFrame:ffffffff"), "OK");
+  EXPECT_EQ(send("QTFrame:range:402001:402008"), "F1T3");
+  EXPECT_EQ(send("QTFrame:range:402001:402008"), "F2T3");
+  EXPECT_EQ(send("QTFrame:ffffffff"), "OK");
+  EXPECT_EQ(send("QTFrame:outside:402001:402008"), "F0T3");
+  EXPECT_EQ(send("QTFrame:outside:402001:402008"), "F-1");
+  EXPECT_EQ(send("QTFrame:tdp:3"), "F1T3");
+  EXPECT_EQ(send("QTFrame:tdp:4"), "F-1");
+  EXPECT_EQ(engine->frame_registers().pc(), 0x402004u);
+}
+
+TEST_F(EngineTest, EnableDisableDuringRun) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  auto regs = make_regs(0x401000);
+  target.hit(0x401000, regs);
+  ASSERT_EQ(send("QTDisable:1:401000"), "OK");
+  target.hit(0x401000, regs);
+  ASSERT_EQ(send("QTEnable:1:401000"), "OK");
+  target.hit(0x401000, regs);
+  EXPECT_NE(send("qTStatus").find("tframes:2;"), std::string::npos);
+  EXPECT_EQ(send("QTEnable:9:401000").substr(0, 2), "E.");
+}
+
+TEST_F(EngineTest, TracepointAddedDuringRunIsInstalledAtOnce) {
+  define({"QTinit", "QTDP:1:401000:E:0:0", "QTStart"});
+  EXPECT_EQ(target.trace_bps.count(0x405000), 0u);
+  define({"QTDP:2:405000:E:0:0-"});
+  EXPECT_EQ(target.trace_bps.count(0x405000), 0u); // not until its last packet
+  define({"QTDP:-2:405000:R01"});
+  EXPECT_EQ(target.trace_bps.count(0x405000), 1u);
+  target.hit(0x405000, make_regs(0x405000));
+  EXPECT_EQ(send("QTFrame:tdp:2"), "F0T2");
+}
+
+TEST_F(EngineTest, DisconnectedTracingKeepsRunning) {
+  define({"QTinit", "QTDP:1:401000:E:0:0", "QTDisconnected:1", "QTStart"});
+  engine->on_disconnect();
+  EXPECT_TRUE(engine->running());
+  EXPECT_NE(send("qTStatus").find("disconn:1"), std::string::npos);
+  define({"QTDisconnected:0"});
+  engine->on_disconnect();
+  EXPECT_FALSE(engine->running());
+  EXPECT_EQ(send("qTStatus").substr(0, 19), "T0;tdisconnected:0;");
+}
+
+TEST_F(EngineTest, EvaluationErrorStopsWithTerror) {
+  // ref32 of an unmapped address: const32 0xdead0000; ref32; end (no trace)
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:X7,24dead00001927", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  settle();
+  EXPECT_FALSE(engine->running());
+  std::string st = send("qTStatus");
+  EXPECT_EQ(st.substr(0, 10), "T0;terror:") << st;
+  EXPECT_NE(st.find(":1;tframes:0;"), std::string::npos) << st;
+}
+
+TEST_F(EngineTest, NotesAndStopNote) {
+  define({"QTinit", "QTNotes:user:6a6f65;notes:6869;", "QTNotes:tstop:627965;",
+          "QTDP:1:401000:E:0:0", "QTStart", "QTStop"});
+  std::string st = send("qTStatus");
+  EXPECT_EQ(st.substr(0, 19), "T0;tstop:627965:0;t");
+  EXPECT_NE(st.find("username:6a6f65;notes:6869:"), std::string::npos) << st;
+}
+
+TEST_F(EngineTest, StatusJsonAndMonitor) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  std::string json;
+  ASSERT_TRUE(hex::decode_string(send("qGdbtrace.status"), json));
+  EXPECT_NE(json.find("\"running\":true"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"number\":1,\"address\":\"0x401000\",\"enabled\":true"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"backend\":\"ptrace\",\"hits\":1,\"frames\":1"), std::string::npos) << json;
+  auto mon = engine->handle_monitor("gdbtrace status");
+  ASSERT_TRUE(mon);
+  EXPECT_NE(mon->find("tracepoint 1 at 0x401000: backend ptrace, hits 1, frames 1"),
+            std::string::npos)
+      << *mon;
+  mon = engine->handle_monitor("gdbtrace backend");
+  ASSERT_TRUE(mon);
+  EXPECT_NE(mon->find("ptrace: "), std::string::npos);
+  mon = engine->handle_monitor("gdbtrace backend nosuch");
+  EXPECT_NE(mon->find("no backend 'nosuch'"), std::string::npos);
+  EXPECT_FALSE(engine->handle_monitor("help"));
+}
+
+TEST_F(EngineTest, StartNeedsAProcessAndCompleteDefinitions) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-"});
+  EXPECT_EQ(send("QTStart").substr(0, 2), "E.");
+  EXPECT_FALSE(engine->running());
+}
+
+TEST_F(EngineTest, StaticTracepointsAreRefused) {
+  EXPECT_EQ(send("qTfSTM").substr(0, 2), "E.");
+  EXPECT_EQ(send("qTMinFTPILen"), "1");
+}
