@@ -75,14 +75,16 @@ struct tracee {
 enum tracee_mode { T_PLAIN, T_FORK, T_EXEC };
 
 static struct tracee start_tracee(long n, enum tracee_mode mode) {
-  int p[2];
-  if (pipe(p)) abort();
+  int p[2], ready[2];
+  if (pipe(p) || pipe(ready)) abort();
   pid_t pid = fork();
   if (pid == 0) {
     char c;
     // Drop inherited session fds: the tracee must not keep a session alive.
     for (int fd = 3; fd < 256; fd++)
-      if (fd != p[0]) close(fd);
+      if (fd != p[0] && fd != ready[1]) close(fd);
+    if (write(ready[1], "r", 1) != 1) _exit(3); // fds are gone: the parent may close sessions
+    close(ready[1]);
     if (read(p[0], &c, 1) != 1) _exit(3);
     if (mode == T_FORK) {
       pid_t child = fork();
@@ -97,6 +99,10 @@ static struct tracee start_tracee(long n, enum tracee_mode mode) {
     _exit(0);
   }
   close(p[0]);
+  close(ready[1]);
+  char c;
+  if (read(ready[0], &c, 1) != 1) abort();
+  close(ready[0]);
   return (struct tracee){pid, p[1]};
 }
 
@@ -390,6 +396,39 @@ static void test_close_removes_probes(void) {
   OK();
 }
 
+// Two sessions on the same instruction in two processes: closing one restores
+// only its process; the other keeps its breakpoint until it closes too.
+static void test_two_sessions_same_site(void) {
+  struct session a, b, dead;
+  // A third session whose tracee has already exited stays open throughout.
+  CHECK(open_session(&dead, 16) == 0, "open dead");
+  struct tracee td = start_tracee(3, T_PLAIN);
+  struct gdbtrace_action act0 = {.kind = GDBTRACE_ACT_REGS};
+  CHECK(add_probe(&dead, td.pid, (uintptr_t)probe_me, 1, &act0, 1, NULL, 0, 0, NULL) == 0, "add dead");
+  CHECK(ioctl(dead.fd, GDBTRACE_IOC_START) == 0 && run_tracee(td) == 0, "dead tracee");
+  CHECK(open_session(&a, 16) == 0, "open a");
+  struct tracee ta = start_tracee(10, T_PLAIN);
+  CHECK(open_session(&b, 16) == 0, "open b");
+  struct tracee tb = start_tracee(10, T_PLAIN);
+  struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS};
+  uint8_t orig = *(volatile uint8_t*)(uintptr_t)probe_me, x = 0, y = 0;
+  CHECK(add_probe(&a, ta.pid, (uintptr_t)probe_me, 1, &act, 1, NULL, 0, 0, NULL) == 0, "add a");
+  CHECK(add_probe(&b, tb.pid, (uintptr_t)probe_me, 1, &act, 1, NULL, 0, 0, NULL) == 0, "add b");
+  read_tracee_byte(ta.pid, (uintptr_t)probe_me, &x);
+  read_tracee_byte(tb.pid, (uintptr_t)probe_me, &y);
+  CHECK(x == 0xcc && y == 0xcc, "int3 missing %#x %#x", x, y);
+  close_session(&b);
+  read_tracee_byte(ta.pid, (uintptr_t)probe_me, &x);
+  read_tracee_byte(tb.pid, (uintptr_t)probe_me, &y);
+  CHECK(x == 0xcc && y == orig, "after closing b: a %#x b %#x", x, y);
+  close_session(&a);
+  read_tracee_byte(ta.pid, (uintptr_t)probe_me, &x);
+  CHECK(x == orig, "after closing a: %#x", x);
+  CHECK(run_tracee(ta) == 0 && run_tracee(tb) == 0, "tracees");
+  close_session(&dead);
+  OK();
+}
+
 static void test_fork_exec_exit(void) {
   struct session s;
   CHECK(open_session(&s, 20) == 0, "open");
@@ -594,6 +633,7 @@ int main(int argc, char** argv) {
   test_overflow_counts_drops();
   test_close_removes_probes();
   test_fork_exec_exit();
+  test_two_sessions_same_site();
   test_runaway_bytecode();
   test_hostile_ioctls();
   test_unprivileged();
