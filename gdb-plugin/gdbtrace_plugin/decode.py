@@ -378,7 +378,7 @@ class TraceframeAt:
             return False
         try:
             if self.previous >= 0:
-                gdb.execute("tfind frame %d" % self.previous, to_string=True)
+                gdb.execute("tfind %d" % self.previous, to_string=True)
             else:
                 gdb.execute("tfind none", to_string=True)
         except gdb.error:

@@ -40,6 +40,8 @@ def fmt_number(v):
     if isinstance(v, float):
         if v.is_integer() and abs(v) < 1e15:
             return str(int(v))
+        if abs(v) >= 1e5:
+            return "%.1f" % v
         return "%.6g" % v
     return str(v)
 
@@ -84,11 +86,12 @@ def ascii_histogram(values, bins=10, width=40, unit=""):
     rows = histogram_bins(values, bins)
     peak = max(c for _, _, c in rows) or 1
     labels = []
-    for low, high, _ in rows:
+    for i, (low, high, _) in enumerate(rows):
         if low == high:
             labels.append(fmt_number(low) + unit)
         else:
-            labels.append("[%s, %s)" % (fmt_number(low) + unit, fmt_number(high) + unit))
+            closer = "]" if i == len(rows) - 1 else ")"
+            labels.append("[%s, %s%s" % (fmt_number(low) + unit, fmt_number(high) + unit, closer))
     lw = max(len(x) for x in labels)
     cw = max(len(str(c)) for _, _, c in rows)
     out = []

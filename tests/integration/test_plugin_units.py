@@ -1,0 +1,397 @@
+"""Unit tests of the gdbtrace plugin's pure-Python parts (no gdb, no stub): frame-stream
+parsing, agent-expression evaluation over frames, statistics, exporters, latency pairing,
+`info tracepoints` parsing, and the packet layer with a mocked connection."""
+
+import binascii
+import csv
+import io
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "gdb-plugin"))
+
+from gdbtrace_plugin import ax, exporters, frames, latency, regs, stats, tracepoints, transport  # noqa: E402
+
+
+def regblock(**values):
+    """A 816-byte 'R' block with the named 8-byte registers set."""
+    block = bytearray(regs.REGBLOCK_SIZE_AVX)
+    for name, v in values.items():
+        n = regs.NUMBER[name]
+        struct.pack_into("<Q", block, regs.OFFSETS[n], v & ((1 << 64) - 1))
+    return bytes(block)
+
+
+# gdb 13's `maint agent-eval -at plugin_demo.c:41, &scaled` (a local at DW_OP_fbreg -20, CFA = rbp + 16)
+LISTING_LOCAL = """Scope: 0x122c
+Reg mask: 40
+  0  reg 6
+  3  const8 16
+  5  add
+  6  const8 236
+  8  ext 8
+ 10  add
+ 11  end
+"""
+# `scaled + 1`: reads the local's memory
+LISTING_VALUE = """Scope: 0x122c
+Reg mask: 40
+  0  reg 6
+  3  const8 16
+  5  add
+  6  const8 236
+  8  ext 8
+ 10  add
+ 11  ref32
+ 12  ext 32
+ 14  const8 1
+ 16  add
+ 17  ext 32
+ 19  end
+"""
+LISTING_GLOBAL = """Scope: 0x122c
+Reg mask: 00
+  0  const16 16480
+  3  const8 16
+  5  add
+  6  end
+"""
+
+
+class FrameStreamTest(unittest.TestCase):
+    def sample_stream(self):
+        f0 = frames.build_frame(1, regs=regblock(rbp=0x7ffc0000, rsp=0x7ffbffe0, rip=0x401000),
+                                mem=[(0x7ffbfffc, struct.pack("<i", -7)), (0x404060, b"abcd")],
+                                tsv=[(1, 123456)])
+        f1 = frames.build_frame(2, mem=[(0x1000, b"\x01\x02"), (0x1002, b"\x03\x04")])
+        f2 = frames.build_frame(1)
+        return f0 + f1 + f2
+
+    def test_round_trip(self):
+        got = frames.parse_stream(self.sample_stream(), regs.REGBLOCK_SIZE_AVX)
+        self.assertEqual([f.tp for f in got], [1, 2, 1])
+        self.assertEqual([f.index for f in got], [0, 1, 2])
+        self.assertEqual(regs.read_int(got[0].regs, regs.RBP), 0x7ffc0000)
+        self.assertEqual(got[0].tsv, {1: 123456})
+        self.assertEqual(got[0].read(0x404061, 2), b"bc")
+        self.assertIsNone(got[0].read(0x404062, 4), "partly outside the block")
+        self.assertEqual(got[1].read(0x1001, 2), b"\x02\x03", "spans adjacent blocks")
+        self.assertIsNone(got[2].regs)
+        self.assertEqual(got[2].mem, [])
+
+    def test_chunked_at_every_split(self):
+        stream = self.sample_stream()
+        whole = [(f.tp, f.regs, f.mem, f.tsv) for f in frames.parse_stream(stream, regs.REGBLOCK_SIZE_AVX)]
+        for cut in range(1, len(stream), 7):
+            parser = frames.FrameParser(regs.REGBLOCK_SIZE_AVX)
+            got = parser.feed(stream[:cut]) + parser.feed(stream[cut:])
+            self.assertEqual([(f.tp, f.regs, f.mem, f.tsv) for f in got], whole, "cut at %d" % cut)
+            self.assertEqual(parser.pending_bytes, 0)
+
+    def test_malformed(self):
+        bad_kind = struct.pack("<HI", 1, 2) + b"Zx"
+        with self.assertRaises(frames.FrameFormatError):
+            frames.parse_stream(bad_kind, 560)
+        short_regs = struct.pack("<HI", 1, 11) + b"R" + bytes(10)
+        with self.assertRaises(frames.FrameFormatError):
+            frames.parse_stream(short_regs, 560)
+        with self.assertRaises(frames.FrameFormatError):
+            frames.parse_stream(frames.build_frame(1, mem=[(0, b"xy")])[:-1], 560)
+
+    def test_register_layout(self):
+        self.assertEqual(regs.OFFSETS[regs.RIP], 128)
+        self.assertEqual(regs.OFFSETS[regs.FS_BASE], 544)
+        self.assertEqual(regs.OFFSETS[60], 560)
+
+
+class AgentExpressionTest(unittest.TestCase):
+    def frame(self, **kw):
+        f = frames.parse_stream(frames.build_frame(1, **kw), regs.REGBLOCK_SIZE_AVX)
+        return f[0]
+
+    def test_local_address_closed_form(self):
+        prog = ax.Program(ax.parse_listing(LISTING_LOCAL))
+        self.assertEqual((prog.kind, prog.regno, prog.const), ("reg", regs.RBP, (16 - 20) & ax.MASK64))
+        f = self.frame(regs=regblock(rbp=0x7ffc0010))
+        self.assertEqual(prog.run(f), 0x7ffc000c)
+        self.assertEqual(ax.evaluate(prog.ops, f), 0x7ffc000c, "interpreter agrees with the closed form")
+
+    def test_global_address(self):
+        prog = ax.Program(ax.parse_listing(LISTING_GLOBAL))
+        self.assertEqual(prog.kind, "const")
+        self.assertEqual(prog.run(self.frame()), 16496)
+
+    def test_value_reads_memory(self):
+        ops = ax.parse_listing(LISTING_VALUE)
+        self.assertEqual(ax.Program(ops).kind, "general")
+        f = self.frame(regs=regblock(rbp=0x1010), mem=[(0x100c, struct.pack("<i", -5))])
+        self.assertEqual(ax._signed(ax.evaluate(ops, f)), -4)
+        with self.assertRaises(ax.Unavailable):
+            ax.evaluate(ops, self.frame(regs=regblock(rbp=0x1010)))
+        with self.assertRaises(ax.Unavailable):
+            ax.Program(ax.parse_listing(LISTING_LOCAL)).run(self.frame())
+
+    def test_tsv_branches_and_errors(self):
+        text = "\n".join(["  0  getv 1", "  3  dup", "  4  const8 10", "  6  less_signed", "  7  if_goto 13",
+                          " 10  const8 99", " 12  end", " 13  const8 7", " 15  end"])
+        ops = ax.parse_listing(text)
+        self.assertEqual(ax.evaluate(ops, self.frame(tsv=[(1, 3)])), 7)
+        self.assertEqual(ax.evaluate(ops, self.frame(tsv=[(1, 30)])), 99)
+        with self.assertRaises(ax.Unavailable):
+            ax.evaluate(ops, self.frame())
+        with self.assertRaises(ax.AxError):
+            ax.parse_listing("  0  const8 1\n")
+        with self.assertRaises(ax.AxError):
+            ax.evaluate(ax.parse_listing("  0  float\n  1  end"), self.frame())
+        div0 = ax.parse_listing("  0  const8 1\n  2  const8 0\n  4  div_signed\n  5  end")
+        with self.assertRaises(ax.Unavailable):
+            ax.evaluate(div0, self.frame())
+        sdiv = ax.parse_listing("  0  const8 249\n  2  ext 8\n  4  const8 2\n  6  div_signed\n  7  end")
+        self.assertEqual(ax._signed(ax.evaluate(sdiv, self.frame())), -3)
+
+
+class StatsTest(unittest.TestCase):
+    def test_summary(self):
+        s = stats.Summary(list(range(1, 101)))
+        self.assertEqual((s.count, s.min, s.max), (100, 1, 100))
+        self.assertAlmostEqual(s.mean, 50.5)
+        self.assertAlmostEqual(s.p50, 50.5)
+        self.assertAlmostEqual(s.p90, 90.1)
+        self.assertAlmostEqual(s.p99, 99.01)
+        one = stats.Summary([4.5])
+        self.assertEqual((one.p50, one.p99), (4.5, 4.5))
+        with self.assertRaises(ValueError):
+            stats.Summary([])
+
+    def test_histogram(self):
+        values = [1, 2, 2, 3, 3, 3]
+        bins = stats.histogram_bins(values, bins=10)
+        self.assertEqual([(lo, c) for lo, _hi, c in bins], [(1, 1), (2, 2), (3, 3)])
+        floats = [i / 10 for i in range(100)]
+        bins = stats.histogram_bins(floats, bins=10)
+        self.assertEqual(sum(c for _, _, c in bins), 100)
+        self.assertEqual(len(bins), 10)
+        text = stats.ascii_histogram(values)
+        self.assertEqual(len(text.splitlines()), 3)
+        self.assertIn("###", text)
+        table = stats.summary_table([("all", stats.Summary(values))])
+        self.assertIn("count", table)
+        self.assertIn(" 6 ", table)
+
+
+def sample_records():
+    names_a = ["x", "s.v", "tag", "$rsp"]
+    names_b = ["y"]
+    return [
+        (0, 1, "tp 1 f (a.c:3)", 1000, 11, names_a, [1, 0.5, "s0", "0x7ffc0000"]),
+        (1, 2, "tp 2 g (a.c:9)", 1005, 12, names_b, [-3]),
+        (2, 1, "tp 1 f (a.c:3)", 1010, 11, names_a, [2, float("nan"), 'q"uote', None]),
+    ]
+
+
+class ExportersTest(unittest.TestCase):
+    meta = {"timestamps": "trace_timestamp", "timestamps_note": "ts = $trace_timestamp", "pid": 42,
+            "program": "demo", "thread_names": {11: "main"}}
+
+    def test_jsonl(self):
+        out = io.StringIO()
+        self.assertEqual(exporters.write_jsonl(out, sample_records(), self.meta), 3)
+        rows = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertEqual(rows[0], {"frame": 0, "tracepoint": 1, "ts_us": 1000, "thread": 11,
+                                   "values": {"x": 1, "s.v": 0.5, "tag": "s0", "$rsp": "0x7ffc0000"}})
+        self.assertEqual(rows[2]["values"], {"x": 2, "s.v": "nan", "tag": 'q"uote'})
+
+    def test_csv(self):
+        out = io.StringIO()
+        n = exporters.write_csv(out, sample_records(), self.meta, ["x", "s.v", "tag", "$rsp", "y"])
+        self.assertEqual(n, 3)
+        rows = list(csv.reader(io.StringIO(out.getvalue())))
+        self.assertEqual(rows[0], ["frame", "tracepoint", "ts_us", "thread", "x", "s.v", "tag", "$rsp", "y"])
+        self.assertEqual(len(rows) - 1, 3, "one row per frame")
+        self.assertEqual(rows[1], ["0", "1", "1000", "11", "1", "0.5", "s0", "0x7ffc0000", ""])
+        self.assertEqual(rows[2], ["1", "2", "1005", "12", "", "", "", "", "-3"])
+        self.assertEqual(rows[3][6], 'q"uote')
+
+    def test_perfetto(self):
+        out = io.StringIO()
+        self.assertEqual(exporters.write_perfetto(out, sample_records(), self.meta), 3)
+        doc = json.loads(out.getvalue())
+        events = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+        self.assertEqual(len(events), 3)
+        for e in events:
+            for key in ("name", "ph", "ts", "pid", "tid", "args"):
+                self.assertIn(key, e)
+            self.assertEqual(e["pid"], 42)
+        self.assertEqual(events[0]["args"], {"frame": 0, "x": 1, "s.v": 0.5, "tag": "s0", "$rsp": "0x7ffc0000"})
+        self.assertEqual(events[1]["tid"], 12)
+        meta_names = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"}
+        self.assertIn("main", meta_names)
+        self.assertIn("demo", meta_names)
+
+    def test_json_value(self):
+        self.assertEqual(exporters.json_value(math.inf), '"inf"')
+        self.assertEqual(exporters.json_value(None), "null")
+        self.assertEqual(exporters.json_value(True), "true")
+        self.assertEqual(json.loads(exporters.json_value("a\nb")), "a\nb")
+
+
+class TfileTest(unittest.TestCase):
+    def test_header_and_source(self):
+        stream = frames.build_frame(2, regs=regblock(rip=0x401219), tsv=[(1, 5)]) + frames.build_frame(
+            2, mem=[(0x404060, b"\x07\0\0\0")])
+        header = exporters.tfile_header(816, "0;tstop::0;tframes:2;tcreated:2;tsize:500000",
+                                        ["1:0:1:%s" % binascii.hexlify(b"trace_timestamp").decode()],
+                                        ["T2:401219:E:0:0", "A2:401219:Rc0", "V2:401219:2:100"],
+                                        '<?xml version="1.0"?>\n<target/>\n')
+        text = header.decode("latin-1")
+        self.assertTrue(text.startswith("\x7fTRACE0\nR 330\ntdesc <?xml"))
+        self.assertTrue(text.endswith("tp V2:401219:2:100\n\n"))
+        with tempfile.NamedTemporaryFile(suffix=".tf", delete=False) as f:
+            f.write(header + stream + exporters.TFILE_END)
+        try:
+            src = transport.TfileSource(f.name)
+            self.assertEqual(src.regblock_size, 816)
+            data, last = src.frames_chunk(0, 10)
+            self.assertFalse(last)
+            self.assertEqual(b"".join(chunk for _, chunk in src.iter_stream(0, 100)), stream)
+            self.assertEqual(len(frames.parse_stream(stream, 816)), 2)
+            running, fields, _ = src.trace_status()
+            self.assertFalse(running)
+            self.assertEqual(fields["tframes"], "2")
+            self.assertEqual(transport.tracepoint_addresses(src.upload_tracepoints()), {2: [0x401219]})
+            self.assertEqual(src.tracepoint_usage(2, 0x401219), "V2:100")
+            self.assertEqual(src.tdesc(), '<?xml version="1.0"?>\n<target/>')
+        finally:
+            os.unlink(f.name)
+
+
+class LatencyTest(unittest.TestCase):
+    def test_pairs_by_stack_pointer(self):
+        events = [
+            (100, 0, "entry", 0x7000),   # outer call
+            (110, 1, "entry", 0x6fc0),   # recursive call: deeper stack
+            (150, 2, "return", 0x6fc0),
+            (160, 3, "entry", 0x9000),   # another thread's stack
+            (170, 4, "return", 0x7000),
+            (175, 5, "return", 0x9000),
+            (180, 6, "return", 0x5000),  # call began before the trace
+            (190, 7, "entry", 0x7000),   # still running
+        ]
+        result = latency.pair_calls(events)
+        self.assertEqual(sorted(d for _s, d, _k in result.durations), [15, 40, 70])
+        self.assertEqual(result.unmatched_returns, 1)
+        self.assertEqual(result.open_entries, 1)
+
+    def test_return_instructions(self):
+        for asm in ("ret", "ret    ", "retq", "repz ret", "ret    $0x8", "bnd ret"):
+            self.assertTrue(latency.is_return(asm), asm)
+        for asm in ("call   0x1130 <ret_helper>", "iretq", "lret", "jmp    0x401000"):
+            self.assertFalse(latency.is_return(asm), asm)
+
+
+INFO_TRACEPOINTS = """Num     Type           Disp Enb Address            What
+1       tracepoint     keep y   0x000055555555522c in work at tests/programs/plugin_demo.c:41
+\ttracepoint already hit 10 times
+\ttrace buffer usage 8490 bytes.
+        collect scaled, i, g_sample
+        collect $regs
+        while-stepping 2
+          collect $rip
+        end
+\tinstalled on target
+2       fast tracepoint keep n   <MULTIPLE>         
+        collect f(a, b), s.x[1]
+2.1                         y   0x0000555555555300 in f at a.c:3
+2.2                         y   0x0000555555555400 in f at a.c:3
+3       tracepoint     keep y   0x0000555555555211 in work at tests/programs/plugin_demo.c:39
+        collect/s name
+\tnot installed on target
+"""
+
+
+class InfoTracepointsTest(unittest.TestCase):
+    def test_parse(self):
+        tps = tracepoints.parse_info_tracepoints(INFO_TRACEPOINTS)
+        self.assertEqual(sorted(tps), [1, 2, 3])
+        t1 = tps[1]
+        self.assertEqual(t1.collect, ["scaled", "i", "g_sample", "$regs"])
+        self.assertEqual(t1.step_collect, ["$rip"])
+        self.assertEqual(t1.step_count, 2)
+        self.assertEqual(t1.hits, 10)
+        self.assertEqual([l.address for l in t1.locations], [0x55555555522c])
+        self.assertEqual(t1.locations[0].function, "work")
+        self.assertEqual(t1.label(), "tp 1 work (plugin_demo.c:41)")
+        t2 = tps[2]
+        self.assertEqual(t2.kind, "fast tracepoint")
+        self.assertFalse(t2.enabled)
+        self.assertEqual([l.address for l in t2.locations], [0x555555555300, 0x555555555400])
+        self.assertEqual(t2.collect, ["f(a, b)", "s.x[1]"])
+        self.assertEqual(tps[3].collect, ["name"])
+
+    def test_split_expressions(self):
+        self.assertEqual(tracepoints.split_expressions("a, b[1,2], 'x,y', \"p,q\", s.t"),
+                         ["a", "b[1,2]", "'x,y'", '"p,q"', "s.t"])
+
+
+class MockStub:
+    """A fake send_packet: serves a JSON status and a frame stream in chunks of `chunk` bytes."""
+
+    def __init__(self, stream=b"", status=None, chunk=None):
+        self.stream, self.status, self.chunk = stream, status, chunk
+        self.sent = []
+
+    def __call__(self, packet):
+        self.sent.append(packet)
+        p = packet.decode()
+        if p == "qGdbtrace.status":
+            return None if self.status is None else binascii.hexlify(json.dumps(self.status).encode())
+        if p.startswith("qGdbtrace.frames:"):
+            off, length = (int(x, 16) for x in p.split(":")[1].split(","))
+            length = min(length, self.chunk or length)
+            data = self.stream[off:off + length]
+            return (b"l" if off + len(data) >= len(self.stream) else b"m") + data
+        if p == "qTStatus":
+            return b"T1;tnotrun:0;tframes:2;tcreated:2;tfree:1000;tsize:2000;circular:0"
+        return None
+
+
+class TransportTest(unittest.TestCase):
+    def test_status_and_not_gdbtrace(self):
+        stub = transport.Stub(MockStub(status={"running": False, "tracepoints": []}))
+        self.assertEqual(stub.status(), {"running": False, "tracepoints": []})
+        with self.assertRaises(transport.StubError) as cm:
+            transport.Stub(MockStub(status=None)).status()
+        self.assertIn("gdbtrace-server", str(cm.exception))
+        err = transport.Stub(lambda p: b"E.no trace buffer")
+        with self.assertRaises(transport.StubError) as cm:
+            err.frames_chunk(0)
+        self.assertIn("no trace buffer", str(cm.exception))
+
+    def test_stream_in_chunks(self):
+        stream = b"".join(frames.build_frame(1, mem=[(0x1000 + i, bytes([i]) * 3)]) for i in range(50))
+        mock = MockStub(stream, chunk=37)
+        stub = transport.Stub(mock)
+        parser = frames.FrameParser(560)
+        got = []
+        for _off, chunk in stub.iter_stream(0):
+            got += parser.feed(chunk)
+        self.assertEqual(len(got), 50)
+        self.assertEqual(got[49].mem, [(0x1000 + 49, bytes([49]) * 3)])
+        self.assertEqual(mock.sent[0], b"qGdbtrace.frames:0,10000")
+        self.assertEqual(list(transport.Stub(MockStub(b"")).iter_stream(0)), [])
+
+    def test_trace_status(self):
+        running, fields, body = transport.Stub(MockStub()).trace_status()
+        self.assertTrue(running)
+        self.assertEqual(fields["tframes"], "2")
+        self.assertTrue(body.startswith("1;tnotrun"))
+
+
+if __name__ == "__main__":
+    unittest.main()
