@@ -41,29 +41,29 @@ struct ThreadId {
 // (vRun, QEnvironment*, QSetWorkingDir, QStartupWithShell, QDisableRandomization, --wrapper).
 struct LaunchSpec {
   std::string program;
-  std::vector<std::string> args;          // argv[1..]
-  std::vector<std::string> env_set;       // "NAME=VALUE" to set over the server's environment
-  std::vector<std::string> env_unset;     // names to remove
-  bool env_reset = false;                 // QEnvironmentReset: start from the server's initial env
-  std::string cwd;                        // empty: the server's cwd
-  std::vector<std::string> wrapper;       // --wrapper argv, run as WRAPPER... PROG ARGS
-  bool startup_with_shell = true;         // run via $SHELL -c "exec prog args"
+  std::vector<std::string> args;      // argv[1..]
+  std::vector<std::string> env_set;   // "NAME=VALUE" to set over the server's environment
+  std::vector<std::string> env_unset; // names to remove
+  bool env_reset = false;             // QEnvironmentReset: start from the server's initial env
+  std::string cwd;                    // empty: the server's cwd
+  std::vector<std::string> wrapper;   // --wrapper argv, run as WRAPPER... PROG ARGS
+  bool startup_with_shell = true;     // run via $SHELL -c "exec prog args"
   bool disable_randomization = true;
 };
 
 enum class StopKind {
-  Signalled,      // thread stopped with a signal (incl. SIGTRAP for breakpoints/steps)
-  Exited,         // process exited normally: exit_status
-  Terminated,     // process killed by signal: signal
-  Forked,         // child_pid/child_tid hold the new process (stopped, not yet resumed)
+  Signalled,  // thread stopped with a signal (incl. SIGTRAP for breakpoints/steps)
+  Exited,     // process exited normally: exit_status
+  Terminated, // process killed by signal: signal
+  Forked,     // child_pid/child_tid hold the new process (stopped, not yet resumed)
   VForked,
   VForkDone,
-  Execd,          // exec_path holds the new executable
-  ThreadCreated,  // only when thread events are enabled (QThreadEvents)
-  ThreadExited,   // only when thread events are enabled; exit_status
-  SyscallEntry,   // only for caught syscalls: syscall_number
+  Execd,         // exec_path holds the new executable
+  ThreadCreated, // only when thread events are enabled (QThreadEvents)
+  ThreadExited,  // only when thread events are enabled; exit_status
+  SyscallEntry,  // only for caught syscalls: syscall_number
   SyscallReturn,
-  NoResumed,      // nothing left running that could report an event
+  NoResumed, // nothing left running that could report an event
 };
 
 enum class StopReason { None, SwBreak, HwBreak, Watch, RWatch, AWatch, SingleStep };
@@ -71,13 +71,13 @@ enum class StopReason { None, SwBreak, HwBreak, Watch, RWatch, AWatch, SingleSte
 struct StopEvent {
   StopKind kind = StopKind::Signalled;
   ThreadId thread;
-  int signal = 0;                // host signal number
+  int signal = 0; // host signal number
   int exit_status = 0;
   StopReason reason = StopReason::None;
-  uint64_t watch_address = 0;    // for Watch/RWatch/AWatch
-  ThreadId child;                // Forked/VForked
-  std::string exec_path;         // Execd
-  int syscall_number = -1;       // SyscallEntry/SyscallReturn
+  uint64_t watch_address = 0; // for Watch/RWatch/AWatch
+  ThreadId child;             // Forked/VForked
+  std::string exec_path;      // Execd
+  int syscall_number = -1;    // SyscallEntry/SyscallReturn
 };
 
 enum class ResumeKind { Continue, Step, Stop, RangeStep };
@@ -86,21 +86,28 @@ enum class ResumeKind { Continue, Step, Stop, RangeStep };
 struct ResumeAction {
   ThreadId thread{-1, -1};
   ResumeKind kind = ResumeKind::Continue;
-  int signal = 0;                // host signal to deliver (0: none)
-  uint64_t range_start = 0;      // RangeStep: keep stepping while pc in [start, end)
+  int signal = 0;           // host signal to deliver (0: none)
+  uint64_t range_start = 0; // RangeStep: keep stepping while pc in [start, end)
   uint64_t range_end = 0;
 };
 
-enum class BreakpointType { Software = 0, Hardware = 1, WriteWatch = 2, ReadWatch = 3, AccessWatch = 4 };
+enum class BreakpointType {
+  Software = 0,
+  Hardware = 1,
+  WriteWatch = 2,
+  ReadWatch = 3,
+  AccessWatch = 4
+};
 
-struct LibraryInfo {           // one entry of the svr4 link map
+struct LibraryInfo { // one entry of the svr4 link map
   std::string name;
   uint64_t lm = 0, l_addr = 0, l_ld = 0;
+  uint64_t lmid = 0; // r_debug of its namespace (gdbserver's lmid attribute)
 };
 
 struct ThreadInfo {
   ThreadId id;
-  std::string name;            // /proc/pid/task/tid/comm
+  std::string name; // /proc/pid/task/tid/comm
   int core = -1;
 };
 
@@ -109,8 +116,8 @@ struct ThreadInfo {
 // callback may read registers/memory. Return true to single-step the thread
 // once more (while-stepping), false to let it continue as it was resumed.
 // Trace hits are never reported to gdb, and other threads keep running.
-using TraceHitCallback =
-    std::function<bool(ThreadId thread, uint64_t address, int step_index, const RegisterBlock& regs)>;
+using TraceHitCallback = std::function<bool(ThreadId thread, uint64_t address, int step_index,
+                                            const RegisterBlock& regs)>;
 
 class NativeTarget {
 public:
@@ -123,11 +130,11 @@ public:
   // --- processes ---
   // Starts the program stopped at its first instruction (after the shell/wrapper exec'd it).
   virtual Result<Pid> create_inferior(const LaunchSpec& spec) = 0;
-  virtual Result<void> attach(Pid pid) = 0;           // stops all its threads
-  virtual Result<void> detach(Pid pid) = 0;           // removes our breakpoints, process keeps running
+  virtual Result<void> attach(Pid pid) = 0; // stops all its threads
+  virtual Result<void> detach(Pid pid) = 0; // removes our breakpoints, process keeps running
   virtual Result<void> kill(Pid pid) = 0;
   virtual std::vector<Pid> processes() const = 0;
-  virtual bool is_attached(Pid pid) const = 0;        // attached (vs. created by us): qAttached
+  virtual bool is_attached(Pid pid) const = 0; // attached (vs. created by us): qAttached
   virtual std::vector<ThreadInfo> threads() const = 0;
   virtual bool thread_alive(ThreadId thread) const = 0;
 
@@ -146,24 +153,28 @@ public:
 
   // --- state ---
   virtual Result<RegisterBlock> read_registers(ThreadId thread) = 0;
-  virtual Result<void> write_registers(ThreadId thread, const RegisterBlock& regs) = 0;  // only valid regs
+  virtual Result<void> write_registers(ThreadId thread,
+                                       const RegisterBlock& regs) = 0; // only valid regs
   // Reads as much as possible; returns bytes read (0 with error when nothing readable).
   // Breakpoint instructions we inserted are hidden (original bytes shown).
   virtual Result<size_t> read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) = 0;
   virtual Result<size_t> write_memory(Pid pid, uint64_t address, std::span<const uint8_t> data) = 0;
-  virtual bool has_avx() const = 0;                     // tdesc includes org.gnu.gdb.i386.avx
+  virtual bool has_avx() const = 0; // tdesc includes org.gnu.gdb.i386.avx
 
   // --- breakpoints (gdb's Z/z packets) ---
-  virtual Result<void> insert_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) = 0;
-  virtual Result<void> remove_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) = 0;
+  virtual Result<void> insert_breakpoint(Pid pid, BreakpointType type, uint64_t address,
+                                         int kind) = 0;
+  virtual Result<void> remove_breakpoint(Pid pid, BreakpointType type, uint64_t address,
+                                         int kind) = 0;
 
   // --- trace breakpoints (ptrace collector) ---
-  virtual Result<void> insert_trace_breakpoint(Pid pid, uint64_t address, TraceHitCallback callback) = 0;
+  virtual Result<void> insert_trace_breakpoint(Pid pid, uint64_t address,
+                                               TraceHitCallback callback) = 0;
   virtual Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) = 0;
 
   // --- process information ---
-  virtual Result<std::string> auxv(Pid pid) = 0;                // raw bytes
-  virtual Result<std::string> exec_file(Pid pid) = 0;           // /proc/pid/exe target
+  virtual Result<std::string> auxv(Pid pid) = 0;      // raw bytes
+  virtual Result<std::string> exec_file(Pid pid) = 0; // /proc/pid/exe target
   virtual Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) = 0;
 };
 

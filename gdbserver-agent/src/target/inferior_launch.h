@@ -1,0 +1,24 @@
+// Starting a program under ptrace the way gdbserver's fork_inferior +
+// startup_inferior do: fork, PTRACE_TRACEME, exec through $SHELL and/or the
+// --wrapper, then let the intermediate execs pass until the program itself
+// has exec'd and sits at its first instruction.
+#pragma once
+
+#include <signal.h>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "common/result.h"
+#include "target/native_target.h"
+
+namespace gdbtrace {
+
+// CHILD_SIGMASK: the signal mask the program starts with (the server blocks
+// SIGCHLD for its signalfd; the program must not inherit that).
+Result<pid_t> launch_inferior(const LaunchSpec& spec, const sigset_t& child_sigmask);
+
+// The "exec ..." command line gdbserver hands to the shell (exposed for tests).
+std::string shell_command_line(const LaunchSpec& spec);
+
+} // namespace gdbtrace

@@ -1,0 +1,495 @@
+// LinuxTarget: processes, registers, memory, breakpoints, /proc information.
+// Event handling and execution control are in linux_target_events.cc.
+#include "target/linux_target.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target/inferior_launch.h"
+#include "target/proc_files.h"
+#include "target/svr4_libraries.h"
+#include "target/x86_registers.h"
+
+namespace gdbtrace {
+namespace {
+
+constexpr uint8_t kInt3 = 0xcc;
+
+std::string hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+Error no_process(Pid pid) {
+  return make_error(ESRCH, "no such process " + std::to_string(pid) + " under the debugger");
+}
+
+} // namespace
+
+std::unique_ptr<NativeTarget> make_linux_target(asio::io_context& io) {
+  return std::make_unique<LinuxTarget>(io);
+}
+
+LinuxTarget::LinuxTarget(asio::io_context& io) : io_(io), sigchld_(io) {
+  // SIGCHLD is consumed through a signalfd; it must be blocked in every thread
+  // (threads created later inherit this mask).
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &block, &child_sigmask_);
+  sigdelset(&child_sigmask_, SIGCHLD);
+  int fd = signalfd(-1, &block, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd >= 0)
+    sigchld_.assign(fd);
+  avx_ = x86::cpu_has_avx();
+  arm_signalfd();
+}
+
+LinuxTarget::~LinuxTarget() {
+  std::vector<Pid> pids = processes();
+  for (Pid pid : pids) {
+    if (find_process(pid)->attached)
+      (void)detach(pid);
+    else
+      (void)kill(pid);
+  }
+  asio::error_code ec;
+  sigchld_.close(ec);
+}
+
+// --- bookkeeping ---
+
+Process* LinuxTarget::find_process(Pid pid) {
+  auto it = procs_.find(pid);
+  return it == procs_.end() ? nullptr : it->second.get();
+}
+
+const Process* LinuxTarget::find_process(Pid pid) const {
+  auto it = procs_.find(pid);
+  return it == procs_.end() ? nullptr : it->second.get();
+}
+
+Lwp* LinuxTarget::find_lwp(Tid tid, Process** owner) {
+  for (auto& [pid, p] : procs_) {
+    auto it = p->lwps.find(tid);
+    if (it != p->lwps.end()) {
+      if (owner)
+        *owner = p.get();
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+Result<Process*> LinuxTarget::stopped_process(Pid pid) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  return p;
+}
+
+Process& LinuxTarget::add_process(Pid pid, bool attached) {
+  auto p = std::make_unique<Process>();
+  p->pid = pid;
+  p->attached = attached;
+  p->memory.open(pid);
+  Process& ref = *p;
+  procs_[pid] = std::move(p);
+  return ref;
+}
+
+void LinuxTarget::remove_process(Pid pid) {
+  procs_.erase(pid);
+  unknown_stops_.erase(pid);
+}
+
+Result<void> LinuxTarget::set_ptrace_options(Tid tid, bool attached) {
+  long options = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                 PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD;
+  if (!attached)
+    options |= PTRACE_O_EXITKILL; // programs we started die with the server
+  if (ptrace(PTRACE_SETOPTIONS, tid, nullptr, (void*)options) != 0)
+    return make_error(errno,
+                      "PTRACE_SETOPTIONS on " + std::to_string(tid) + ": " + std::strerror(errno));
+  return ok();
+}
+
+// --- processes ---
+
+Result<Pid> LinuxTarget::create_inferior(const LaunchSpec& spec) {
+  auto pid = launch_inferior(spec, child_sigmask_);
+  if (!pid)
+    return pid.error();
+  if (auto r = set_ptrace_options(*pid, false); !r) {
+    ::kill(*pid, SIGKILL);
+    int st;
+    waitpid(*pid, &st, __WALL);
+    return r.error();
+  }
+  Process& p = add_process(*pid, false);
+  Lwp& l = p.lwps[*pid];
+  l.tid = *pid;
+  if (!non_stop_)
+    reported_ = true;
+  return *pid;
+}
+
+Result<void> LinuxTarget::attach(Pid pid) {
+  if (find_process(pid))
+    return make_error(EPERM, "already debugging process " + std::to_string(pid));
+  if (!procfs::thread_exists(pid, pid))
+    return make_error(ESRCH, "no such process: " + std::to_string(pid));
+  Process& p = add_process(pid, true);
+  // Threads may be created while we attach: rescan until no new ones appear.
+  for (bool found_new = true; found_new;) {
+    found_new = false;
+    for (Tid tid : procfs::task_ids(pid)) {
+      if (p.lwps.count(tid))
+        continue;
+      if (ptrace(PTRACE_ATTACH, tid, nullptr, nullptr) != 0) {
+        int e = errno;
+        if (tid != pid)
+          continue; // the thread exited meanwhile
+        remove_process(pid);
+        return make_error(e, "cannot attach to process " + std::to_string(pid) + ": " +
+                                 std::strerror(e));
+      }
+      found_new = true;
+      Lwp& l = p.lwps[tid];
+      l.tid = tid;
+      l.running = true;
+      l.stop_expected = true; // PTRACE_ATTACH sends SIGSTOP
+      wait_for_stop(p, l);
+      (void)set_ptrace_options(tid, true);
+    }
+  }
+  p.memory.open(pid);
+  if (!non_stop_)
+    reported_ = true;
+  return ok();
+}
+
+Result<void> LinuxTarget::detach(Pid pid) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  stop_threads(*p, nullptr);
+  lift_all_int3(*p);
+  p->breakpoints.clear();
+  p->debug_regs = DebugRegisters{};
+  for (auto& [tid, l] : p->lwps) {
+    (void)apply_debug_registers(tid, p->debug_regs);
+    int sig = 0;
+    // Deliver a signal the thread stopped with and gdb never saw (not our traps/stops).
+    if (l.raw && WIFSTOPPED(*l.raw) && (*l.raw >> 16) == 0) {
+      int s = WSTOPSIG(*l.raw);
+      if (s != SIGSTOP && s != SIGTRAP && s != (SIGTRAP | 0x80))
+        sig = s;
+    }
+    if (l.pending_signal)
+      sig = l.pending_signal;
+    if (l.stop_expected) // cancel the SIGSTOP still queued for it
+      syscall(SYS_tgkill, pid, tid, SIGCONT);
+    ptrace(PTRACE_DETACH, tid, nullptr, (void*)(long)sig);
+  }
+  remove_process(pid);
+  return ok();
+}
+
+Result<void> LinuxTarget::kill(Pid pid) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  ::kill(pid, SIGKILL);
+  // Reap every thread; the leader reports last, after all others are gone.
+  for (auto& [tid, l] : p->lwps) {
+    if (tid == pid)
+      continue;
+    int st;
+    while (waitpid(tid, &st, __WALL) == tid && WIFSTOPPED(st))
+      ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+  }
+  for (;;) {
+    int st;
+    pid_t w = waitpid(pid, &st, __WALL);
+    if (w != pid || WIFEXITED(st) || WIFSIGNALED(st))
+      break;
+    ptrace(PTRACE_CONT, pid, nullptr, nullptr);
+  }
+  remove_process(pid);
+  return ok();
+}
+
+std::vector<Pid> LinuxTarget::processes() const {
+  std::vector<Pid> out;
+  for (const auto& [pid, p] : procs_)
+    out.push_back(pid);
+  return out;
+}
+
+bool LinuxTarget::is_attached(Pid pid) const {
+  const Process* p = find_process(pid);
+  return p && p->attached;
+}
+
+std::vector<ThreadInfo> LinuxTarget::threads() const {
+  std::vector<ThreadInfo> out;
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps)
+      out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
+  return out;
+}
+
+bool LinuxTarget::thread_alive(ThreadId thread) const {
+  const Process* p = find_process(thread.pid);
+  return p && p->lwps.count(thread.tid) && procfs::thread_exists(thread.pid, thread.tid);
+}
+
+void LinuxTarget::set_catch_syscalls(Pid pid, bool enabled, const std::vector<int>& syscalls) {
+  if (Process* p = find_process(pid)) {
+    p->catch_syscalls = enabled;
+    p->syscalls = syscalls;
+  }
+}
+
+// --- registers ---
+
+Result<RegisterBlock> LinuxTarget::read_registers(ThreadId thread) {
+  Process* p = nullptr;
+  Lwp* l = find_lwp(thread.tid, &p);
+  if (!l || p->pid != thread.pid)
+    return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
+  if (l->running)
+    return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
+  return x86::read_registers(thread.tid, avx_);
+}
+
+Result<void> LinuxTarget::write_registers(ThreadId thread, const RegisterBlock& regs) {
+  Process* p = nullptr;
+  Lwp* l = find_lwp(thread.tid, &p);
+  if (!l || p->pid != thread.pid)
+    return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
+  if (l->running)
+    return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
+  return x86::write_registers(thread.tid, regs, avx_);
+}
+
+// --- memory (int3 bytes we inserted are hidden) ---
+
+Result<size_t> LinuxTarget::read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  auto n = p->memory.read(address, out);
+  if (!n)
+    return n;
+  auto it = p->breakpoints.lower_bound(address);
+  for (; it != p->breakpoints.end() && it->first < address + *n; ++it)
+    out[it->first - address] = it->second.original;
+  return n;
+}
+
+Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<const uint8_t> data) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  auto first = p->breakpoints.lower_bound(address);
+  auto last = p->breakpoints.lower_bound(address + data.size());
+  if (first == last)
+    return p->memory.write(address, data);
+  // New bytes under an int3 become its shadow; memory keeps the int3.
+  std::vector<uint8_t> patched(data.begin(), data.end());
+  for (auto it = first; it != last; ++it)
+    patched[it->first - address] = kInt3;
+  auto n = p->memory.write(address, patched);
+  if (!n)
+    return n;
+  for (auto it = first; it != last; ++it)
+    if (it->first < address + *n)
+      it->second.original = data[it->first - address];
+  return n;
+}
+
+// --- software breakpoints ---
+
+bool LinuxTarget::int3_inserted(const Process& p, uint64_t address) const {
+  return p.breakpoints.count(address) != 0;
+}
+
+Result<void> LinuxTarget::insert_int3(Process& p, uint64_t address) {
+  if (p.breakpoints.count(address))
+    return ok();
+  uint8_t original = 0;
+  auto r = p.memory.read(address, std::span<uint8_t>(&original, 1));
+  if (!r)
+    return make_error(r.error().code,
+                      "cannot insert breakpoint at " + hex(address) + ": " + r.error().message);
+  uint8_t int3 = kInt3;
+  auto w = p.memory.write(address, std::span<const uint8_t>(&int3, 1));
+  if (!w)
+    return make_error(w.error().code,
+                      "cannot insert breakpoint at " + hex(address) + ": " + w.error().message);
+  p.breakpoints[address].original = original;
+  return ok();
+}
+
+Result<void> LinuxTarget::remove_int3(Process& p, uint64_t address) {
+  auto it = p.breakpoints.find(address);
+  if (it == p.breakpoints.end())
+    return ok();
+  uint8_t original = it->second.original;
+  p.breakpoints.erase(it);
+  auto w = p.memory.write(address, std::span<const uint8_t>(&original, 1));
+  if (!w)
+    return make_error(w.error().code,
+                      "cannot remove breakpoint at " + hex(address) + ": " + w.error().message);
+  return ok();
+}
+
+Result<void> LinuxTarget::release_sw_breakpoint(Process& p, uint64_t address) {
+  auto it = p.breakpoints.find(address);
+  if (it != p.breakpoints.end() && !it->second.wanted())
+    return remove_int3(p, address);
+  return ok();
+}
+
+void LinuxTarget::lift_all_int3(Process& p) {
+  for (const auto& [addr, bp] : p.breakpoints)
+    (void)p.memory.write(addr, std::span<const uint8_t>(&bp.original, 1));
+}
+
+void LinuxTarget::restore_all_int3(Process& p) {
+  uint8_t int3 = kInt3;
+  for (const auto& [addr, bp] : p.breakpoints)
+    (void)p.memory.write(addr, std::span<const uint8_t>(&int3, 1));
+}
+
+Result<void> LinuxTarget::update_debug_registers(Process& p, const DebugRegisters& next) {
+  // Every thread must be stopped to take the new values.
+  std::vector<Tid> stopped = stop_threads(p, nullptr);
+  DebugRegisters previous = p.debug_regs;
+  p.debug_regs = next;
+  Result<void> result = ok();
+  for (auto& [tid, l] : p.lwps) {
+    auto r = apply_debug_registers(tid, next);
+    if (!r && procfs::thread_exists(p.pid, tid)) {
+      result = r;
+      break;
+    }
+  }
+  if (!result) { // roll back so threads and mirror agree
+    p.debug_regs = previous;
+    for (auto& [tid, l] : p.lwps)
+      (void)apply_debug_registers(tid, previous);
+  }
+  restart_threads(p.pid, stopped);
+  return result;
+}
+
+Result<void> LinuxTarget::insert_breakpoint(Pid pid, BreakpointType type, uint64_t address,
+                                            int kind) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  if (type == BreakpointType::Software) {
+    if (kind != 1)
+      return make_error(EINVAL,
+                        "x86 software breakpoints have kind 1, not " + std::to_string(kind));
+    if (auto r = insert_int3(*p, address); !r)
+      return r;
+    p->breakpoints[address].user = true;
+    return ok();
+  }
+  if (type == BreakpointType::ReadWatch)
+    return make_error(EOPNOTSUPP, "x86 debug registers cannot watch reads only "
+                                  "(use an access watchpoint)");
+  DebugRegisters next = p->debug_regs;
+  DebugAccess access = type == BreakpointType::Hardware     ? DebugAccess::Execute
+                       : type == BreakpointType::WriteWatch ? DebugAccess::Write
+                                                            : DebugAccess::ReadWrite;
+  if (auto r = next.insert(access, address, kind > 0 ? kind : 1); !r)
+    return r;
+  return update_debug_registers(*p, next);
+}
+
+Result<void> LinuxTarget::remove_breakpoint(Pid pid, BreakpointType type, uint64_t address,
+                                            int kind) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  if (type == BreakpointType::Software) {
+    auto it = p->breakpoints.find(address);
+    if (it == p->breakpoints.end() || !it->second.user)
+      return make_error(ENOENT, "no breakpoint at " + hex(address));
+    it->second.user = false;
+    return release_sw_breakpoint(*p, address);
+  }
+  if (type == BreakpointType::ReadWatch)
+    return make_error(EOPNOTSUPP, "x86 debug registers cannot watch reads only");
+  DebugRegisters next = p->debug_regs;
+  DebugAccess access = type == BreakpointType::Hardware     ? DebugAccess::Execute
+                       : type == BreakpointType::WriteWatch ? DebugAccess::Write
+                                                            : DebugAccess::ReadWrite;
+  if (auto r = next.remove(access, address, kind > 0 ? kind : 1); !r)
+    return r;
+  return update_debug_registers(*p, next);
+}
+
+Result<void> LinuxTarget::insert_trace_breakpoint(Pid pid, uint64_t address,
+                                                  TraceHitCallback callback) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  if (!callback)
+    return make_error(EINVAL, "trace breakpoint without a callback");
+  if (auto r = insert_int3(*p, address); !r)
+    return r;
+  p->breakpoints[address].trace = std::move(callback);
+  return ok();
+}
+
+Result<void> LinuxTarget::remove_trace_breakpoint(Pid pid, uint64_t address) {
+  Process* p = find_process(pid);
+  if (!p)
+    return no_process(pid);
+  auto it = p->breakpoints.find(address);
+  if (it == p->breakpoints.end() || !it->second.trace)
+    return make_error(ENOENT, "no trace breakpoint at " + hex(address));
+  it->second.trace = nullptr;
+  return release_sw_breakpoint(*p, address);
+}
+
+// --- process information ---
+
+Result<std::string> LinuxTarget::auxv(Pid pid) {
+  return procfs::read_file("/proc/" + std::to_string(pid) + "/auxv");
+}
+
+Result<std::string> LinuxTarget::exec_file(Pid pid) {
+  return procfs::exe_path(pid);
+}
+
+Result<std::vector<LibraryInfo>> LinuxTarget::libraries(Pid pid, uint64_t& r_debug_lm_out) {
+  if (!find_process(pid))
+    return no_process(pid);
+  auto aux = auxv(pid);
+  if (!aux)
+    return aux.error();
+  MemoryReader reader = [this, pid](uint64_t a, std::span<uint8_t> out) {
+    return read_memory(pid, a, out);
+  };
+  auto snap = read_link_map(*aux, reader);
+  if (!snap)
+    return snap.error();
+  r_debug_lm_out = snap->main_lm;
+  return std::move(snap->libraries);
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,192 @@
+// The Linux x86-64 ptrace implementation of NativeTarget.
+//
+// Model (after gdbserver's linux-low): every traced thread is an Lwp. A wait
+// status collected from the kernel is kept *raw* on its Lwp until the thread
+// is one gdb wants running; then it is interpreted: internal events (clone,
+// our SIGSTOPs, trace-breakpoint hits, passed signals, range stepping,
+// unreported forks) are handled silently and the thread resumed; the rest
+// become reports. In all-stop mode reporting one event first stops every other
+// thread (their own events stay pending for later resumes).
+//
+// All ptrace calls happen on the io_context thread: SIGCHLD is blocked and
+// read from a signalfd watched by asio; waitpid(-1, WNOHANG|__WALL) then
+// collects statuses.
+#pragma once
+
+#include <asio.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <signal.h>
+#include <vector>
+
+#include "target/debug_registers.h"
+#include "target/inferior_memory.h"
+#include "target/native_target.h"
+
+namespace gdbtrace {
+
+// What a SIGTRAP meant, decided when it was collected (the pc is rewound at
+// once for our int3 so a later breakpoint removal cannot confuse us).
+enum class TrapKind { None, SwBreak, HwBreak, Watch, AccessWatch, Step, Other };
+
+struct Lwp {
+  Tid tid = 0;
+  bool running = false;          // resumed in the kernel (not in a ptrace-stop)
+  bool resumed = false;          // gdb considers it running (no stop reported since)
+  bool stop_expected = false;    // a SIGSTOP we sent is still to be absorbed
+  bool report_stop_zero = false; // non-stop vCont;t / interrupt: report its stop as signal 0
+  std::optional<int> raw;        // collected wait status, not interpreted yet
+  TrapKind trap = TrapKind::None;
+  uint64_t trap_address = 0;       // breakpoint or watched address
+  std::optional<StopEvent> report; // interpreted, waiting to be reported to gdb
+
+  ResumeKind kind = ResumeKind::Continue;
+  int pending_signal = 0; // to deliver on the next real resume
+  uint64_t range_start = 0, range_end = 0;
+
+  bool at_breakpoint = false; // stopped by executing our int3 at breakpoint_pc
+  uint64_t breakpoint_pc = 0;
+  bool debug_regs_dirty = false;
+  int syscall_nr = -1; // from the last syscall-entry stop
+};
+
+struct SwBreakpoint {
+  uint8_t original = 0;
+  bool user = false;      // gdb's Z0
+  TraceHitCallback trace; // ptrace collector
+  bool wanted() const { return user || trace != nullptr; }
+};
+
+struct Process {
+  Pid pid = 0;
+  bool attached = false;
+  std::map<Tid, Lwp> lwps;
+  std::map<uint64_t, SwBreakpoint> breakpoints; // inserted int3s (original bytes)
+  DebugRegisters debug_regs;
+  InferiorMemory memory;
+  bool catch_syscalls = false;
+  std::vector<int> syscalls;             // empty: all
+  bool vfork_breakpoints_lifted = false; // unreported vfork: int3s removed until vfork-done
+};
+
+class LinuxTarget final : public NativeTarget {
+public:
+  explicit LinuxTarget(asio::io_context& io);
+  ~LinuxTarget() override;
+
+  void set_event_handler(EventHandler handler) override { handler_ = std::move(handler); }
+
+  Result<Pid> create_inferior(const LaunchSpec& spec) override;
+  Result<void> attach(Pid pid) override;
+  Result<void> detach(Pid pid) override;
+  Result<void> kill(Pid pid) override;
+  std::vector<Pid> processes() const override;
+  bool is_attached(Pid pid) const override;
+  std::vector<ThreadInfo> threads() const override;
+  bool thread_alive(ThreadId thread) const override;
+
+  void set_non_stop(bool non_stop) override { non_stop_ = non_stop; }
+  Result<void> resume(const std::vector<ResumeAction>& actions) override;
+  Result<void> interrupt(Pid pid) override;
+  void set_pass_signals(const std::vector<bool>& host_signals_to_pass) override {
+    pass_signals_ = host_signals_to_pass;
+  }
+  void set_report_thread_events(bool enabled) override { report_thread_events_ = enabled; }
+  void set_catch_syscalls(Pid pid, bool enabled, const std::vector<int>& syscalls) override;
+  void set_fork_events(bool fork, bool vfork, bool exec) override {
+    report_fork_ = fork;
+    report_vfork_ = vfork;
+    report_exec_ = exec;
+  }
+
+  Result<RegisterBlock> read_registers(ThreadId thread) override;
+  Result<void> write_registers(ThreadId thread, const RegisterBlock& regs) override;
+  Result<size_t> read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) override;
+  Result<size_t> write_memory(Pid pid, uint64_t address, std::span<const uint8_t> data) override;
+  bool has_avx() const override { return avx_; }
+
+  Result<void> insert_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) override;
+  Result<void> remove_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) override;
+  Result<void> insert_trace_breakpoint(Pid pid, uint64_t address,
+                                       TraceHitCallback callback) override;
+  Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) override;
+
+  Result<std::string> auxv(Pid pid) override;
+  Result<std::string> exec_file(Pid pid) override;
+  Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) override;
+
+private:
+  // --- bookkeeping (linux_target.cc) ---
+  Process* find_process(Pid pid);
+  const Process* find_process(Pid pid) const;
+  Lwp* find_lwp(Tid tid, Process** owner = nullptr);
+  Result<Process*> stopped_process(Pid pid);
+  Process& add_process(Pid pid, bool attached);
+  void remove_process(Pid pid);
+  Result<void> set_ptrace_options(Tid tid, bool attached);
+  Result<void> insert_int3(Process& p, uint64_t address);
+  Result<void> remove_int3(Process& p, uint64_t address);
+  Result<void> release_sw_breakpoint(Process& p, uint64_t address);
+  void lift_all_int3(Process& p);    // write original bytes back, keep the list
+  void restore_all_int3(Process& p); // put int3s back after lift_all_int3
+  Result<void> update_debug_registers(Process& p, const DebugRegisters& next);
+  bool int3_inserted(const Process& p, uint64_t address) const;
+
+  // --- events and execution control (linux_target_events.cc) ---
+  void arm_signalfd();
+  void on_sigchld();
+  void collect_statuses();
+  void store_status(Process& p, Lwp& l, int status);
+  void classify_trap(Process& p, Lwp& l);
+  void post_dispatch();
+  void dispatch();
+  std::optional<StopEvent> interpret(Process& p, Lwp& l);
+  std::optional<StopEvent> on_exit_status(Process& p, Lwp& l, int status);
+  std::optional<StopEvent> on_ptrace_event(Process& p, Lwp& l, int event);
+  std::optional<StopEvent> on_new_thread(Process& p, Lwp& parent);
+  std::optional<StopEvent> on_fork(Process& p, Lwp& parent, bool vfork);
+  std::optional<StopEvent> on_exec(Process& p, Lwp& l);
+  std::optional<StopEvent> on_syscall_stop(Process& p, Lwp& l);
+  std::optional<StopEvent> on_trap(Process& p, Lwp& l);
+  enum class TraceOutcome { Continue, Report, EventPending, Gone };
+  TraceOutcome run_trace_hit(Pid pid, Tid tid, uint64_t address);
+  int wait_new_child(Tid tid);
+  void resume_lwp(Process& p, Lwp& l);
+  bool step_over_breakpoint(Process& p, Lwp& l, int signal);
+  bool single_step_sync(Process& p, Lwp& l, int signal);
+  std::vector<Tid> stop_threads(Process& p, const Lwp* except);
+  void stop_all_processes();
+  void wait_for_stop(Process& p, Lwp& l);
+  void restart_threads(Pid pid, const std::vector<Tid>& tids);
+  void request_stop(Process& p, Lwp& l);
+  void interpret_pending();
+  void place_report(const StopEvent& ev);
+  std::optional<StopEvent> take_report();
+  bool anything_running() const;
+  void post_event(const StopEvent& ev);
+  bool pass_signal(int sig) const {
+    return sig > 0 && sig < (int)pass_signals_.size() && pass_signals_[sig];
+  }
+
+  asio::io_context& io_;
+  std::shared_ptr<int> life_ = std::make_shared<int>(0); // posted handlers check it
+  asio::posix::stream_descriptor sigchld_;
+  sigset_t child_sigmask_{}; // the mask inferiors start with
+  bool avx_ = false;
+  EventHandler handler_;
+  std::map<Pid, std::unique_ptr<Process>> procs_;
+  std::map<Tid, int> unknown_stops_; // stops of new clones/forks seen before their parent's event
+  std::deque<StopEvent> orphan_reports_; // reports whose thread no longer exists (exits)
+
+  bool non_stop_ = false;
+  bool reported_ = true; // all-stop: a stop was reported and gdb has not resumed
+  bool waiting_ = false; // a resume happened and no event has been reported since
+  bool dispatching_ = false, redispatch_ = false, dispatch_posted_ = false;
+  std::vector<bool> pass_signals_;
+  bool report_thread_events_ = false;
+  bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;
+};
+
+} // namespace gdbtrace

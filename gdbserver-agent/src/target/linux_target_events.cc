@@ -1,0 +1,819 @@
+// LinuxTarget: collecting wait statuses, interpreting them, stopping and
+// resuming threads (all-stop / non-stop), stepping over breakpoints and
+// running trace-breakpoint callbacks.
+#include <algorithm>
+#include <cstring>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target/linux_target.h"
+#include "target/proc_files.h"
+#include "target/x86_registers.h"
+
+namespace gdbtrace {
+namespace {
+
+constexpr int kSyscallTrap = SIGTRAP | 0x80;
+constexpr int stop_status(int sig) {
+  return (sig << 8) | 0x7f;
+}
+
+bool is_plain_sigstop(int st) {
+  return WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP && (st >> 16) == 0;
+}
+
+StopEvent signal_event(Pid pid, Tid tid, int sig, StopReason reason = StopReason::None) {
+  StopEvent e;
+  e.kind = StopKind::Signalled;
+  e.thread = {pid, tid};
+  e.signal = sig;
+  e.reason = reason;
+  return e;
+}
+
+bool is_stepping(const Lwp& l) {
+  return l.kind == ResumeKind::Step || l.kind == ResumeKind::RangeStep;
+}
+
+} // namespace
+
+// --- collecting statuses ---
+
+void LinuxTarget::arm_signalfd() {
+  if (!sigchld_.is_open())
+    return;
+  std::weak_ptr<int> alive = life_;
+  sigchld_.async_wait(asio::posix::stream_descriptor::wait_read,
+                      [this, alive](const asio::error_code& ec) {
+                        if (ec || alive.expired())
+                          return;
+                        on_sigchld();
+                      });
+}
+
+void LinuxTarget::on_sigchld() {
+  signalfd_siginfo info;
+  while (::read(sigchld_.native_handle(), &info, sizeof info) == sizeof info) {
+  }
+  collect_statuses();
+  dispatch();
+  arm_signalfd();
+}
+
+void LinuxTarget::collect_statuses() {
+  for (;;) {
+    int st = 0;
+    pid_t w = waitpid(-1, &st, WNOHANG | __WALL);
+    if (w <= 0)
+      break;
+    Process* p = nullptr;
+    Lwp* l = find_lwp(w, &p);
+    if (!l) {
+      // A new clone/fork child can stop before its parent's event is seen.
+      if (WIFSTOPPED(st))
+        unknown_stops_[w] = st;
+      continue;
+    }
+    store_status(*p, *l, st);
+  }
+}
+
+void LinuxTarget::store_status(Process& p, Lwp& l, int status) {
+  l.running = false;
+  l.raw = status;
+  classify_trap(p, l);
+}
+
+void LinuxTarget::classify_trap(Process& p, Lwp& l) {
+  l.trap = TrapKind::None;
+  int st = *l.raw;
+  if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP || (st >> 16) != 0)
+    return;
+  siginfo_t si{};
+  ptrace(PTRACE_GETSIGINFO, l.tid, nullptr, &si);
+  uint64_t dr6 = read_dr6(l.tid);
+  auto pc = x86::read_pc(l.tid);
+  if ((si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT) && pc && int3_inserted(p, *pc - 1)) {
+    // Rewind now: whatever happens to the breakpoint later, pc is right.
+    (void)x86::write_pc(l.tid, *pc - 1);
+    l.trap = TrapKind::SwBreak;
+    l.trap_address = *pc - 1;
+    return;
+  }
+  if (dr6 & 0xf) {
+    unsigned slot = __builtin_ctzll(dr6 & 0xf);
+    clear_dr6(l.tid);
+    l.trap_address = p.debug_regs.address[slot];
+    switch (p.debug_regs.slot_access(slot)) {
+    case DebugAccess::Execute:
+      l.trap = TrapKind::HwBreak;
+      break;
+    case DebugAccess::Write:
+      l.trap = TrapKind::Watch;
+      break;
+    case DebugAccess::ReadWrite:
+      l.trap = TrapKind::AccessWatch;
+      break;
+    }
+    return;
+  }
+  if (si.si_code == TRAP_TRACE || (dr6 & kDr6SingleStep)) {
+    if (dr6)
+      clear_dr6(l.tid);
+    l.trap = TrapKind::Step;
+    return;
+  }
+  l.trap = TrapKind::Other;
+}
+
+// --- dispatching ---
+
+void LinuxTarget::post_dispatch() {
+  if (dispatch_posted_)
+    return;
+  dispatch_posted_ = true;
+  std::weak_ptr<int> alive = life_;
+  asio::post(io_, [this, alive] {
+    if (alive.expired())
+      return;
+    dispatch_posted_ = false;
+    collect_statuses();
+    dispatch();
+  });
+}
+
+void LinuxTarget::post_event(const StopEvent& ev) {
+  std::weak_ptr<int> alive = life_;
+  asio::post(io_, [this, alive, ev] {
+    if (!alive.expired() && handler_)
+      handler_(ev);
+  });
+}
+
+void LinuxTarget::place_report(const StopEvent& ev) {
+  Process* p = find_process(ev.thread.pid);
+  bool thread_gone = ev.kind == StopKind::Exited || ev.kind == StopKind::Terminated ||
+                     ev.kind == StopKind::ThreadExited;
+  Lwp* l = p ? find_lwp(ev.thread.tid) : nullptr;
+  if (l && !thread_gone)
+    l->report = ev;
+  else
+    orphan_reports_.push_back(ev);
+}
+
+void LinuxTarget::interpret_pending() {
+  for (bool again = true; again;) {
+    again = false;
+    for (auto& [pid, p] : procs_) {
+      for (auto& [tid, l] : p->lwps) {
+        if (l.raw && l.resumed && !l.report) {
+          auto ev = interpret(*p, l); // may add/remove threads and processes
+          if (ev)
+            place_report(*ev);
+          again = true;
+          break;
+        }
+      }
+      if (again)
+        break;
+    }
+  }
+}
+
+std::optional<StopEvent> LinuxTarget::take_report() {
+  if (!orphan_reports_.empty()) {
+    StopEvent ev = orphan_reports_.front();
+    orphan_reports_.pop_front();
+    return ev;
+  }
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      if (l.report && l.resumed) {
+        StopEvent ev = *l.report;
+        l.report.reset();
+        l.report_stop_zero = false;
+        return ev;
+      }
+  return std::nullopt;
+}
+
+bool LinuxTarget::anything_running() const {
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps)
+      if (l.running || (l.resumed && (l.raw || l.report)))
+        return true;
+  return !orphan_reports_.empty();
+}
+
+void LinuxTarget::dispatch() {
+  if (dispatching_) {
+    redispatch_ = true;
+    return;
+  }
+  dispatching_ = true;
+  std::vector<StopEvent> out;
+  do {
+    redispatch_ = false;
+    interpret_pending();
+    if (non_stop_) {
+      for (auto ev = take_report(); ev; ev = take_report()) {
+        if (Lwp* l = find_lwp(ev->thread.tid))
+          l->resumed = false;
+        out.push_back(*ev);
+      }
+    } else if (!reported_) {
+      if (auto ev = take_report()) {
+        // All-stop: freeze everything else; their own events stay pending.
+        stop_all_processes();
+        for (auto& [pid, p] : procs_)
+          for (auto& [tid, l] : p->lwps)
+            l.resumed = false;
+        reported_ = true;
+        out.push_back(*ev);
+      } else if (waiting_ && !anything_running()) {
+        StopEvent none;
+        none.kind = StopKind::NoResumed;
+        reported_ = true;
+        out.push_back(none);
+      }
+    }
+  } while (redispatch_);
+  if (!out.empty())
+    waiting_ = false;
+  dispatching_ = false;
+  for (const auto& ev : out)
+    if (handler_)
+      handler_(ev);
+}
+
+// --- interpreting one status ---
+
+std::optional<StopEvent> LinuxTarget::interpret(Process& p, Lwp& l) {
+  int st = *l.raw;
+  l.raw.reset();
+  if (WIFEXITED(st) || WIFSIGNALED(st))
+    return on_exit_status(p, l, st);
+  if (int event = st >> 16)
+    return on_ptrace_event(p, l, event);
+  int sig = WSTOPSIG(st);
+  if (sig == kSyscallTrap)
+    return on_syscall_stop(p, l);
+  if (sig == SIGSTOP && l.stop_expected) {
+    l.stop_expected = false;
+    if (l.report_stop_zero)
+      return signal_event(p.pid, l.tid, 0);
+    resume_lwp(p, l);
+    return std::nullopt;
+  }
+  if (sig == SIGTRAP)
+    return on_trap(p, l);
+  if (pass_signal(sig) && l.kind == ResumeKind::Continue) {
+    l.pending_signal = sig;
+    resume_lwp(p, l);
+    return std::nullopt;
+  }
+  return signal_event(p.pid, l.tid, sig);
+}
+
+std::optional<StopEvent> LinuxTarget::on_exit_status(Process& p, Lwp& l, int status) {
+  Pid pid = p.pid;
+  Tid tid = l.tid;
+  StopEvent ev;
+  ev.thread = {pid, tid};
+  if (tid == pid) {
+    // The kernel reports the leader last: the whole process is gone.
+    if (WIFEXITED(status)) {
+      ev.kind = StopKind::Exited;
+      ev.exit_status = WEXITSTATUS(status);
+    } else {
+      ev.kind = StopKind::Terminated;
+      ev.signal = WTERMSIG(status);
+    }
+    remove_process(pid);
+    return ev;
+  }
+  p.lwps.erase(tid);
+  if (!report_thread_events_)
+    return std::nullopt;
+  ev.kind = StopKind::ThreadExited;
+  ev.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  return ev;
+}
+
+std::optional<StopEvent> LinuxTarget::on_ptrace_event(Process& p, Lwp& l, int event) {
+  switch (event) {
+  case PTRACE_EVENT_CLONE:
+    return on_new_thread(p, l);
+  case PTRACE_EVENT_FORK:
+    return on_fork(p, l, false);
+  case PTRACE_EVENT_VFORK:
+    return on_fork(p, l, true);
+  case PTRACE_EVENT_EXEC:
+    return on_exec(p, l);
+  case PTRACE_EVENT_VFORK_DONE:
+    if (report_vfork_) {
+      StopEvent ev;
+      ev.kind = StopKind::VForkDone;
+      ev.thread = {p.pid, l.tid};
+      return ev;
+    }
+    if (p.vfork_breakpoints_lifted) {
+      restore_all_int3(p);
+      p.vfork_breakpoints_lifted = false;
+    }
+    resume_lwp(p, l);
+    return std::nullopt;
+  default:
+    resume_lwp(p, l);
+    return std::nullopt;
+  }
+}
+
+int LinuxTarget::wait_new_child(Tid tid) {
+  auto it = unknown_stops_.find(tid);
+  if (it != unknown_stops_.end()) {
+    int st = it->second;
+    unknown_stops_.erase(it);
+    return st;
+  }
+  int st = 0;
+  while (waitpid(tid, &st, __WALL) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+std::optional<StopEvent> LinuxTarget::on_new_thread(Process& p, Lwp& parent) {
+  unsigned long msg = 0;
+  ptrace(PTRACE_GETEVENTMSG, parent.tid, nullptr, &msg);
+  Tid tid = static_cast<Tid>(msg);
+  int st = wait_new_child(tid);
+  Lwp& n = p.lwps[tid];
+  n.tid = tid;
+  n.resumed = true;
+  n.kind = ResumeKind::Continue;
+  if (p.debug_regs.any_used())
+    n.debug_regs_dirty = true; // the kernel gives new threads clean debug registers
+  if (!is_plain_sigstop(st))
+    store_status(p, n, st);
+
+  std::optional<StopEvent> ev;
+  if (report_thread_events_) {
+    ev.emplace();
+    ev->kind = StopKind::ThreadCreated;
+    ev->thread = {p.pid, tid};
+  } else {
+    resume_lwp(p, n);
+  }
+  resume_lwp(p, parent);
+  return ev;
+}
+
+std::optional<StopEvent> LinuxTarget::on_fork(Process& p, Lwp& parent, bool vfork) {
+  unsigned long msg = 0;
+  ptrace(PTRACE_GETEVENTMSG, parent.tid, nullptr, &msg);
+  Pid child = static_cast<Pid>(msg);
+  int st = wait_new_child(child);
+  Process& c = add_process(child, p.attached);
+  Lwp& cl = c.lwps[child];
+  cl.tid = child;
+  if (!is_plain_sigstop(st) && !WIFSTOPPED(st))
+    store_status(c, cl, st);
+  // The child's memory holds the parent's int3s: track them so gdb can remove them.
+  c.breakpoints = p.breakpoints;
+  for (auto& [addr, bp] : c.breakpoints)
+    bp.trace = nullptr; // trace callbacks belong to the parent's collector
+  c.debug_regs = p.debug_regs;
+  cl.debug_regs_dirty = c.debug_regs.any_used();
+
+  if (vfork ? report_vfork_ : report_fork_) {
+    StopEvent ev;
+    ev.kind = vfork ? StopKind::VForked : StopKind::Forked;
+    ev.thread = {p.pid, parent.tid};
+    ev.child = {child, child};
+    return ev;
+  }
+  // Not reported: detach the child, without our breakpoints, as gdbserver does.
+  if (vfork) { // shared memory until exec/exit: lift until vfork-done
+    lift_all_int3(p);
+    p.vfork_breakpoints_lifted = true;
+  } else {
+    lift_all_int3(c);
+  }
+  ptrace(PTRACE_DETACH, child, nullptr, nullptr);
+  remove_process(child);
+  resume_lwp(p, parent);
+  return std::nullopt;
+}
+
+std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
+  Pid pid = p.pid;
+  // The other threads are gone; the exec'ing thread now has the leader's id.
+  Lwp keep = l;
+  keep.tid = pid;
+  keep.at_breakpoint = false;
+  keep.debug_regs_dirty = false;
+  keep.raw.reset();
+  p.lwps.clear();
+  p.lwps[pid] = keep;
+  p.breakpoints.clear(); // the old image (and its int3s) is gone
+  p.debug_regs = DebugRegisters{};
+  p.vfork_breakpoints_lifted = false;
+  p.memory.open(pid);
+  if (!report_exec_)
+    return signal_event(pid, pid, SIGTRAP);
+  StopEvent ev;
+  ev.kind = StopKind::Execd;
+  ev.thread = {pid, pid};
+  ev.signal = SIGTRAP;
+  if (auto path = procfs::exe_path(pid))
+    ev.exec_path = *path;
+  return ev;
+}
+
+std::optional<StopEvent> LinuxTarget::on_syscall_stop(Process& p, Lwp& l) {
+  __ptrace_syscall_info info{};
+  long n = ptrace(PTRACE_GET_SYSCALL_INFO, l.tid, (void*)sizeof info, &info);
+  bool entry;
+  int nr;
+  if (n > 0 && info.op == PTRACE_SYSCALL_INFO_ENTRY) {
+    entry = true;
+    nr = static_cast<int>(info.entry.nr);
+    l.syscall_nr = nr;
+  } else if (n > 0 && info.op == PTRACE_SYSCALL_INFO_EXIT) {
+    entry = false;
+    nr = l.syscall_nr;
+  } else {
+    resume_lwp(p, l);
+    return std::nullopt;
+  }
+  bool wanted =
+      p.catch_syscalls && (p.syscalls.empty() ||
+                           std::find(p.syscalls.begin(), p.syscalls.end(), nr) != p.syscalls.end());
+  if (!wanted) {
+    resume_lwp(p, l);
+    return std::nullopt;
+  }
+  StopEvent ev = signal_event(p.pid, l.tid, SIGTRAP);
+  ev.kind = entry ? StopKind::SyscallEntry : StopKind::SyscallReturn;
+  ev.syscall_number = nr;
+  return ev;
+}
+
+std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
+  Pid pid = p.pid;
+  Tid tid = l.tid;
+  switch (l.trap) {
+  case TrapKind::SwBreak: {
+    uint64_t addr = l.trap_address;
+    auto it = p.breakpoints.find(addr);
+    if (it == p.breakpoints.end()) {
+      // Removed since the hit (pc already rewound): just run the original instruction.
+      resume_lwp(p, l);
+      return std::nullopt;
+    }
+    l.at_breakpoint = true;
+    l.breakpoint_pc = addr;
+    if (it->second.trace) {
+      TraceOutcome outcome = run_trace_hit(pid, tid, addr);
+      Process* pp = nullptr;
+      Lwp* ll = find_lwp(tid, &pp);
+      if (outcome == TraceOutcome::Gone || !ll)
+        return std::nullopt;
+      if (outcome == TraceOutcome::Report)
+        return signal_event(pid, tid, SIGTRAP, StopReason::SwBreak);
+      if (outcome == TraceOutcome::Continue)
+        resume_lwp(*pp, *ll);
+      return std::nullopt; // EventPending: the next status is interpreted by dispatch
+    }
+    if (it->second.user)
+      return signal_event(pid, tid, SIGTRAP, StopReason::SwBreak);
+    resume_lwp(p, l); // an int3 nobody wants any more (inherited by a fork child)
+    return std::nullopt;
+  }
+  case TrapKind::HwBreak:
+    return signal_event(pid, tid, SIGTRAP, StopReason::HwBreak);
+  case TrapKind::Watch:
+  case TrapKind::AccessWatch: {
+    auto ev = signal_event(pid, tid, SIGTRAP,
+                           l.trap == TrapKind::Watch ? StopReason::Watch : StopReason::AWatch);
+    ev.watch_address = l.trap_address;
+    return ev;
+  }
+  case TrapKind::Step:
+    if (l.kind == ResumeKind::RangeStep) {
+      auto pc = x86::read_pc(tid);
+      if (pc && *pc >= l.range_start && *pc < l.range_end) {
+        resume_lwp(p, l);
+        return std::nullopt;
+      }
+    }
+    return signal_event(pid, tid, SIGTRAP,
+                        is_stepping(l) ? StopReason::SingleStep : StopReason::None);
+  default:
+    return signal_event(pid, tid, SIGTRAP);
+  }
+}
+
+// Runs the collector's callback for a trace-breakpoint hit of thread TID
+// (stopped, pc == ADDRESS) and its while-stepping steps. Other threads keep
+// running except during the instant an int3 is lifted for a step.
+LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t address) {
+  Process* p = nullptr;
+  Lwp* l = find_lwp(tid, &p);
+  auto it = p->breakpoints.find(address);
+  TraceHitCallback callback = it->second.trace; // a copy: the callback may remove itself
+  ThreadId id{pid, tid};
+  auto regs = x86::read_registers(tid, avx_);
+  if (!regs)
+    return TraceOutcome::Continue;
+  bool more = callback(id, address, 0, *regs);
+  if (!(l = find_lwp(tid, &p)))
+    return TraceOutcome::Gone;
+  it = p->breakpoints.find(address);
+  if (it != p->breakpoints.end() && it->second.user)
+    return TraceOutcome::Report; // gdb's own breakpoint at the same place
+  for (int step = 1; more; step++) {
+    auto pc = x86::read_pc(tid);
+    bool stepped;
+    if (pc && int3_inserted(*p, *pc)) {
+      l->breakpoint_pc = *pc;
+      stepped = step_over_breakpoint(*p, *l, 0);
+    } else {
+      stepped = single_step_sync(*p, *l, 0);
+    }
+    if (!(l = find_lwp(tid, &p)))
+      return TraceOutcome::Gone;
+    l->at_breakpoint = false;
+    if (!stepped)
+      return TraceOutcome::EventPending;
+    regs = x86::read_registers(tid, avx_);
+    if (!regs)
+      return TraceOutcome::Continue;
+    more = callback(id, address, step, *regs);
+    if (!(l = find_lwp(tid, &p)))
+      return TraceOutcome::Gone;
+  }
+  return TraceOutcome::Continue;
+}
+
+// --- resuming and stopping ---
+
+void LinuxTarget::resume_lwp(Process& p, Lwp& l) {
+  if (l.raw || l.report || l.running)
+    return;
+  if (l.debug_regs_dirty) {
+    (void)apply_debug_registers(l.tid, p.debug_regs);
+    l.debug_regs_dirty = false;
+  }
+  int sig = l.pending_signal;
+  l.pending_signal = 0;
+  if (l.at_breakpoint) {
+    l.at_breakpoint = false;
+    auto pc = x86::read_pc(l.tid);
+    // Still where it hit our int3 (gdb did not move it): execute the original instruction.
+    if (pc && *pc == l.breakpoint_pc && int3_inserted(p, *pc)) {
+      if (!step_over_breakpoint(p, l, sig))
+        return; // something else happened during the step; it is pending on l
+      sig = 0;
+      if (is_stepping(l)) {
+        auto now = x86::read_pc(l.tid);
+        bool leave =
+            l.kind == ResumeKind::Step || !now || *now < l.range_start || *now >= l.range_end;
+        if (leave) { // that step was the whole request: report it
+          l.raw = stop_status(SIGTRAP);
+          l.trap = TrapKind::Step;
+          post_dispatch();
+          return;
+        }
+      }
+    }
+  }
+  int request = is_stepping(l)     ? PTRACE_SINGLESTEP
+                : p.catch_syscalls ? PTRACE_SYSCALL
+                                   : PTRACE_CONT;
+  ptrace(static_cast<__ptrace_request>(request), l.tid, nullptr, (void*)(long)sig);
+  // Even on ESRCH: a vanished thread reports its exit through waitpid.
+  l.running = true;
+}
+
+bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
+  uint64_t addr = l.breakpoint_pc;
+  // No other thread of the process may run past the lifted int3.
+  std::vector<Tid> stopped = stop_threads(p, &l);
+  auto it = p.breakpoints.find(addr);
+  if (it != p.breakpoints.end())
+    (void)p.memory.write(addr, std::span<const uint8_t>(&it->second.original, 1));
+  bool stepped = single_step_sync(p, l, signal);
+  bool exec_happened = l.raw && (*l.raw >> 16) == PTRACE_EVENT_EXEC;
+  if (!exec_happened && int3_inserted(p, addr)) {
+    uint8_t int3 = 0xcc;
+    (void)p.memory.write(addr, std::span<const uint8_t>(&int3, 1));
+  }
+  restart_threads(p.pid, stopped);
+  return stepped;
+}
+
+bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
+  for (;;) {
+    if (ptrace(PTRACE_SINGLESTEP, l.tid, nullptr, (void*)(long)signal) != 0) {
+      l.running = true; // gone: its exit arrives through waitpid
+      return false;
+    }
+    signal = 0;
+    int st = 0;
+    pid_t w;
+    while ((w = waitpid(l.tid, &st, __WALL)) < 0 && errno == EINTR) {
+    }
+    if (w != l.tid) {
+      l.running = true;
+      return false;
+    }
+    if (is_plain_sigstop(st) && l.stop_expected) {
+      l.stop_expected = false; // our earlier SIGSTOP arrived first; step again
+      continue;
+    }
+    store_status(p, l, st);
+    if (l.trap == TrapKind::Step) {
+      l.raw.reset();
+      l.trap = TrapKind::None;
+      return true;
+    }
+    post_dispatch();
+    return false;
+  }
+}
+
+void LinuxTarget::request_stop(Process& p, Lwp& l) {
+  if (!l.stop_expected) {
+    syscall(SYS_tgkill, p.pid, l.tid, SIGSTOP);
+    l.stop_expected = true;
+  }
+}
+
+void LinuxTarget::wait_for_stop(Process& p, Lwp& l) {
+  while (l.running) {
+    // A zombie leader of a live thread group never reports until the group ends.
+    if (l.tid == p.pid && p.lwps.size() > 1 && procfs::thread_state(p.pid, l.tid) == 'Z') {
+      l.running = false;
+      return;
+    }
+    int st = 0;
+    pid_t w = waitpid(l.tid, &st, __WALL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w != l.tid) {
+      l.running = false;
+      return;
+    }
+    if (is_plain_sigstop(st) && l.stop_expected) {
+      l.stop_expected = false;
+      l.running = false;
+      return;
+    }
+    store_status(p, l, st); // another event came first; our SIGSTOP stays expected
+  }
+}
+
+std::vector<Tid> LinuxTarget::stop_threads(Process& p, const Lwp* except) {
+  std::vector<Tid> stopped;
+  for (auto& [tid, l] : p.lwps) {
+    if (&l != except && l.running) {
+      request_stop(p, l);
+      stopped.push_back(tid);
+    }
+  }
+  for (Tid tid : stopped) {
+    auto it = p.lwps.find(tid);
+    if (it != p.lwps.end())
+      wait_for_stop(p, it->second);
+  }
+  return stopped;
+}
+
+void LinuxTarget::stop_all_processes() {
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      if (l.running)
+        request_stop(*p, l);
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      if (l.running)
+        wait_for_stop(*p, l);
+}
+
+void LinuxTarget::restart_threads(Pid pid, const std::vector<Tid>& tids) {
+  Process* p = find_process(pid);
+  if (!p)
+    return;
+  bool pending = false;
+  for (Tid tid : tids) {
+    auto it = p->lwps.find(tid);
+    if (it == p->lwps.end())
+      continue;
+    Lwp& l = it->second;
+    if (l.raw || l.report)
+      pending = true;
+    else
+      resume_lwp(*p, l);
+  }
+  if (pending)
+    post_dispatch();
+}
+
+// --- requests from the protocol layer ---
+
+Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
+  auto matching = [&](Pid pid, Tid tid) -> const ResumeAction* {
+    for (const auto& a : actions)
+      if (a.thread.pid == -1 ||
+          (a.thread.pid == pid && (a.thread.tid == -1 || a.thread.tid == tid)))
+        return &a;
+    return nullptr;
+  };
+  std::vector<ThreadId> to_run;
+  for (auto& [pid, p] : procs_) {
+    for (auto& [tid, l] : p->lwps) {
+      const ResumeAction* a = matching(pid, tid);
+      if (!a)
+        continue;
+      if (a->kind == ResumeKind::Stop) {
+        if (non_stop_ && l.running) {
+          request_stop(*p, l);
+          l.report_stop_zero = true;
+        }
+        continue;
+      }
+      l.resumed = true;
+      l.kind = a->kind;
+      if (a->signal)
+        l.pending_signal = a->signal;
+      l.range_start = a->range_start;
+      l.range_end = a->range_end;
+      to_run.push_back({pid, tid});
+    }
+  }
+  if (to_run.empty()) {
+    post_dispatch();
+    return ok();
+  }
+  waiting_ = true;
+  if (!non_stop_) {
+    reported_ = false;
+    // Events already collected are reported before anything runs again.
+    interpret_pending();
+    bool pending = !orphan_reports_.empty();
+    for (const auto& id : to_run)
+      if (Lwp* l = find_lwp(id.tid); l && l->report)
+        pending = true;
+    if (pending) {
+      post_dispatch();
+      return ok();
+    }
+  }
+  for (const auto& id : to_run) {
+    Process* p = nullptr;
+    Lwp* l = find_lwp(id.tid, &p);
+    if (l && l->resumed && !l->running)
+      resume_lwp(*p, *l);
+  }
+  post_dispatch();
+  return ok();
+}
+
+Result<void> LinuxTarget::interrupt(Pid pid) {
+  if (procs_.empty())
+    return make_error(ESRCH, "no process to interrupt");
+  if (non_stop_) {
+    for (auto& [ppid, p] : procs_)
+      if (pid == -1 || ppid == pid)
+        for (auto& [tid, l] : p->lwps)
+          if (l.running) {
+            request_stop(*p, l);
+            l.report_stop_zero = true;
+          }
+    return ok();
+  }
+  // All-stop ^C: freeze everything and report SIGINT (no signal is queued in
+  // the program, so a program blocking SIGINT can still be interrupted).
+  Process* p = pid == -1 ? procs_.begin()->second.get() : find_process(pid);
+  if (!p)
+    return make_error(ESRCH, "no such process " + std::to_string(pid));
+  Pid target_pid = p->pid;
+  stop_all_processes();
+  for (auto& [ppid, pp] : procs_)
+    for (auto& [tid, l] : pp->lwps)
+      l.resumed = false;
+  p = find_process(target_pid);
+  if (!p || p->lwps.empty())
+    return make_error(ESRCH, "process " + std::to_string(target_pid) + " has no threads");
+  Tid tid = p->lwps.count(target_pid) ? target_pid : p->lwps.begin()->first;
+  reported_ = true;
+  waiting_ = false;
+  post_event(signal_event(target_pid, tid, SIGINT));
+  return ok();
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,35 @@
+// Helpers for the target tests: ELF symbol lookup and waiting for events.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "target/native_target.h"
+
+namespace gdbtrace::test {
+
+std::string program_path(const std::string& name);
+// Address of SYMBOL in the (non-PIE) executable PATH, 0 if absent.
+uint64_t symbol_address(const std::string& path, const std::string& symbol);
+
+// Runs the io_context until the target reports an event or TIMEOUT passes.
+class EventWaiter {
+public:
+  EventWaiter(asio::io_context& io, NativeTarget& target);
+  std::optional<StopEvent> next(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Skips events of other kinds (they are dropped) until one of KIND arrives.
+  std::optional<StopEvent> next_of(StopKind kind,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Runs the io_context for a while without expecting anything.
+  void pump(std::chrono::milliseconds duration);
+
+private:
+  asio::io_context& io_;
+  std::deque<StopEvent> events_;
+};
+
+} // namespace gdbtrace::test
