@@ -342,7 +342,8 @@ TEST(AxEvalCallbacks, MissingCallbacks) {
   for (auto& c : cases) {
     ax_verify_ctx ctx = t.vctx();
     ax_verified v{};
-    ASSERT_EQ(ax_verify(c.code.code.data(), uint32_t(c.code.code.size()), &ctx, &v, nullptr), AX_OK);
+    ASSERT_EQ(ax_verify(c.code.code.data(), uint32_t(c.code.code.size()), &ctx, &v, nullptr),
+              AX_OK);
     ax_env env{};
     uint64_t r = 0;
     EXPECT_EQ(ax_eval(c.code.code.data(), &v, &env, &r), c.expect);
@@ -350,7 +351,7 @@ TEST(AxEvalCallbacks, MissingCallbacks) {
 }
 
 struct Failing {
-  static int positive(void*, uint32_t, uint64_t*) { return 1; }  // not a valid status
+  static int positive(void*, uint32_t, uint64_t*) { return 1; } // not a valid status
   static int get_fails(void*, uint32_t, int64_t*) { return AX_ERR_BAD_TSV; }
   static int mem_custom(void*, uint64_t, void*, uint32_t) { return AX_ERR_TRACE; }
 };
@@ -393,4 +394,4 @@ TEST(AxEvalCallbacks, ForgedPrintfFormatIsRefused) {
   EXPECT_TRUE(t.printed.empty());
 }
 
-}  // namespace
+} // namespace

@@ -306,21 +306,58 @@ TEST(AxVerifyTable, EveryIntegerOpcodeIsKnown) {
     uint8_t op;
     std::vector<uint8_t> operands;
   } ops[] = {
-      {add, {}}, {sub, {}}, {mul, {}}, {div_signed, {}}, {div_unsigned, {}}, {rem_signed, {}},
-      {rem_unsigned, {}}, {lsh, {}}, {rsh_signed, {}}, {rsh_unsigned, {}}, {trace, {}},
-      {trace_quick, {4}}, {log_not, {}}, {bit_and, {}}, {bit_or, {}}, {bit_xor, {}},
-      {bit_not, {}}, {equal, {}}, {less_signed, {}}, {less_unsigned, {}}, {ext, {8}},
-      {ref8, {}}, {ref16, {}}, {ref32, {}}, {ref64, {}}, {if_goto, {0, 11}}, {goto_, {0, 11}},
-      {const8, {1}}, {const16, {0, 1}}, {const32, {0, 0, 0, 1}},
-      {const64, {0, 0, 0, 0, 0, 0, 0, 1}}, {reg, {0, 1}}, {end, {}}, {dup_, {}}, {pop, {}},
-      {zero_ext, {16}}, {swap, {}}, {getv, {0, 1}}, {setv, {0, 1}}, {tracev, {0, 1}},
-      {tracenz, {}}, {trace16, {0, 4}}, {pick, {2}}, {rot, {}},
+      {add, {}},
+      {sub, {}},
+      {mul, {}},
+      {div_signed, {}},
+      {div_unsigned, {}},
+      {rem_signed, {}},
+      {rem_unsigned, {}},
+      {lsh, {}},
+      {rsh_signed, {}},
+      {rsh_unsigned, {}},
+      {trace, {}},
+      {trace_quick, {4}},
+      {log_not, {}},
+      {bit_and, {}},
+      {bit_or, {}},
+      {bit_xor, {}},
+      {bit_not, {}},
+      {equal, {}},
+      {less_signed, {}},
+      {less_unsigned, {}},
+      {ext, {8}},
+      {ref8, {}},
+      {ref16, {}},
+      {ref32, {}},
+      {ref64, {}},
+      {if_goto, {0, 11}},
+      {goto_, {0, 11}},
+      {const8, {1}},
+      {const16, {0, 1}},
+      {const32, {0, 0, 0, 1}},
+      {const64, {0, 0, 0, 0, 0, 0, 0, 1}},
+      {reg, {0, 1}},
+      {end, {}},
+      {dup_, {}},
+      {pop, {}},
+      {zero_ext, {16}},
+      {swap, {}},
+      {getv, {0, 1}},
+      {setv, {0, 1}},
+      {tracev, {0, 1}},
+      {tracenz, {}},
+      {trace16, {0, 4}},
+      {pick, {2}},
+      {rot, {}},
   };
   for (auto& o : ops) {
     Asm a;
-    a.c8(1).c8(2).c8(3).op(o.op);  // op at pc 6
-    for (uint8_t b : o.operands) a.u8(b);
-    while (a.code.size() < 11) a.op(end);  // jump target 11 is an `end`
+    a.c8(1).c8(2).c8(3).op(o.op); // op at pc 6
+    for (uint8_t b : o.operands)
+      a.u8(b);
+    while (a.code.size() < 11)
+      a.op(end); // jump target 11 is an `end`
     a.op(end);
     ax_verify_ctx ctx = t.vctx();
     ax_verified info{};
@@ -336,7 +373,7 @@ TEST(AxVerifyTable, EveryIntegerOpcodeIsKnown) {
   ax_verified info{};
   EXPECT_EQ(ax_verify(p.code.data(), uint32_t(p.code.size()), &ctx, &info, nullptr), AX_OK);
   EXPECT_TRUE(info.uses_printf);
-  EXPECT_FALSE(info.uses_mem);  // no %s
+  EXPECT_FALSE(info.uses_mem); // no %s
 }
 
-}  // namespace
+} // namespace
