@@ -404,6 +404,75 @@ def run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extende
 
 
 # ----------------------------------------------------------------------------------------------
+# Raw Remote Serial Protocol (for tests that talk to the stub without gdb)
+
+
+def rsp_escape_checksum(payload: bytes) -> bytes:
+    return b"%02x" % (sum(payload) & 0xFF)
+
+
+class RspClient:
+    """Minimal RSP client over TCP: send(payload) -> reply payload (acks handled, no-ack mode optional).
+    Binary-safe: payloads are bytes (str is encoded as latin-1)."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.timeout = timeout
+        self.ack = True
+        self._buf = b""
+
+    def _recv_more(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("RSP: connection closed by the stub")
+        self._buf += chunk
+
+    def send_raw(self, data: bytes):
+        self.sock.sendall(data)
+
+    def packet(self, payload) -> bytes:
+        payload = payload.encode("latin-1") if isinstance(payload, str) else payload
+        return b"$" + payload + b"#" + rsp_escape_checksum(payload)
+
+    def read_reply(self) -> bytes:
+        """Next packet from the stub; acks ('+') and notifications ('%...#xx') are skipped."""
+        while True:
+            match = re.search(rb"([$%])([^#]*)#([0-9a-fA-F]{2})", self._buf, re.DOTALL)
+            if not match:
+                self._recv_more()
+                continue
+            self._buf = self._buf[match.end():]
+            kind, payload, checksum = match.group(1), match.group(2), match.group(3)
+            if kind == b"%":
+                continue
+            if self.ack:
+                self.sock.sendall(b"+")
+            if checksum.lower() != rsp_escape_checksum(payload):
+                raise ValueError(f"RSP: bad checksum from stub: {payload!r} #{checksum!r}")
+            return payload
+
+    def send(self, payload, expect_reply: bool = True) -> bytes:
+        self.sock.sendall(self.packet(payload))
+        return self.read_reply() if expect_reply else b""
+
+    def start_no_ack(self):
+        if self.send("QStartNoAckMode") == b"OK":
+            self.ack = False
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ----------------------------------------------------------------------------------------------
 # MI
 
 
