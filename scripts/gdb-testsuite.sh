@@ -9,6 +9,8 @@
 #   --trace   also run gdb.trace/*.exp
 #   --only    run exactly these tests (paths relative to gdb/testsuite, globs allowed)
 #   -j N      parallel runtest jobs (default 2; the machine is shared, do not go wider)
+#   --compare LABEL_A LABEL_B   no run: per-.exp PASS/FAIL table of two earlier runs, and the tests
+#             that pass in A but not in B
 #
 # Environment: GDB_SRC (default /work/gdb-src/gdb, the unpacked binutils-gdb tree), GDB (default /usr/bin/gdb).
 # Results: build/gdb-testsuite/<label>/gdb.sum, gdb.log, summary.txt ("# of expected passes" etc.).
@@ -23,8 +25,33 @@ jobs=2
 with_trace=0
 only=""
 
+compare_runs() {
+  python3 - "$repo/build/gdb-testsuite/$1/gdb.sum" "$repo/build/gdb-testsuite/$2/gdb.sum" "$1" "$2" <<'PY'
+import collections, re, sys
+def load(path):
+    per_exp, results = collections.defaultdict(collections.Counter), {}
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(PASS|FAIL|XFAIL|KFAIL|XPASS|KPASS|UNRESOLVED|UNSUPPORTED|UNTESTED): ((gdb\.[^/]+/[^:]+\.exp): ?.*)$", line.rstrip())
+        if m:
+            per_exp[m.group(3)][m.group(1)] += 1
+            results[m.group(2)] = m.group(1)
+    return per_exp, results
+(a, ra), (b, rb) = load(sys.argv[1]), load(sys.argv[2])
+print(f"{'test file':45} {sys.argv[3]+' pass/fail':>22} {sys.argv[4]+' pass/fail':>22}")
+for exp in sorted(set(a) | set(b)):
+    fa = a[exp]["FAIL"] + a[exp]["UNRESOLVED"]
+    fb = b[exp]["FAIL"] + b[exp]["UNRESOLVED"]
+    print(f"{exp:45} {a[exp]['PASS']:>16}/{fa:<5} {b[exp]['PASS']:>16}/{fb:<5}")
+lost = [name for name, status in ra.items() if status == "PASS" and rb.get(name) != "PASS"]
+print(f"\n{len(lost)} tests pass with {sys.argv[3]} but not with {sys.argv[4]}:")
+for name in lost:
+    print(f"  {rb.get(name, 'MISSING'):11} {name}")
+PY
+}
+
 while [ $# -gt 0 ]; do
   case "$1" in
+    --compare) compare_runs "$2" "$3"; exit 0 ;;
     --server) server=$2; shift 2 ;;
     --label) label=$2; shift 2 ;;
     --trace) with_trace=1; shift ;;
