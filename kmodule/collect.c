@@ -15,6 +15,7 @@
 
 #include "ax/amd64_regs.h"
 #include "gdbtrace.h"
+#include "emulate.h"
 
 struct gt_frame {
 	u8 *buf;
@@ -131,8 +132,9 @@ static int put_regs_block(struct gt_hit *h)
 	return 0;
 }
 
-/* 'M' block of LEN bytes at ADDR. With NZ, stop after the first zero byte. */
-static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
+/* 'M' block of LEN (<= 0xffff) bytes at ADDR. With NZ, stop after the first
+ * zero byte; *GOT tells how many bytes went in. */
+static int put_mem_chunk(struct gt_hit *h, u64 addr, u32 len, int nz, u32 *got)
 {
 	u32 saved = h->f.len;
 	u8 *b = frame_reserve(&h->f, 1 + 8 + 2);
@@ -167,6 +169,7 @@ static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
 	memcpy(b + 1, &addr, 8);
 	len16 = len;
 	memcpy(b + 9, &len16, 2);
+	*got = len;
 	return 0;
 full:
 	h->f.len = saved;
@@ -174,6 +177,24 @@ full:
 fault:
 	h->f.len = saved;
 	return AX_ERR_MEM;
+}
+
+/* Blocks hold at most 0xffff bytes: longer ranges (trace with a big length)
+ * become several blocks. */
+static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
+{
+	while (len) {
+		u32 n = len > 0xffff ? 0xffff : len, got = 0;
+		int ret = put_mem_chunk(h, addr, n, nz, &got);
+
+		if (ret)
+			return ret;
+		if (nz && (got < n || h->f.buf[h->f.len - 1] == 0))
+			return 0; /* reached the terminating zero */
+		addr += n;
+		len -= n;
+	}
+	return 0;
 }
 
 static int put_tsv_block(struct gt_hit *h, u32 num)

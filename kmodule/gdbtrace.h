@@ -73,10 +73,6 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs);
 int gt_verify_code(struct gt_session *s, const u8 *code, u32 len, int allow_trace,
 		   struct ax_verified *out);
 
-/* emulate.c */
-int gt_emu_check(const struct gdbtrace_emu *emu, const u8 *bytes, u32 avail);
-bool gt_emu_apply(const struct gdbtrace_emu *emu, struct pt_regs *regs);
-
 /* main.c */
 extern bool (*gt_ptrace_may_access)(struct task_struct *task, unsigned int mode);
 

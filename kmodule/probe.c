@@ -19,6 +19,7 @@
 #include <linux/uaccess.h>
 
 #include "gdbtrace.h"
+#include "emulate.h"
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
 #define GT_UPROBE_NEW_API 1

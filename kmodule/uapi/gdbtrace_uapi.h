@@ -34,7 +34,7 @@
 #define GDBTRACE_MAX_PROBES 256       /* per session */
 #define GDBTRACE_MAX_ACTIONS 64       /* per probe */
 #define GDBTRACE_MAX_CODE 4096        /* bytes of one bytecode program (= AX_MAX_CODE_LEN) */
-#define GDBTRACE_MAX_MEM 65536        /* bytes of one 'M' action */
+#define GDBTRACE_MAX_MEM 65535        /* bytes of one 'M' action (u16 block length) */
 #define GDBTRACE_MAX_FRAME (256 * 1024) /* bytes of one frame */
 #define GDBTRACE_MAX_TSVS 1024        /* TSV numbers 0..GDBTRACE_MAX_TSVS-1 */
 #define GDBTRACE_MIN_RING_SHIFT 16    /* 64 KiB per CPU */
@@ -87,17 +87,22 @@ struct gdbtrace_action {
 /* Emulation recipe (computed by the stub's decoder): the module checks that the
  * probed instruction's bytes in the tracee equal insn[0..insn_len) before using it. */
 enum gdbtrace_emu_op {
-  GDBTRACE_EMU_NONE = 0,
-  GDBTRACE_EMU_NOP = 1,          /* ip += len */
-  GDBTRACE_EMU_PUSH_REG = 2,     /* push reg (64-bit) */
-  GDBTRACE_EMU_MOV_REG_REG = 3,  /* dst = src (64-bit) */
-  GDBTRACE_EMU_SUB_IMM = 4,      /* dst -= imm (64-bit, flags set) */
-  GDBTRACE_EMU_ADD_IMM = 5,      /* dst += imm (64-bit, flags set) */
-  GDBTRACE_EMU_LOAD_RIP = 6,     /* dst = *(u64/u32 zero-ext)(ip + len + imm); width in `width` */
-  GDBTRACE_EMU_ENDBR = 7,        /* endbr64: ip += len */
-  GDBTRACE_EMU_MOV_IMM = 8,      /* dst = imm (width 4: zero-extended, 8: sign-extended imm32) */
-  GDBTRACE_EMU_LEA_RIP = 9,      /* dst = ip + len + imm */
+  GDBTRACE_EMU_NONE = 0,         /* no recipe: the kernel's own path (single-step) */
+  GDBTRACE_EMU_ENDBR = 1,        /* endbr64: nothing but ip += len */
+  GDBTRACE_EMU_MOV_REG_REG = 2,  /* dst = src */
+  GDBTRACE_EMU_ADD_IMM = 3,      /* dst += imm, arithmetic flags set */
+  GDBTRACE_EMU_SUB_IMM = 4,      /* dst -= imm, arithmetic flags set */
+  GDBTRACE_EMU_MOV_IMM = 5,      /* dst = imm */
+  GDBTRACE_EMU_LEA_RIP = 6,      /* dst = next_ip + imm */
+  GDBTRACE_EMU_LOAD_RIP = 7,     /* dst = *(next_ip + imm) */
+  GDBTRACE_EMU_STORE_RIP = 8,    /* *(next_ip + imm) = src */
+  GDBTRACE_EMU_LOAD = 9,         /* dst = *(src + imm) */
+  GDBTRACE_EMU_STORE = 10,       /* *(dst + imm) = src */
+  GDBTRACE_EMU_OP_MAX = 10,
 };
+/* Registers are gdb numbers 0..15 (rax rbx rcx rdx rsi rdi rbp rsp r8..r15).
+ * width 4: 32-bit operation, a register result is zero-extended (x86-64 rules);
+ * width 8: 64-bit. next_ip = probe address + insn_len. */
 
 struct gdbtrace_emu {
   __u32 op;         /* enum gdbtrace_emu_op (0: no emulation, single-step) */

@@ -42,6 +42,11 @@ volatile long sink;
 uint8_t big[8192] = {1};
 volatile uint8_t marker[32] = "gdbtrace-marker-0123456789abcdef";
 
+// emu_fn's first instruction (add $1,%rdi) has an emulation recipe; it returns
+// arg + 1 when that instruction runs exactly once.
+long emu_fn(long);
+__asm__(".text\n.globl emu_fn\n.type emu_fn,@function\nemu_fn:\n add $1,%rdi\n mov %rdi,%rax\n ret\n");
+
 __attribute__((noinline)) long probe_me(long a, long b) {
   sink += a + b;
   marker[0] = (uint8_t)a;
@@ -72,7 +77,7 @@ struct tracee {
   int go_fd; // write a byte: start the loop
 };
 
-enum tracee_mode { T_PLAIN, T_FORK, T_EXEC };
+enum tracee_mode { T_PLAIN, T_FORK, T_EXEC, T_EMU };
 
 static struct tracee start_tracee(long n, enum tracee_mode mode) {
   int p[2], ready[2];
@@ -94,7 +99,13 @@ static struct tracee start_tracee(long n, enum tracee_mode mode) {
       waitpid(child, &st, 0);
       _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5);
     }
+    if (mode == T_EMU) {
+      for (long i = 0; i < n; i++)
+        if (emu_fn(i) != i + 1) _exit(6);
+    }
+    long before = sink;
     for (long i = 0; i < n; i++) probe_me(i, 3 * i);
+    if (sink != before + 4 * (n * (n - 1) / 2)) _exit(7); // every call's load/add/store happened once
     if (mode == T_EXEC) execl("/bin/busybox", "true", (char*)NULL);
     _exit(0);
   }
@@ -477,6 +488,88 @@ static void test_runaway_bytecode(void) {
   OK();
 }
 
+static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr, const struct gdbtrace_emu* emu,
+                         uint32_t tp, struct gdbtrace_action* acts, uint32_t nacts, uint32_t* id) {
+  int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  struct gdbtrace_probe_add a = {0};
+  a.pid = pid;
+  a.fd = exe;
+  a.offset = file_offset_of(pid, addr);
+  a.address = addr;
+  a.tp_number = tp;
+  a.nr_actions = nacts;
+  a.actions = (uintptr_t)acts;
+  a.emu = *emu;
+  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
+  int e = errno;
+  close(exe);
+  if (r) return -e;
+  if (id) *id = a.id;
+  return 0;
+}
+
+// Emulated sites: the kernel must skip its single-step (else the instruction
+// runs twice and the tracee notices), frames stay correct, and a recipe that
+// does not match the probed bytes is refused.
+static void test_emulation(void) {
+  struct session s;
+  CHECK(open_session(&s, 22) == 0, "open");
+  const uint8_t* fb = (const uint8_t*)(uintptr_t)emu_fn;
+  CHECK(fb[0] == 0x48 && fb[1] == 0x83 && fb[2] == 0xc7 && fb[3] == 0x01, "emu_fn bytes");
+  struct gdbtrace_emu add1 = {.op = GDBTRACE_EMU_ADD_IMM, .insn_len = 4, .dst = 5, .width = 8, .imm = 1};
+  memcpy(add1.insn, fb, 4);
+  // probe_me starts with mov disp32(%rip),%rax (compiled -O2): a load from sink.
+  const uint8_t* pb = (const uint8_t*)(uintptr_t)probe_me;
+  CHECK(pb[0] == 0x48 && pb[1] == 0x8b && pb[2] == 0x05, "probe_me does not start with a rip load");
+  struct gdbtrace_emu load = {.op = GDBTRACE_EMU_LOAD_RIP, .insn_len = 7, .dst = 0, .width = 8};
+  int32_t disp;
+  memcpy(&disp, pb + 3, 4);
+  load.imm = disp;
+  memcpy(load.insn, pb, 7);
+
+  struct gdbtrace_emu lie = add1;
+  lie.imm = 2;
+  struct tracee t = start_tracee(500, T_EMU);
+  struct gdbtrace_action acts[2] = {
+      {.kind = GDBTRACE_ACT_REGS},
+      {.kind = GDBTRACE_ACT_MEM, .basereg = -1, .offset = (int64_t)(uintptr_t)marker, .len = sizeof marker}};
+  CHECK(add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &lie, 1, acts, 1, NULL) == -EINVAL, "lying recipe accepted");
+  uint32_t id_add, id_load;
+  int r = add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &add1, 1, acts, 1, &id_add);
+  CHECK(r == 0, "add emu_fn: %s", strerror(-r));
+  r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &load, 8, acts, 2, &id_load);
+  CHECK(r == 0, "add probe_me: %s", strerror(-r));
+  CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
+  int rc = run_tracee(t);
+  CHECK(rc == 0, "tracee saw wrong results (exit %d): kernel does not skip the single-step?", rc);
+  struct gdbtrace_probe_status a = probe_status(&s, id_add), b = probe_status(&s, id_load);
+  CHECK(a.emulated == 500 && a.frames == 500, "emu_fn emulated %llu frames %llu", a.emulated, a.frames);
+  CHECK(b.emulated == 500 && b.frames == 500 && (b.flags & GDBTRACE_PST_EMULATING), "probe_me emulated %llu",
+        b.emulated);
+  struct expect e = {.tp = 8, .rip = (uintptr_t)probe_me, .want_mem = 1};
+  long frames8 = 0;
+  // Frames of both probes are interleaved: check the tracepoint-8 ones.
+  for (uint32_t rr = 0; rr < s.init.nr_rings; rr++) {
+    struct gdbtrace_ring_header* h = (void*)(s.map + rr * s.init.ring_stride);
+    uint8_t* data = (uint8_t*)h + h->data_offset;
+    uint64_t head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE), tail = h->tail;
+    while (tail < head) {
+      uint64_t off = tail % h->data_size;
+      struct gdbtrace_record rec;
+      memcpy(&rec, data + off, sizeof rec);
+      if (rec.flags & GDBTRACE_REC_PAD) { tail += h->data_size - off; continue; }
+      uint16_t tp;
+      memcpy(&tp, data + off + sizeof rec, 2);
+      if (tp == 8) { check_frame(data + off + sizeof rec, rec.len, &e); frames8++; }
+      tail += (sizeof rec + rec.len + 7) & ~7ull;
+    }
+    h->tail = tail;
+  }
+  CHECK(!e.bad && frames8 == 500, "probe_me frames %ld: %s", frames8, e.why);
+  close_session(&s);
+  OK();
+}
+
 static int expect_errno(int fd, unsigned long cmd, void* arg, int want) {
   errno = 0;
   int r = ioctl(fd, cmd, arg);
@@ -635,6 +728,7 @@ int main(int argc, char** argv) {
   test_fork_exec_exit();
   test_two_sessions_same_site();
   test_runaway_bytecode();
+  test_emulation();
   test_hostile_ioctls();
   test_unprivileged();
   printf("gt_test: %d failure(s)\n", failures);

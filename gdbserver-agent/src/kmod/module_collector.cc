@@ -1,0 +1,349 @@
+#include "kmod/module_collector.h"
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <unistd.h>
+#include <vector>
+
+#include <asio/posix/stream_descriptor.hpp>
+
+#include "ax/amd64_regs.h"
+#include "ax/ax_opcodes.h"
+#include "kmod/emu_recipe.h"
+#include "kmod/module_session.h"
+#include "kmod/probe_site.h"
+
+namespace gdbtrace {
+
+namespace {
+
+using kmod::ModuleSession;
+
+constexpr uint32_t kRingShift = 22; // 4 MiB per CPU
+
+// A gdb 'M' action longer than a frame block can hold becomes several.
+void add_memory_actions(const CollectMemory& m, std::vector<gdbtrace_action>& out) {
+  uint64_t done = 0;
+  while (done < m.length) {
+    uint32_t n = uint32_t(std::min<uint64_t>(m.length - done, GDBTRACE_MAX_MEM));
+    gdbtrace_action a{};
+    a.kind = GDBTRACE_ACT_MEM;
+    a.basereg = m.basereg;
+    a.offset = m.offset + int64_t(done);
+    a.len = n;
+    out.push_back(a);
+    done += n;
+  }
+}
+
+// Trace state variables a program reads or writes (getv/setv/tracev operands).
+void collect_tsv_numbers(const AgentExpr& e, std::set<uint32_t>& out) {
+  const auto& code = e.code;
+  size_t pc = 0;
+  while (pc < code.size()) {
+    const ax_opinfo* info = ax_opinfo(code[pc]);
+    if (!info || !(info->flags & AX_F_KNOWN) || code[pc] == AX_OP_PRINTF)
+      return; // verified code has no unknown opcodes; printf is refused by check()
+    if ((info->flags & AX_F_TSV) && pc + 2 < code.size())
+      out.insert(uint32_t(code[pc + 1]) << 8 | code[pc + 2]);
+    pc += 1 + info->operand_bytes;
+  }
+}
+
+bool uses_printf(const AgentExpr& e) { return e.info.uses_printf != 0; }
+
+class ModuleCollector final : public Collector {
+public:
+  ModuleCollector(asio::io_context& io, ModuleSession session) : io_(io), session_(std::move(session)) {}
+
+  ~ModuleCollector() override {
+    if (wakeup_) {
+      asio::error_code ec;
+      wakeup_->cancel(ec);
+      wakeup_->close(ec);
+    }
+    // session_'s destructor closes /dev/gdbtrace: the module removes every probe.
+  }
+
+  std::string name() const override { return "module"; }
+
+  std::string describe() const override {
+    std::string d = "module: gdbtrace.ko uprobes, frames built in the kernel";
+    if (session_.initialized())
+      d += ", " + std::to_string(session_.info().nr_rings) + " per-CPU rings of " +
+           std::to_string((1u << kRingShift) >> 10) + " KiB";
+    if (emulation_checked_)
+      d += emulate_ ? ", common instructions emulated (no single-step)"
+                    : ", instructions single-stepped by the kernel (" + emulation_note_ + ")";
+    return d;
+  }
+
+  Result<void> check(const Tracepoint& tp) const override {
+    if (tp.step_count)
+      return make_error(EINVAL, "while-stepping needs the ptrace collector");
+    if (tp.has_condition && uses_printf(tp.condition))
+      return make_error(EINVAL, "agent printf needs the ptrace collector");
+    size_t kernel_actions = 0;
+    for (const auto& a : tp.actions) {
+      if (auto* x = std::get_if<CollectExpr>(&a)) {
+        if (uses_printf(x->expr))
+          return make_error(EINVAL, "agent printf needs the ptrace collector");
+        kernel_actions++;
+      } else if (auto* m = std::get_if<CollectMemory>(&a)) {
+        if (m->basereg >= int(GT_NUM_REGS_NOAVX))
+          return make_error(EINVAL, "memory relative to a vector register needs the ptrace collector");
+        kernel_actions += (m->length + GDBTRACE_MAX_MEM - 1) / GDBTRACE_MAX_MEM;
+      } else {
+        kernel_actions++;
+      }
+    }
+    if (kernel_actions > GDBTRACE_MAX_ACTIONS)
+      return make_error(E2BIG, "more than " + std::to_string(GDBTRACE_MAX_ACTIONS) +
+                                   " collect actions (kernel module limit)");
+    return ok();
+  }
+
+  Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override {
+    if (auto r = ensure_session(ctx); !r)
+      return r;
+    if (!run_active_)
+      begin_run(ctx);
+    ctx_ = &ctx;
+    if (auto r = define_tsvs(tp, ctx); !r)
+      return r;
+
+    auto site = kmod::resolve_probe_site(pid, tp.address);
+    if (!site)
+      return site.error();
+    std::vector<gdbtrace_action> actions;
+    for (const auto& a : tp.actions) {
+      gdbtrace_action k{};
+      if (std::holds_alternative<CollectRegisters>(a)) {
+        k.kind = GDBTRACE_ACT_REGS;
+        actions.push_back(k);
+      } else if (auto* m = std::get_if<CollectMemory>(&a)) {
+        add_memory_actions(*m, actions);
+      } else if (auto* x = std::get_if<CollectExpr>(&a)) {
+        k.kind = GDBTRACE_ACT_EXPR;
+        k.len = uint32_t(x->expr.code.size());
+        k.code = reinterpret_cast<uintptr_t>(x->expr.code.data());
+        actions.push_back(k);
+      }
+    }
+    gdbtrace_probe_add req{};
+    req.pid = pid;
+    req.fd = site->fd;
+    req.offset = site->offset;
+    req.address = tp.address;
+    req.tp_number = tp.number;
+    req.nr_actions = uint32_t(actions.size());
+    req.actions = reinterpret_cast<uintptr_t>(actions.data());
+    if (tp.has_condition) {
+      req.cond = reinterpret_cast<uintptr_t>(tp.condition.code.data());
+      req.cond_len = uint32_t(tp.condition.code.size());
+    }
+    req.flags = tp.enabled ? 0 : GDBTRACE_PROBE_DISABLED;
+    req.pass_count = tp.pass_count;
+    if (emulate_) {
+      uint8_t bytes[GDBTRACE_MAX_EMU] = {};
+      ssize_t n = ::pread(site->fd, bytes, sizeof bytes, off_t(site->offset));
+      if (n > 0)
+        if (auto e = kmod::make_emu_recipe({bytes, size_t(n)}))
+          req.emu = *e;
+    }
+    auto id = session_.add_probe(req);
+    if (!id && req.emu.op != GDBTRACE_EMU_NONE) {
+      // The module's own decoder disagreed: fall back to its single-step.
+      req.emu = gdbtrace_emu{};
+      id = session_.add_probe(req);
+    }
+    ::close(site->fd);
+    if (!id)
+      return make_error(id.error().code, id.error().message + " (" + site->path + ")");
+    probes_.push_back(Probe{*id, tp.number, tp.address});
+    ctx.set_register_availability(tp.number, register_availability());
+    return ok();
+  }
+
+  Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override {
+    for (const auto& p : probes_)
+      if (p.tp == tp_number && p.address == address)
+        if (auto r = session_.enable(p.id, enabled); !r)
+          return r;
+    return ok();
+  }
+
+  void remove_all() override {
+    if (!session_.initialized())
+      return;
+    drain(); // frames produced so far belong to this run
+    for (const auto& p : probes_)
+      if (auto st = session_.probe_status(p.id))
+        add_stats(finished_[p.tp], *st);
+    (void)session_.stop();
+    (void)session_.remove_all();
+    probes_.clear();
+    run_active_ = false;
+  }
+
+  void drain() override {
+    if (!session_.initialized() || !ctx_)
+      return;
+    session_.drain([this](std::span<const uint8_t> frame) {
+      if (frame.size() >= 6 && ctx_->collecting()) {
+        uint16_t tp = uint16_t(frame[0] | frame[1] << 8);
+        ctx_->record_hit(tp);
+        ctx_->append_frame(frame); // a full buffer stops the run (engine); later frames are discarded
+      }
+      return true;
+    });
+    // The module stops collecting by itself when a pass count is reached.
+    if (run_active_)
+      if (auto st = session_.status(); st && !st->running && st->stop_reason == GDBTRACE_STOP_PASSCOUNT)
+        ctx_->request_stop(TraceStopReason::PassCount, {}, st->stop_tp);
+  }
+
+  CollectorStats stats(uint32_t tp_number) const override {
+    CollectorStats s;
+    if (auto it = finished_.find(tp_number); it != finished_.end())
+      s = it->second;
+    for (const auto& p : probes_)
+      if (p.tp == tp_number)
+        if (auto st = session_.probe_status(p.id))
+          add_stats(s, *st);
+    return s;
+  }
+
+  std::optional<int64_t> tsv_value(uint32_t number) const override {
+    if (!session_.initialized() || !defined_tsvs_.count(number))
+      return std::nullopt;
+    auto v = session_.get_tsv(number);
+    return v ? std::optional<int64_t>(*v) : std::nullopt;
+  }
+
+private:
+  struct Probe {
+    uint32_t id, tp;
+    uint64_t address;
+  };
+
+  static void add_stats(CollectorStats& s, const gdbtrace_probe_status& st) {
+    s.hits += st.hits;
+    s.frames += st.frames;
+    s.bytes += st.bytes;
+    s.drops += st.drops;
+    s.errors += st.errors;
+  }
+
+  Result<void> ensure_session(TraceContext& ctx) {
+    if (session_.initialized()) {
+      if (session_.info().regblock_size != 0 && ctx.register_block_size() != regblock_size_)
+        return make_error(EINVAL, "register block size changed during the session");
+      return ok();
+    }
+    regblock_size_ = ctx.register_block_size();
+    if (auto r = session_.init(regblock_size_, kRingShift); !r)
+      return r;
+    check_emulation();
+    arm_wakeup();
+    return ok();
+  }
+
+  // Emulation is only safe where the kernel skips the single-step after a
+  // handler moved ip (else the instruction would run twice): test it once.
+  // GDBTRACE_KMOD_EMULATE=0 turns it off (benchmarks compare both).
+  void check_emulation() {
+    emulation_checked_ = true;
+    const char* env = std::getenv("GDBTRACE_KMOD_EMULATE");
+    if (env && std::string(env) == "0") {
+      emulation_note_ = "emulation disabled by GDBTRACE_KMOD_EMULATE=0";
+      return;
+    }
+    if (!(session_.info().features & GDBTRACE_FEAT_EMULATE)) {
+      emulation_note_ = "module without emulation";
+      return;
+    }
+    emulate_ = kmod::kernel_honours_emulation();
+    if (!emulate_)
+      emulation_note_ = "this kernel does not skip the single-step after emulation";
+  }
+
+  // A new run: counters and TSVs start over from the engine's values.
+  void begin_run(TraceContext& ctx) {
+    finished_.clear();
+    for (uint32_t n : defined_tsvs_)
+      (void)session_.define_tsv(n, ctx.get_tsv(n).value_or(0));
+    (void)session_.start();
+    run_active_ = true;
+  }
+
+  Result<void> define_tsvs(const Tracepoint& tp, TraceContext& ctx) {
+    std::set<uint32_t> nums;
+    if (tp.has_condition)
+      collect_tsv_numbers(tp.condition, nums);
+    for (const auto& a : tp.actions)
+      if (auto* x = std::get_if<CollectExpr>(&a))
+        collect_tsv_numbers(x->expr, nums);
+    for (uint32_t n : nums) {
+      if (defined_tsvs_.count(n))
+        continue;
+      if (n >= GDBTRACE_MAX_TSVS)
+        return make_error(EINVAL, "trace state variable number too large for the kernel module");
+      if (auto r = session_.define_tsv(n, ctx.get_tsv(n).value_or(0)); !r)
+        return r;
+      defined_tsvs_.insert(n);
+    }
+    return ok();
+  }
+
+  std::vector<bool> register_availability() const {
+    std::vector<bool> v(GT_NUM_REGS_AVX, false);
+    for (unsigned r = 0; r < 32; r++)
+      v[r] = (session_.info().reg_valid >> r) & 1;
+    for (unsigned r = 32; r < 64 && r < v.size(); r++)
+      v[r] = (session_.info().reg_valid_hi >> (r - 32)) & 1;
+    return v;
+  }
+
+  // poll() on /dev/gdbtrace wakes when a ring passes half full or the module
+  // stopped the run; the engine's drain timer covers the rest.
+  void arm_wakeup() {
+    if (!wakeup_) {
+      int fd = ::dup(session_.fd());
+      if (fd < 0)
+        return;
+      wakeup_.emplace(io_, fd);
+    }
+    wakeup_->async_wait(asio::posix::stream_descriptor::wait_read, [this](const asio::error_code& ec) {
+      if (ec)
+        return;
+      drain();
+      arm_wakeup();
+    });
+  }
+
+  asio::io_context& io_;
+  ModuleSession session_;
+  std::optional<asio::posix::stream_descriptor> wakeup_;
+  TraceContext* ctx_ = nullptr;
+  uint32_t regblock_size_ = 0;
+  bool run_active_ = false;
+  bool emulation_checked_ = false, emulate_ = false;
+  std::string emulation_note_;
+  std::vector<Probe> probes_;
+  std::map<uint32_t, CollectorStats> finished_;
+  std::set<uint32_t> defined_tsvs_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Collector>> make_module_collector(asio::io_context& io) {
+  auto session = kmod::ModuleSession::open();
+  if (!session)
+    return session.error();
+  return std::unique_ptr<Collector>(std::make_unique<ModuleCollector>(io, std::move(*session)));
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,160 @@
+#include "kmod/module_session.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <utility>
+
+namespace gdbtrace::kmod {
+
+Result<ModuleSession> ModuleSession::open(const char* path) {
+  int fd = ::open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    std::string why = std::string(path) + ": " + std::strerror(e);
+    if (e == ENOENT)
+      why += " (gdbtrace.ko is not loaded)";
+    return make_error(e, why);
+  }
+  return ModuleSession(fd);
+}
+
+ModuleSession::ModuleSession(ModuleSession&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), init_(other.init_), map_(std::exchange(other.map_, nullptr)) {}
+
+ModuleSession& ModuleSession::operator=(ModuleSession&& other) noexcept {
+  if (this != &other) {
+    release();
+    fd_ = std::exchange(other.fd_, -1);
+    init_ = other.init_;
+    map_ = std::exchange(other.map_, nullptr);
+  }
+  return *this;
+}
+
+ModuleSession::~ModuleSession() { release(); }
+
+void ModuleSession::release() {
+  if (map_)
+    ::munmap(map_, init_.mmap_size);
+  map_ = nullptr;
+  if (fd_ >= 0)
+    ::close(fd_); // the module removes this session's probes
+  fd_ = -1;
+}
+
+Result<void> ModuleSession::ioctl_checked(unsigned long cmd, void* arg, const char* what) const {
+  if (::ioctl(fd_, cmd, arg) != 0)
+    return make_error(errno, std::string("gdbtrace.ko ") + what + ": " + std::strerror(errno));
+  return ok();
+}
+
+Result<void> ModuleSession::init(uint32_t regblock_size, uint32_t ring_shift) {
+  gdbtrace_init in{};
+  in.version = GDBTRACE_UAPI_VERSION;
+  in.regblock_size = regblock_size;
+  in.ring_shift = ring_shift;
+  if (::ioctl(fd_, GDBTRACE_IOC_INIT, &in) != 0) {
+    int e = errno;
+    if (e == EPROTO)
+      return make_error(e, "gdbtrace.ko speaks another API version than this gdbtrace-server");
+    return make_error(e, std::string("gdbtrace.ko session init: ") + std::strerror(e));
+  }
+  void* m = ::mmap(nullptr, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (m == MAP_FAILED)
+    return make_error(errno, std::string("mmap of the gdbtrace.ko rings: ") + std::strerror(errno));
+  // Inferiors forked by this process must not inherit the rings.
+  ::madvise(m, in.mmap_size, MADV_DONTFORK);
+  init_ = in;
+  map_ = static_cast<uint8_t*>(m);
+  return ok();
+}
+
+Result<uint32_t> ModuleSession::add_probe(gdbtrace_probe_add& req) {
+  if (::ioctl(fd_, GDBTRACE_IOC_ADD, &req) != 0) {
+    int e = errno;
+    std::string why;
+    switch (e) {
+    case EPERM: why = "not permitted to trace this process (ptrace access check)"; break;
+    case EOPNOTSUPP: why = "the kernel module cannot run this bytecode (agent printf)"; break;
+    case EINVAL: why = "rejected by gdbtrace.ko (invalid probe, bytecode or address)"; break;
+    default: why = std::strerror(e);
+    }
+    return make_error(e, "gdbtrace.ko: " + why);
+  }
+  return req.id;
+}
+
+Result<void> ModuleSession::enable(uint32_t id, bool on) {
+  gdbtrace_probe_enable e{id, on ? 1u : 0u};
+  return ioctl_checked(GDBTRACE_IOC_ENABLE, &e, "enable");
+}
+
+Result<void> ModuleSession::start() { return ioctl_checked(GDBTRACE_IOC_START, nullptr, "start"); }
+Result<void> ModuleSession::stop() { return ioctl_checked(GDBTRACE_IOC_STOP, nullptr, "stop"); }
+Result<void> ModuleSession::remove_all() {
+  return ioctl_checked(GDBTRACE_IOC_REMOVE_ALL, nullptr, "remove probes");
+}
+
+Result<gdbtrace_probe_status> ModuleSession::probe_status(uint32_t id) const {
+  gdbtrace_probe_status st{};
+  st.id = id;
+  if (auto r = ioctl_checked(GDBTRACE_IOC_PROBE_STATUS, &st, "probe status"); !r)
+    return r.error();
+  return st;
+}
+
+Result<gdbtrace_session_status> ModuleSession::status() const {
+  gdbtrace_session_status st{};
+  if (auto r = ioctl_checked(GDBTRACE_IOC_STATUS, &st, "status"); !r)
+    return r.error();
+  return st;
+}
+
+Result<void> ModuleSession::define_tsv(uint32_t num, int64_t value) {
+  gdbtrace_tsv t{num, GDBTRACE_TSV_DEFINE, value};
+  return ioctl_checked(GDBTRACE_IOC_TSV_SET, &t, "define trace state variable");
+}
+
+Result<int64_t> ModuleSession::get_tsv(uint32_t num) const {
+  gdbtrace_tsv t{num, 0, 0};
+  if (auto r = ioctl_checked(GDBTRACE_IOC_TSV_GET, &t, "read trace state variable"); !r)
+    return r.error();
+  return int64_t(t.value);
+}
+
+size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>& fn) {
+  if (!map_)
+    return 0;
+  size_t frames = 0;
+  for (uint32_t r = 0; r < init_.nr_rings; r++) {
+    auto* h = reinterpret_cast<gdbtrace_ring_header*>(map_ + size_t(r) * init_.ring_stride);
+    const uint64_t size = h->data_size;
+    const uint8_t* data = reinterpret_cast<uint8_t*>(h) + h->data_offset;
+    uint64_t head = std::atomic_ref<uint64_t>(h->head).load(std::memory_order_acquire);
+    uint64_t tail = h->tail;
+    while (tail != head && head - tail <= size) {
+      uint64_t off = tail % size;
+      gdbtrace_record rec;
+      std::memcpy(&rec, data + off, sizeof rec);
+      if (rec.flags & GDBTRACE_REC_PAD) {
+        tail += size - off;
+        continue;
+      }
+      if (rec.len > size - off - sizeof rec)
+        break; // cannot happen with a sane module; never read past the ring
+      if (!fn({data + off + sizeof rec, rec.len}))
+        break;
+      frames++;
+      tail += (sizeof rec + rec.len + 7) & ~uint64_t(7);
+    }
+    std::atomic_ref<uint64_t>(h->tail).store(tail, std::memory_order_release);
+  }
+  return frames;
+}
+
+} // namespace gdbtrace::kmod

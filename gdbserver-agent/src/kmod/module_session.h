@@ -1,0 +1,56 @@
+// RAII wrapper over one /dev/gdbtrace session: the file descriptor, the
+// mmap()ed per-CPU rings and the ioctls of kmodule/uapi/gdbtrace_uapi.h.
+// Destroying it closes the file, which makes the module remove every probe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+#include "gdbtrace_uapi.h"
+
+namespace gdbtrace::kmod {
+
+class ModuleSession {
+public:
+  // Opens the device (not yet initialised).
+  static Result<ModuleSession> open(const char* path = GDBTRACE_DEVICE);
+  ModuleSession(ModuleSession&& other) noexcept;
+  ModuleSession& operator=(ModuleSession&& other) noexcept;
+  ModuleSession(const ModuleSession&) = delete;
+  ModuleSession& operator=(const ModuleSession&) = delete;
+  ~ModuleSession();
+
+  int fd() const { return fd_; }
+  bool initialized() const { return map_ != nullptr; }
+  const gdbtrace_init& info() const { return init_; }
+
+  // INIT + mmap. REGBLOCK_SIZE 560/816; rings of 1 << RING_SHIFT bytes per CPU.
+  Result<void> init(uint32_t regblock_size, uint32_t ring_shift);
+  Result<uint32_t> add_probe(gdbtrace_probe_add& req);
+  Result<void> enable(uint32_t id, bool on);
+  Result<void> start();
+  Result<void> stop();
+  Result<void> remove_all();
+  Result<gdbtrace_probe_status> probe_status(uint32_t id) const;
+  Result<gdbtrace_session_status> status() const;
+  Result<void> define_tsv(uint32_t num, int64_t value);
+  Result<int64_t> get_tsv(uint32_t num) const;
+
+  // Hands every complete frame in the rings to FN (oldest first per ring) and
+  // frees its space. FN returning false stops draining (frame kept).
+  size_t drain(const std::function<bool(std::span<const uint8_t>)>& fn);
+
+private:
+  explicit ModuleSession(int fd) : fd_(fd) {}
+  Result<void> ioctl_checked(unsigned long cmd, void* arg, const char* what) const;
+  void release();
+
+  int fd_ = -1;
+  gdbtrace_init init_{};
+  uint8_t* map_ = nullptr;
+};
+
+} // namespace gdbtrace::kmod

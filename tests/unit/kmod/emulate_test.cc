@@ -1,0 +1,262 @@
+// kmodule/emulate.c against the CPU: each instruction runs natively in a
+// generated code page (all 16 registers and the flags loaded from a context,
+// stored back afterwards) and in the emulator from the same state; registers,
+// arithmetic flags, next ip and memory must agree. The module's decoder must
+// also agree exactly with the stub's Zydis recipe (what the module checks).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <sys/mman.h>
+#include <vector>
+
+#include "kmod/emu_recipe.h"
+
+extern "C" {
+#include "emulate.h"
+}
+
+namespace {
+
+// gdb numbering <-> x86 encoding
+constexpr int kHwOfGdb[16] = {0, 3, 1, 2, 6, 7, 5, 4, 8, 9, 10, 11, 12, 13, 14, 15};
+constexpr uint64_t kArithFlags = 0x8d5;
+
+struct Context {
+  uint64_t in[16], in_flags;
+  uint64_t out[16], out_flags;
+  uint64_t save[16];
+};
+
+class Native {
+public:
+  Native() {
+    page_ = static_cast<uint8_t*>(
+        mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (page_ == MAP_FAILED)
+      page_ = nullptr;
+  }
+  ~Native() {
+    if (page_)
+      munmap(page_, kSize);
+  }
+  bool ok() const { return page_ != nullptr; }
+  Context* ctx() { return reinterpret_cast<Context*>(page_ + kCtx); }
+  uint8_t* scratch() { return page_ + kScratch; }
+  // Address the instruction under test will have.
+  uint64_t insn_address() { return reinterpret_cast<uint64_t>(page_ + kInsn); }
+
+  void run(const std::vector<uint8_t>& insn) {
+    code_.clear();
+    for (int hw : {3, 5, 12, 13, 14, 15, 4})
+      mov_store(hw, field(&ctx()->save[hw]));
+    rip_op({0xff}, 6, field(&ctx()->in_flags)); // push in_flags
+    code_.push_back(0x9d);                       // popfq
+    for (int g = 0; g < 16; g++)
+      mov_load(kHwOfGdb[g], field(&ctx()->in[g]));
+    pad_to(kInsn);
+    code_.insert(code_.end(), insn.begin(), insn.end());
+    for (int g = 0; g < 16; g++)
+      mov_store(kHwOfGdb[g], field(&ctx()->out[g]));
+    mov_load(4, field(&ctx()->save[4])); // back to our stack (mov leaves flags alone)
+    code_.push_back(0x9c);                // pushfq
+    rip_op({0x8f}, 0, field(&ctx()->out_flags));
+    for (int hw : {3, 5, 12, 13, 14, 15})
+      mov_load(hw, field(&ctx()->save[hw]));
+    code_.push_back(0xc3);
+    std::memcpy(page_, code_.data(), code_.size());
+    __builtin___clear_cache(reinterpret_cast<char*>(page_), reinterpret_cast<char*>(page_ + code_.size()));
+    reinterpret_cast<void (*)()>(page_)();
+  }
+
+private:
+  static constexpr size_t kSize = 8192, kInsn = 512, kCtx = 4096, kScratch = 6144;
+  uint64_t field(const void* p) { return reinterpret_cast<uint64_t>(p); }
+  uint64_t here() { return reinterpret_cast<uint64_t>(page_) + code_.size(); }
+  void pad_to(size_t off) {
+    while (code_.size() < off)
+      code_.push_back(0x90);
+  }
+  void disp32_to(uint64_t target) {
+    int32_t d = int32_t(int64_t(target) - int64_t(here() + 4));
+    uint8_t b[4];
+    std::memcpy(b, &d, 4);
+    code_.insert(code_.end(), b, b + 4);
+  }
+  void rip_op(std::vector<uint8_t> opcode, int reg_field, uint64_t target) {
+    code_.insert(code_.end(), opcode.begin(), opcode.end());
+    code_.push_back(uint8_t(((reg_field & 7) << 3) | 5));
+    disp32_to(target);
+  }
+  void mov_store(int hw, uint64_t target) { rip_op({uint8_t(0x48 | (hw >= 8 ? 4 : 0)), 0x89}, hw, target); }
+  void mov_load(int hw, uint64_t target) { rip_op({uint8_t(0x48 | (hw >= 8 ? 4 : 0)), 0x8b}, hw, target); }
+
+  uint8_t* page_ = nullptr;
+  std::vector<uint8_t> code_;
+};
+
+unsigned long* reg_of(pt_regs& r, int g) {
+  unsigned long* map[16] = {&r.ax, &r.bx, &r.cx, &r.dx, &r.si, &r.di, &r.bp, &r.sp,
+                            &r.r8, &r.r9, &r.r10, &r.r11, &r.r12, &r.r13, &r.r14, &r.r15};
+  return map[g];
+}
+
+// An instruction with a rip-relative displacement aimed at the scratch area.
+std::vector<uint8_t> with_rip_disp(Native& n, std::vector<uint8_t> bytes, size_t disp_at, int64_t into) {
+  uint64_t next = n.insn_address() + bytes.size();
+  int32_t d = int32_t(int64_t(reinterpret_cast<uint64_t>(n.scratch()) + into) - int64_t(next));
+  std::memcpy(bytes.data() + disp_at, &d, 4);
+  return bytes;
+}
+
+struct Case {
+  const char* name;
+  std::vector<uint8_t> bytes;
+  int rip_disp_at = -1; // offset of a rip-relative disp32 to aim at scratch+64
+  int base_reg = -1;    // gdb number of a memory base register: points at scratch+128
+};
+
+std::vector<Case> positive_cases() {
+  return {
+      {"mov %rsp,%rbp", {0x48, 0x89, 0xe5}},
+      {"mov %ecx,%eax", {0x89, 0xc8}},
+      {"mov %r8,%rdi", {0x4c, 0x89, 0xc7}},
+      {"mov %r9,%rax (8b)", {0x49, 0x8b, 0xc1}},
+      {"mov %edx,%r10d", {0x41, 0x89, 0xd2}},
+      {"sub $0x10,%rsp", {0x48, 0x83, 0xec, 0x10}},
+      {"add $0x8,%rsp", {0x48, 0x83, 0xc4, 0x08}},
+      {"sub $0x100,%rsp", {0x48, 0x81, 0xec, 0x00, 0x01, 0x00, 0x00}},
+      {"add $-1,%eax", {0x83, 0xc0, 0xff}},
+      {"sub $1,%eax", {0x83, 0xe8, 0x01}},
+      {"add $0x7f,%r15", {0x49, 0x83, 0xc7, 0x7f}},
+      {"add $1,%rdi", {0x48, 0x83, 0xc7, 0x01}},
+      {"sub $0x80000000,%rbx", {0x48, 0x81, 0xeb, 0x00, 0x00, 0x00, 0x80}},
+      {"mov $42,%eax", {0xb8, 0x2a, 0x00, 0x00, 0x00}},
+      {"mov $0x89abcdef,%r11d", {0x41, 0xbb, 0xef, 0xcd, 0xab, 0x89}},
+      {"mov $-1,%rax (c7)", {0x48, 0xc7, 0xc0, 0xff, 0xff, 0xff, 0xff}},
+      {"movabs $imm64,%r9", {0x49, 0xb9, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11}},
+      {"lea disp(%rip),%rax", {0x48, 0x8d, 0x05, 0, 0, 0, 0}, 3},
+      {"lea disp(%rip),%r11", {0x4c, 0x8d, 0x1d, 0, 0, 0, 0}, 3},
+      {"mov disp(%rip),%rax", {0x48, 0x8b, 0x05, 0, 0, 0, 0}, 3},
+      {"mov disp(%rip),%eax", {0x8b, 0x05, 0, 0, 0, 0}, 2},
+      {"mov disp(%rip),%r15", {0x4c, 0x8b, 0x3d, 0, 0, 0, 0}, 3},
+      {"mov %rsi,disp(%rip)", {0x48, 0x89, 0x35, 0, 0, 0, 0}, 3},
+      {"mov %esi,disp(%rip)", {0x89, 0x35, 0, 0, 0, 0}, 2},
+      {"mov %edi,-0x14(%rbp)", {0x89, 0x7d, 0xec}, -1, 6},
+      {"mov %rdi,-0x18(%rbp)", {0x48, 0x89, 0x7d, 0xe8}, -1, 6},
+      {"mov -0x14(%rbp),%eax", {0x8b, 0x45, 0xec}, -1, 6},
+      {"mov 0x8(%rsp),%rax", {0x48, 0x8b, 0x44, 0x24, 0x08}, -1, 7},
+      {"mov 0x10(%rsp),%r12", {0x4c, 0x8b, 0x64, 0x24, 0x10}, -1, 7},
+      {"mov %rax,0x8(%r12)", {0x49, 0x89, 0x44, 0x24, 0x08}, -1, 12},
+      {"mov %rax,(%rdi)", {0x48, 0x89, 0x07}, -1, 5},
+      {"mov -0x40(%r13),%rcx", {0x49, 0x8b, 0x4d, 0xc0}, -1, 13},
+      {"mov 0x20(%rax),%rax (disp32)", {0x48, 0x8b, 0x80, 0x20, 0x00, 0x00, 0x00}, -1, 0},
+      {"endbr64", {0xf3, 0x0f, 0x1e, 0xfa}},
+  };
+}
+
+TEST(KmodEmulate, MatchesCpu) {
+  Native n;
+  ASSERT_TRUE(n.ok()) << "no executable page";
+  std::mt19937_64 rng(42);
+  for (const Case& c : positive_cases()) {
+    auto bytes = c.rip_disp_at >= 0 ? with_rip_disp(n, c.bytes, size_t(c.rip_disp_at), 64) : c.bytes;
+    gdbtrace_emu recipe;
+    ASSERT_EQ(gt_emu_decode(bytes.data(), uint32_t(bytes.size()), &recipe), 0) << c.name;
+    ASSERT_EQ(recipe.insn_len, bytes.size()) << c.name;
+    for (int round = 0; round < 64; round++) {
+      Context& ctx = *n.ctx();
+      for (auto& v : ctx.in)
+        v = rng();
+      // Edge values for the arithmetic flags now and then.
+      if (round % 8 == 1)
+        ctx.in[recipe.dst] = 0xffffffffull;
+      if (round % 8 == 2)
+        ctx.in[recipe.dst] = 0x8000000000000000ull;
+      if (round % 8 == 3)
+        ctx.in[recipe.dst] = 0x7fffffffull;
+      ctx.in[7] = reinterpret_cast<uint64_t>(n.scratch()) + 128; // rsp: stores may target it
+      if (c.base_reg >= 0)
+        ctx.in[c.base_reg] = reinterpret_cast<uint64_t>(n.scratch()) + 128;
+      ctx.in_flags = 0x202 | (rng() & kArithFlags);
+      uint8_t mem_before[512];
+      for (auto& b : mem_before)
+        b = uint8_t(rng());
+      std::memcpy(n.scratch(), mem_before, sizeof mem_before);
+
+      n.run(bytes);
+      uint8_t mem_native[512];
+      std::memcpy(mem_native, n.scratch(), sizeof mem_native);
+
+      std::memcpy(n.scratch(), mem_before, sizeof mem_before);
+      pt_regs regs{};
+      for (int g = 0; g < 16; g++)
+        *reg_of(regs, g) = ctx.in[g];
+      regs.flags = ctx.in_flags;
+      regs.ip = n.insn_address();
+      ASSERT_TRUE(gt_emu_apply(&recipe, &regs)) << c.name;
+      EXPECT_EQ(regs.ip, n.insn_address() + bytes.size()) << c.name;
+      for (int g = 0; g < 16; g++)
+        EXPECT_EQ(*reg_of(regs, g), ctx.out[g]) << c.name << " register " << g << " round " << round;
+      EXPECT_EQ(regs.flags & kArithFlags, ctx.out_flags & kArithFlags) << c.name << " round " << round;
+      EXPECT_EQ(std::memcmp(mem_native, n.scratch(), sizeof mem_native), 0) << c.name << " memory";
+      if (::testing::Test::HasFailure())
+        return;
+    }
+  }
+}
+
+TEST(KmodEmulate, ModuleDecoderAgreesWithZydisRecipe) {
+  Native n;
+  ASSERT_TRUE(n.ok());
+  for (const Case& c : positive_cases()) {
+    auto bytes = c.rip_disp_at >= 0 ? with_rip_disp(n, c.bytes, size_t(c.rip_disp_at), 64) : c.bytes;
+    auto padded = bytes;
+    padded.resize(16, 0xcc); // what follows the instruction must not matter
+    auto stub = gdbtrace::kmod::make_emu_recipe(padded);
+    ASSERT_TRUE(stub.has_value()) << c.name;
+    EXPECT_EQ(gt_emu_check(&*stub, padded.data(), uint32_t(padded.size())), 0) << c.name;
+  }
+}
+
+TEST(KmodEmulate, UnsupportedFormsDeclinedByBoth) {
+  const std::vector<std::vector<uint8_t>> cases = {
+      {0x55},                                                 // push %rbp (the kernel emulates it itself)
+      {0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0},          // mov %fs:0x28,%rax
+      {0x66, 0x89, 0xc0},                                     // 16-bit mov
+      {0xe8, 0, 0, 0, 0},                                     // call
+      {0x48, 0x8b, 0x04, 0xc8},                               // indexed load
+      {0xc3},                                                 // ret
+      {0x48, 0x01, 0xd0},                                     // add %rdx,%rax
+      {0x88, 0xc8},                                           // 8-bit mov
+      {0xf0, 0x48, 0x83, 0x00, 0x01},                         // lock addq $1,(%rax)
+      {0x48, 0x83, 0x00, 0x01},                               // addq $1,(%rax): memory destination
+      {0x48, 0x8d, 0x04, 0x24},                               // lea (%rsp),%rax: not rip-relative
+  };
+  for (const auto& b : cases) {
+    auto padded = b;
+    padded.resize(16, 0x90);
+    gdbtrace_emu e;
+    EXPECT_NE(gt_emu_decode(padded.data(), 16, &e), 0) << "byte0 " << int(b[0]);
+    EXPECT_FALSE(gdbtrace::kmod::make_emu_recipe(padded).has_value()) << "byte0 " << int(b[0]);
+  }
+}
+
+TEST(KmodEmulate, CheckRefusesMismatchedRecipe) {
+  const uint8_t bytes[16] = {0x48, 0x83, 0xec, 0x10}; // sub $0x10,%rsp
+  gdbtrace_emu e;
+  ASSERT_EQ(gt_emu_decode(bytes, 16, &e), 0);
+  EXPECT_EQ(gt_emu_check(&e, bytes, 16), 0);
+  auto bad = e;
+  bad.imm = 0x1000; // a recipe that lies about the instruction
+  EXPECT_NE(gt_emu_check(&bad, bytes, 16), 0);
+  bad = e;
+  bad.op = GDBTRACE_EMU_ADD_IMM;
+  EXPECT_NE(gt_emu_check(&bad, bytes, 16), 0);
+  bad = e;
+  bad.op = 250;
+  EXPECT_NE(gt_emu_check(&bad, bytes, 16), 0);
+  EXPECT_NE(gt_emu_check(&e, bytes, 3), 0); // truncated bytes
+}
+
+} // namespace
