@@ -161,6 +161,10 @@ static int load(struct machine* m, uint64_t addr, uint32_t size, uint64_t* v) {
 }
 
 static int trace_mem(struct machine* m, uint64_t addr, uint64_t size, int nz) {
+  /* tracenz's size is only a limit: `collect/s` under `set print elements
+   * unlimited` sends -1. A plain trace of 4 GiB or more is refused. */
+  if (nz && size > 0xffffffffull)
+    size = 0xffffffffull;
   if (!m->env->trace_mem || size > 0xffffffffull)
     return AX_ERR_TRACE;
   return callback_status(m->env->trace_mem(m->env->opaque, addr, (uint32_t)size, nz), AX_ERR_TRACE);

@@ -234,6 +234,13 @@ TEST_F(AxEval, TraceOps) {
   // Sizes beyond 32 bits are refused rather than truncated.
   t.trace_result = 0;
   EXPECT_EQ(eval_error(Asm().c16(0x1000).c64(1ull << 32).op(trace).op(end)), AX_ERR_TRACE);
+  // ... but tracenz's size is a limit (gdb sends -1 for `collect/s` with
+  // `set print elements unlimited`): clamped.
+  t.collected.clear();
+  EXPECT_EQ(eval_error(Asm().c16(0x1000).c8(0xff).op1(ext, 8).op(tracenz).op(end)), AX_OK);
+  ASSERT_EQ(t.collected.size(), 1u);
+  EXPECT_EQ(t.collected[0].len, 0xffffffffu);
+  EXPECT_EQ(t.collected[0].nz, 1);
 }
 
 TEST_F(AxEval, TraceStateVariables) {

@@ -203,3 +203,79 @@ TEST_F(GdbVectors, AgentPrintf) {
 }
 
 } // namespace
+
+namespace {
+
+// Second program (gdb 13.1 + /usr/bin/gdbserver, `set debug remote 1`):
+//   struct bf { unsigned a : 3; int b : 5; unsigned long c : 40; };
+//   struct bf gbf = {5, -3, 0x123456789aULL};     // at 0x555555558010
+//   int garr[4] = {10, 20, 30, 40};                // at 0x555555558020
+//   int idx = 2;                                   // at 0x555555558030
+//   char *gs = "traced string";                    // at 0x555555558038 -> 0x555555556004
+// Memory contents below are what `x/8xb` showed in the live process.
+class GdbVectors2 : public ::testing::Test {
+protected:
+  FakeTarget t;
+  void SetUp() override {
+    t.map(0x555555558010, {0xed, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00});
+    t.map(0x555555558020, {10, 0, 0, 0, 20, 0, 0, 0, 30, 0, 0, 0, 40, 0, 0, 0});
+    t.map(0x555555558030, {2, 0, 0, 0, 0, 0, 0, 0});
+    t.map_u64(0x555555558038, 0x555555556004);
+    t.map_str(0x555555556004, "traced string");
+  }
+};
+
+// `trace main if gbf.b < 0 && gbf.c == 0x123456789a` -> X4b: bitfields are
+// fetched with ref8/ref64, shifted (rsh_unsigned, lsh) and narrowed (ext 5,
+// zero_ext 40), with dup/swap and short-circuit jumps.
+TEST_F(GdbVectors2, BitfieldCondition) {
+  auto code =
+      from_hex("2500005555555580101722030b160522001420001821004825000055555555801028220102192b"
+               "22050217222009102a2825000000123456789a2a4013200043210048220121004a220027");
+  ASSERT_EQ(code.size(), 0x4bu);
+  AxRun r = run_ax(t, code, false);
+  ASSERT_EQ(r.verify, AX_OK) << ax_strerror(r.verify) << " at " << r.err_pc;
+  ASSERT_EQ(r.eval, AX_OK) << ax_strerror(r.eval);
+  EXPECT_EQ(r.result, 1u);
+  t.map(0x555555558010, {0x2d, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00}); // b = 5: false
+  r = run_ax(t, code, false);
+  ASSERT_EQ(r.eval, AX_OK);
+  EXPECT_EQ(r.result, 0u);
+  t.map(0x555555558010, {0xed, 0x9b, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00}); // c differs: false
+  r = run_ax(t, code, false);
+  ASSERT_EQ(r.eval, AX_OK);
+  EXPECT_EQ(r.result, 0u);
+}
+
+// `collect garr[idx]` -> X21 (index scaled by 4, trace 4 bytes)
+TEST_F(GdbVectors2, CollectArrayElement) {
+  AxRun r =
+      run_ax(t, from_hex("2500005555555580202500005555555580300d04191620220404022a4022040c27"));
+  ASSERT_EQ(r.verify, AX_OK) << ax_strerror(r.verify) << " at " << r.err_pc;
+  ASSERT_EQ(r.eval, AX_OK) << ax_strerror(r.eval);
+  ASSERT_EQ(t.collected.size(), 2u);
+  EXPECT_EQ(t.collected[0].addr, 0x555555558030u); // idx itself (trace_quick 4)
+  EXPECT_EQ(t.collected[0].len, 4u);
+  EXPECT_EQ(t.collected[1].addr, 0x555555558020u + 8); // garr[2]
+  EXPECT_EQ(t.collected[1].len, 4u);
+}
+
+// `collect/s gs + 0` -> X17: the limit is const8 0xff; ext 8, i.e. -1 (no
+// limit), and `collect/s10 gs + 0` -> X15 with limit 10. Both end in tracenz.
+TEST_F(GdbVectors2, CollectString) {
+  AxRun r = run_ax(t, from_hex("2500005555555580380d081a2200022a4022ff16082f27"));
+  ASSERT_EQ(r.verify, AX_OK);
+  ASSERT_EQ(r.eval, AX_OK) << ax_strerror(r.eval);
+  r = run_ax(t, from_hex("2500005555555580380d081a2200022a40220a2f27"));
+  ASSERT_EQ(r.eval, AX_OK) << ax_strerror(r.eval);
+  ASSERT_EQ(t.collected.size(), 4u);
+  EXPECT_EQ(t.collected[0].addr, 0x555555558038u); // the pointer (trace_quick 8)
+  EXPECT_EQ(t.collected[1].addr, 0x555555556004u); // the string
+  EXPECT_EQ(t.collected[1].nz, 1);
+  EXPECT_EQ(t.collected[1].len, 0xffffffffu); // -1 clamped
+  EXPECT_EQ(t.collected[3].addr, 0x555555556004u);
+  EXPECT_EQ(t.collected[3].len, 10u);
+  EXPECT_EQ(t.collected[3].nz, 1);
+}
+
+} // namespace
