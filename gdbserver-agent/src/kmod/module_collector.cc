@@ -10,7 +10,9 @@
 #include <asio/posix/stream_descriptor.hpp>
 
 #include "ax/amd64_regs.h"
-#include "ax/ax_opcodes.h"
+extern "C" {
+#include "ax/ax_opcodes.h" // C header without its own extern "C"
+}
 #include "kmod/emu_recipe.h"
 #include "kmod/module_session.h"
 #include "kmod/probe_site.h"
@@ -43,7 +45,7 @@ void collect_tsv_numbers(const AgentExpr& e, std::set<uint32_t>& out) {
   const auto& code = e.code;
   size_t pc = 0;
   while (pc < code.size()) {
-    const ax_opinfo* info = ax_opinfo(code[pc]);
+    const struct ax_opinfo* info = ax_opinfo(code[pc]);
     if (!info || !(info->flags & AX_F_KNOWN) || code[pc] == AX_OP_PRINTF)
       return; // verified code has no unknown opcodes; printf is refused by check()
     if ((info->flags & AX_F_TSV) && pc + 2 < code.size())

@@ -135,7 +135,7 @@ size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>&
     auto* h = reinterpret_cast<gdbtrace_ring_header*>(map_ + size_t(r) * init_.ring_stride);
     const uint64_t size = h->data_size;
     const uint8_t* data = reinterpret_cast<uint8_t*>(h) + h->data_offset;
-    uint64_t head = std::atomic_ref<uint64_t>(h->head).load(std::memory_order_acquire);
+    uint64_t head = std::atomic_ref<__u64>(h->head).load(std::memory_order_acquire);
     uint64_t tail = h->tail;
     while (tail != head && head - tail <= size) {
       uint64_t off = tail % size;
@@ -152,7 +152,7 @@ size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>&
       frames++;
       tail += (sizeof rec + rec.len + 7) & ~uint64_t(7);
     }
-    std::atomic_ref<uint64_t>(h->tail).store(tail, std::memory_order_release);
+    std::atomic_ref<__u64>(h->tail).store(tail, std::memory_order_release);
   }
   return frames;
 }
