@@ -38,7 +38,7 @@ TEST(AxFormat, IntegersMatchSnprintf) {
   const int int_vals[] = {0, 1, -1, 42, -42, 255, 65536 + 7, 2147483647, -2147483647 - 1};
   for (const char* f : int_fmts)
     for (int v : int_vals) {
-      if (f[1] == 'c' || f[2] == 'c' || f[3] == 'c') {
+      if (std::string(f).find('c') != std::string::npos) {
         if (v < 32 || v > 126)
           continue; // printable only
       }
