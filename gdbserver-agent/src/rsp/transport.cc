@@ -1,0 +1,140 @@
+#include "rsp/transport.h"
+
+#include <array>
+#include <asio.hpp>
+#include <unistd.h>
+
+namespace gdbtrace::rsp {
+namespace {
+
+// One transport over any pair of asio streams (the same object for sockets
+// and ttys; two descriptors for stdin/stdout).
+template <typename ReadStream, typename WriteStream> class StreamTransport : public Transport {
+public:
+  StreamTransport(std::unique_ptr<ReadStream> in, WriteStream* out)
+      : in_(std::move(in)), out_(out) {}
+  StreamTransport(std::unique_ptr<ReadStream> in, std::unique_ptr<WriteStream> out)
+      : in_(std::move(in)), owned_out_(std::move(out)), out_(owned_out_.get()) {}
+
+  void async_read_some(ReadHandler handler) override {
+    in_->async_read_some(asio::buffer(buf_),
+                         [this, handler = std::move(handler)](std::error_code ec, size_t n) {
+                           handler(ec, std::string_view(buf_.data(), ec ? 0 : n));
+                         });
+  }
+
+  std::error_code write_all(std::string_view data) override {
+    std::error_code ec;
+    asio::write(*out_, asio::buffer(data.data(), data.size()), ec);
+    return ec;
+  }
+
+  void close() override {
+    std::error_code ec;
+    in_->close(ec);
+    if (owned_out_)
+      owned_out_->close(ec);
+  }
+
+private:
+  std::unique_ptr<ReadStream> in_;
+  std::unique_ptr<WriteStream> owned_out_;
+  WriteStream* out_;
+  std::array<char, 16384> buf_{};
+};
+
+using TcpTransport = StreamTransport<asio::ip::tcp::socket, asio::ip::tcp::socket>;
+
+class AsioTcpListener : public TcpListener {
+public:
+  explicit AsioTcpListener(asio::ip::tcp::acceptor acceptor) : acceptor_(std::move(acceptor)) {}
+
+  uint16_t port() const override { return acceptor_.local_endpoint().port(); }
+
+  void async_accept(AcceptHandler handler) override {
+    acceptor_.async_accept(
+        [handler = std::move(handler)](std::error_code ec, asio::ip::tcp::socket socket) {
+          if (ec) {
+            handler(ec, nullptr, {});
+            return;
+          }
+          Peer peer;
+          std::error_code peer_ec;
+          auto remote = socket.remote_endpoint(peer_ec);
+          if (!peer_ec)
+            peer = {remote.address().to_string(), remote.port()};
+          // Packets are small and interactive: don't let Nagle delay replies.
+          socket.set_option(asio::ip::tcp::no_delay(true), peer_ec);
+          auto sock = std::make_unique<asio::ip::tcp::socket>(std::move(socket));
+          auto* raw = sock.get();
+          handler({}, std::make_unique<TcpTransport>(std::move(sock), raw), peer);
+        });
+  }
+
+  void close() override {
+    std::error_code ec;
+    acceptor_.close(ec);
+  }
+
+private:
+  asio::ip::tcp::acceptor acceptor_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Transport>> make_stdio_transport(asio::io_context& io) {
+  int in_fd = ::dup(STDIN_FILENO), out_fd = ::dup(STDOUT_FILENO);
+  if (in_fd < 0 || out_fd < 0)
+    return make_error(errno, "cannot duplicate stdin/stdout");
+  std::error_code ec;
+  auto in = std::make_unique<asio::posix::stream_descriptor>(io);
+  auto out = std::make_unique<asio::posix::stream_descriptor>(io);
+  in->assign(in_fd, ec);
+  if (!ec)
+    out->assign(out_fd, ec);
+  if (ec)
+    return make_error(ec.value(), "stdin/stdout: " + ec.message());
+  return std::unique_ptr<Transport>(
+      new StreamTransport<asio::posix::stream_descriptor, asio::posix::stream_descriptor>(
+          std::move(in), std::move(out)));
+}
+
+Result<std::unique_ptr<Transport>> make_serial_transport(asio::io_context& io,
+                                                         const std::string& device) {
+  auto port = std::make_unique<asio::serial_port>(io);
+  std::error_code ec;
+  port->open(device, ec);
+  if (ec)
+    return make_error(ec.value(), device + ": " + ec.message());
+  auto* raw = port.get();
+  return std::unique_ptr<Transport>(
+      new StreamTransport<asio::serial_port, asio::serial_port>(std::move(port), raw));
+}
+
+Result<std::unique_ptr<TcpListener>> listen_tcp(asio::io_context& io, const std::string& host,
+                                                uint16_t port) {
+  std::error_code ec;
+  auto address = asio::ip::make_address(host.empty() ? "127.0.0.1" : host, ec);
+  if (ec) {
+    // Not a literal address: resolve the name (e.g. "localhost").
+    asio::ip::tcp::resolver resolver(io);
+    auto results = resolver.resolve(host, std::to_string(port), ec);
+    if (ec || results.empty())
+      return make_error(EINVAL, host + ": " + ec.message());
+    address = results.begin()->endpoint().address();
+  }
+  asio::ip::tcp::endpoint endpoint(address, port);
+  asio::ip::tcp::acceptor acceptor(io);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec)
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec)
+    acceptor.bind(endpoint, ec);
+  if (!ec)
+    acceptor.listen(1, ec);
+  if (ec)
+    return make_error(ec.value(), ec.message());
+  return std::unique_ptr<TcpListener>(new AsioTcpListener(std::move(acceptor)));
+}
+
+} // namespace gdbtrace::rsp

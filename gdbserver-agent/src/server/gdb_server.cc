@@ -1,0 +1,385 @@
+#include "server/gdb_server.h"
+
+#include <asio.hpp>
+#include <cstdio>
+
+#include "rsp/hex.h"
+#include "server/packet_parsers.h"
+#include "server/signals.h"
+#include "server/stop_reply.h"
+#include "trace/trace_engine.h"
+
+namespace gdbtrace {
+
+GdbServer::GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* engine,
+                     ServerOptions options)
+    : io_(io), target_(target), engine_(engine), options_(std::move(options)) {
+  target_.set_event_handler([this](const StopEvent& event) { on_target_event(event); });
+}
+
+GdbServer::~GdbServer() {
+  target_.set_event_handler(nullptr);
+}
+
+void GdbServer::debug(const std::string& text) const {
+  if (options_.debug)
+    std::fprintf(stderr, "[gdbtrace] %s\n", text.c_str());
+}
+
+Result<Pid> GdbServer::start_program() {
+  auto pid = target_.create_inferior(options_.launch);
+  if (!pid)
+    return pid;
+  std::fprintf(stderr, "Process %s created; pid = %d\n", options_.launch.program.c_str(), *pid);
+  created_.insert(*pid);
+  // The new process sits at its first instruction: gdb sees that as a SIGTRAP stop.
+  StopEvent stop;
+  stop.thread = {*pid, *pid};
+  stop.signal = SIGTRAP;
+  last_stop_ = stop;
+  general_thread_ = stop.thread;
+  stopped_threads_[*pid] = stop;
+  return pid;
+}
+
+Result<void> GdbServer::attach_initial(Pid pid) {
+  auto r = target_.attach(pid);
+  if (!r)
+    return r;
+  std::fprintf(stderr, "Attached; pid = %d\n", pid);
+  // gdbserver reports an attach as a SIGTRAP stop, "pretending it's just starting up".
+  StopEvent stop;
+  stop.thread = {pid, pid};
+  stop.signal = SIGTRAP;
+  last_stop_ = stop;
+  general_thread_ = stop.thread;
+  stopped_threads_[pid] = stop;
+  return ok();
+}
+
+void GdbServer::attach_connection(std::shared_ptr<rsp::Connection> connection) {
+  conn_ = std::move(connection);
+  gdb_features_.clear();
+  multiprocess_ = false;
+  extended_ = false;
+  in_rcmd_ = false;
+  cont_thread_ = {0, 0};
+  pending_stops_.clear();
+  conn_->set_log(options_.remote_debug);
+  conn_->start({[this](std::string_view p) { on_packet(p); }, [this] { on_interrupt(); },
+                [this] { on_disconnect(); }});
+}
+
+void GdbServer::on_disconnect() {
+  debug("connection closed");
+  conn_.reset();
+  vfile_.close_all();
+  if (engine_)
+    engine_->on_disconnect();
+  if (non_stop_) {
+    // The next gdb starts in all-stop mode.
+    non_stop_ = false;
+    target_.set_non_stop(false);
+  }
+  if (on_connection_closed)
+    asio::post(io_, [this] { on_connection_closed(); });
+}
+
+void GdbServer::send(std::string_view payload) {
+  if (conn_)
+    conn_->send_packet(payload);
+}
+
+void GdbServer::on_packet(std::string_view packet) {
+  Reply reply;
+  try {
+    reply = dispatch(packet);
+  } catch (const std::exception& e) {
+    // A handler must never take the server down; report the failure instead.
+    reply = std::string("E.internal error: ") + e.what();
+  }
+  if (reply)
+    send(*reply);
+  if (exit_requested_ && conn_)
+    conn_->close();
+}
+
+void GdbServer::on_interrupt() {
+  if (non_stop_ || !waiting_for_stop_) {
+    debug("interrupt ignored: nothing running");
+    return;
+  }
+  if (auto r = target_.interrupt(-1); !r)
+    debug("interrupt failed: " + r.error().message);
+}
+
+static bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
+  if (packet.empty())
+    return "";
+  switch (packet[0]) {
+  case '?':
+    return handle_status();
+  case '!':
+    extended_ = true;
+    return "OK";
+  case 'g':
+    return handle_read_registers();
+  case 'G':
+    return handle_write_registers(packet);
+  case 'p':
+    return handle_read_register(packet);
+  case 'P':
+    return handle_write_register(packet);
+  case 'm':
+    return handle_read_memory(packet);
+  case 'M':
+    return handle_write_memory(packet, false);
+  case 'X':
+    return handle_write_memory(packet, true);
+  case 'Z':
+  case 'z':
+    return handle_breakpoint(packet);
+  case 'c':
+  case 'C':
+  case 's':
+  case 'S':
+    return handle_legacy_resume(packet);
+  case 'H':
+    return handle_set_thread(packet);
+  case 'T':
+    return handle_thread_alive(packet);
+  case 'k':
+    return handle_kill();
+  case 'D':
+    return handle_detach(packet);
+  case 'v':
+    if (packet == "vCont?")
+      return "vCont;c;C;s;S;t;r";
+    if (starts_with(packet, "vCont;"))
+      return handle_vcont(packet);
+    if (packet == "vStopped")
+      return handle_vstopped();
+    if (starts_with(packet, "vRun;"))
+      return handle_vrun(packet);
+    if (starts_with(packet, "vAttach;"))
+      return handle_vattach(packet);
+    if (starts_with(packet, "vKill;"))
+      return handle_vkill(packet);
+    if (packet == "vCtrlC") {
+      auto r = target_.interrupt(-1);
+      return r ? "OK" : "E.interrupt failed: " + r.error().message;
+    }
+    if (starts_with(packet, "vFile:")) {
+      std::string_view request = packet.substr(6);
+      std::string unescaped;
+      if (starts_with(request, "pwrite:")) {
+        auto data = rsp::unescape_binary(request);
+        if (!data)
+          return "F-1,16"; // EINVAL
+        unescaped = std::move(*data);
+        request = unescaped;
+      }
+      return rsp::escape_binary(vfile_.handle(request));
+    }
+    return ""; // vMustReplyEmpty and anything unknown
+  case 'q':
+  case 'Q':
+    if (engine_ && (starts_with(packet, "qT") || starts_with(packet, "QT") ||
+                    starts_with(packet, "qGdbtrace."))) {
+      auto reply = engine_->handle_packet(packet);
+      if (!reply)
+        return "";
+      // qGdbtrace.frames answers raw bytes; every other trace reply is text.
+      return starts_with(packet, "qGdbtrace.frames") ? rsp::escape_binary(*reply) : *reply;
+    }
+    if (starts_with(packet, "qSupported"))
+      return handle_qsupported(packet);
+    if (starts_with(packet, "qXfer:"))
+      return handle_qxfer(packet);
+    if (starts_with(packet, "qRcmd,"))
+      return handle_rcmd(packet);
+    if (packet[0] == 'q')
+      return handle_general_query(packet);
+    return handle_general_set(packet);
+  default:
+    return "";
+  }
+}
+
+unsigned GdbServer::num_regs() const {
+  return target_.has_avx() ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+}
+
+Pid GdbServer::current_pid() const {
+  auto procs = target_.processes();
+  auto alive = [&](Pid pid) {
+    return pid > 0 && std::find(procs.begin(), procs.end(), pid) != procs.end();
+  };
+  if (alive(general_thread_.pid))
+    return general_thread_.pid;
+  if (last_stop_ && alive(last_stop_->thread.pid))
+    return last_stop_->thread.pid;
+  return procs.empty() ? -1 : procs.front();
+}
+
+// A concrete thread for "any"/"all" ids (first thread of the process, or of
+// the current process).
+ThreadId GdbServer::resolve_thread(ThreadId thread) const {
+  if (thread.pid > 0 && thread.tid > 0)
+    return thread;
+  Pid pid = thread.pid > 0 ? thread.pid : current_pid();
+  for (const auto& t : target_.threads())
+    if (t.id.pid == pid)
+      return t.id;
+  return {0, 0};
+}
+
+ThreadId GdbServer::general_thread() const {
+  ThreadId t = resolve_thread(general_thread_);
+  if (t.tid > 0 && !target_.thread_alive(t))
+    return resolve_thread({general_thread_.pid, 0});
+  return t;
+}
+
+void GdbServer::forget_process(Pid pid) {
+  breakpoints_.remove_process(pid);
+  std::erase_if(stopped_threads_, [pid](const auto& e) { return e.second.thread.pid == pid; });
+  created_.erase(pid);
+  if (engine_)
+    engine_->on_process_exit(pid);
+}
+
+void GdbServer::on_target_event(const StopEvent& event) {
+  if (filter_conditional_breakpoint(event))
+    return;
+
+  if (is_process_exit(event)) {
+    forget_process(event.thread.pid);
+    if (killed_.erase(event.thread.pid))
+      return; // gdb asked for it: nothing to report
+    if (event.kind == StopKind::Exited)
+      std::fprintf(stderr, "\nChild exited with status %d\n", event.exit_status);
+    else
+      std::fprintf(stderr, "\nChild terminated with signal = 0x%x (%s)\n",
+                   gdb_signal_from_host(event.signal), host_signal_name(event.signal));
+  }
+  report_stop(event);
+}
+
+// A hit of a breakpoint whose condition is false (or which only runs dprintf
+// commands) is not reported: print its output and let the thread go on.
+bool GdbServer::filter_conditional_breakpoint(const StopEvent& event) {
+  if (event.kind != StopKind::Signalled || event.signal != SIGTRAP ||
+      (event.reason != StopReason::SwBreak && event.reason != StopReason::HwBreak))
+    return false;
+  auto regs = target_.read_registers(event.thread);
+  if (!regs)
+    return false;
+  const GdbBreakpoint* bp = breakpoints_.find_conditional(event.thread.pid, regs->pc());
+  if (!bp)
+    return false;
+  auto verdict = evaluate_breakpoint(*bp, target_, event.thread, *regs);
+  if (!verdict.output.empty())
+    console(verdict.output);
+  if (verdict.stop)
+    return false;
+
+  std::vector<ResumeAction> again;
+  if (non_stop_) {
+    again.push_back({event.thread, ResumeKind::Continue, 0});
+  } else {
+    again = last_resume_;
+  }
+  if (auto r = target_.resume(again); !r) {
+    debug("resume after false condition failed: " + r.error().message);
+    return false; // report the stop rather than leave gdb waiting forever
+  }
+  return true;
+}
+
+std::string GdbServer::stop_reply(const StopEvent& event) {
+  StopReplyOptions o;
+  o.multiprocess = multiprocess_;
+  o.swbreak = gdb_features_.count("swbreak") != 0;
+  o.hwbreak = gdb_features_.count("hwbreak") != 0;
+  std::optional<RegisterBlock> regs;
+  if (event.kind != StopKind::Exited && event.kind != StopKind::Terminated &&
+      event.kind != StopKind::ThreadExited && event.kind != StopKind::NoResumed) {
+    auto r = target_.read_registers(event.thread);
+    if (r)
+      regs = *r;
+    for (const auto& t : target_.threads())
+      if (t.id == event.thread)
+        o.core = t.core;
+  }
+  if (regs)
+    o.regs = &*regs;
+  return format_stop_reply(event, o);
+}
+
+void GdbServer::report_stop(const StopEvent& event) {
+  bool process_gone = is_process_exit(event);
+  if (!process_gone && event.kind != StopKind::NoResumed && event.kind != StopKind::ThreadExited)
+    stopped_threads_[event.thread.tid] = event;
+
+  if (non_stop_) {
+    if (!conn_)
+      return;
+    pending_stops_.push_back(event);
+    if (pending_stops_.size() == 1) {
+      std::string reply = stop_reply(event);
+      conn_->send_notification("Stop:" + reply);
+    }
+    return;
+  }
+
+  // All-stop: only the stop that answers a resume is reported.
+  if (!waiting_for_stop_) {
+    if (process_gone)
+      last_stop_ = event;
+    debug("event while not waiting for a stop: dropped");
+    return;
+  }
+  waiting_for_stop_ = false;
+  last_stop_ = event;
+  if (!process_gone && event.kind != StopKind::NoResumed)
+    general_thread_ = event.thread;
+  send(stop_reply(event));
+}
+
+void GdbServer::console(const std::string& text) {
+  console_queue_.push_back(text);
+  flush_console();
+}
+
+// gdb reads 'O' packets only while it waits for a stop reply or a qRcmd answer.
+void GdbServer::flush_console() {
+  if (!conn_ || !(in_rcmd_ || (waiting_for_stop_ && !non_stop_)))
+    return;
+  while (!console_queue_.empty()) {
+    std::string text = std::move(console_queue_.front());
+    console_queue_.pop_front();
+    // Keep each O packet well under PacketSize (hex doubles the size).
+    for (size_t off = 0; off < text.size(); off += 4000)
+      send("O" + rsp::to_hex(std::string_view(text).substr(off, 4000)));
+  }
+}
+
+void GdbServer::detach_or_kill_all() {
+  for (Pid pid : target_.processes()) {
+    if (target_.is_attached(pid)) {
+      std::fprintf(stderr, "Detaching process(es): %d\n", pid);
+      (void)target_.detach(pid);
+    } else {
+      std::fprintf(stderr, "Killing process(es): %d\n", pid);
+      killed_.insert(pid);
+      (void)target_.kill(pid);
+    }
+  }
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,148 @@
+// The protocol engine: turns gdb's packets into NativeTarget / TraceEngine
+// calls and target events into stop replies.
+//
+// One GdbServer lives for the whole run; connections come and go (--multi,
+// reconnects). Packet handlers live in handlers_*.cc, grouped by subject;
+// each returns the reply payload, or std::nullopt when the reply comes later
+// (a resume in all-stop mode answers with the next stop reply).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rsp/connection.h"
+#include "server/breakpoints.h"
+#include "server/vfile.h"
+#include "target/native_target.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace gdbtrace {
+
+class TraceEngine;
+
+struct ServerOptions {
+  bool multi = false;
+  bool debug = false;
+  bool remote_debug = false;
+  LaunchSpec launch; // program/args from the command line, wrapper, shell, ...
+};
+
+class GdbServer {
+public:
+  static constexpr size_t kPacketSize = 0x4000;
+
+  GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* engine, ServerOptions options);
+  ~GdbServer();
+
+  // Starts PROGRAM from the command line / attaches (before gdb connects).
+  Result<Pid> start_program();
+  Result<void> attach_initial(Pid pid);
+
+  void attach_connection(std::shared_ptr<rsp::Connection> connection);
+  // Called after the connection closed; tells main whether to serve again.
+  std::function<void()> on_connection_closed;
+  bool exit_requested() const { return exit_requested_; }
+  bool extended() const { return extended_; }
+  bool has_processes() const { return !target_.processes().empty(); }
+  // Kills the processes we started and detaches from attached ones (server exit).
+  void detach_or_kill_all();
+
+  // Text for gdb's console ('O' packets when gdb can take them, else queued).
+  void console(const std::string& text);
+  Pid current_pid() const;
+  void set_debug(bool on) { options_.debug = on; }
+
+private:
+  using Reply = std::optional<std::string>;
+
+  // gdb_server.cc: dispatch, connection state, events
+  void on_packet(std::string_view packet);
+  void on_interrupt();
+  void on_disconnect();
+  Reply dispatch(std::string_view packet);
+  void send(std::string_view payload);
+  void on_target_event(const StopEvent& event);
+  bool filter_conditional_breakpoint(const StopEvent& event);
+  void report_stop(const StopEvent& event);
+  std::string stop_reply(const StopEvent& event);
+  void flush_console();
+  void debug(const std::string& text) const;
+  void forget_process(Pid pid);
+  ThreadId resolve_thread(ThreadId thread) const;
+  ThreadId general_thread() const;
+  unsigned num_regs() const;
+
+  // handlers_query.cc: q/Q general queries and settings
+  Reply handle_qsupported(std::string_view packet);
+  Reply handle_general_query(std::string_view packet);
+  Reply handle_general_set(std::string_view packet);
+  Reply handle_thread_info(bool first);
+  Reply handle_qxfer(std::string_view packet);
+  Result<std::string> xfer_document(const std::string& object, const std::string& annex);
+  Reply handle_rcmd(std::string_view packet);
+
+  // handlers_exec.cc: running, stopping, processes
+  Reply handle_status();
+  Reply handle_vcont(std::string_view packet);
+  Reply handle_legacy_resume(std::string_view packet);
+  Reply resume(std::vector<ResumeAction> actions);
+  Reply handle_vstopped();
+  Reply handle_vrun(std::string_view packet);
+  Reply handle_vattach(std::string_view packet);
+  Reply handle_vkill(std::string_view packet);
+  Reply handle_kill();
+  Reply handle_detach(std::string_view packet);
+  Reply handle_set_thread(std::string_view packet);
+  Reply handle_thread_alive(std::string_view packet);
+
+  // handlers_state.cc: registers, memory, breakpoints
+  Reply handle_read_registers();
+  Reply handle_write_registers(std::string_view packet);
+  Reply handle_read_register(std::string_view packet);
+  Reply handle_write_register(std::string_view packet);
+  Reply handle_read_memory(std::string_view packet);
+  Reply handle_write_memory(std::string_view packet, bool binary);
+  Reply handle_breakpoint(std::string_view packet);
+
+  asio::io_context& io_;
+  NativeTarget& target_;
+  TraceEngine* engine_;
+  ServerOptions options_;
+  std::shared_ptr<rsp::Connection> conn_;
+  VFileServer vfile_;
+  BreakpointTable breakpoints_;
+
+  // Per-connection protocol state (reset on connect).
+  std::set<std::string> gdb_features_;
+  bool multiprocess_ = false;
+  bool extended_ = false;
+  bool non_stop_ = false;
+  bool in_rcmd_ = false;
+  bool exit_requested_ = false;
+  ThreadId general_thread_{0, 0};
+  ThreadId cont_thread_{0, 0};
+  std::vector<std::string> thread_list_; // qfThreadInfo/qsThreadInfo paging
+
+  // Execution state.
+  bool waiting_for_stop_ = false;            // all-stop: a resume awaits its stop reply
+  std::vector<ResumeAction> last_resume_;    // replayed when a condition is false
+  std::optional<StopEvent> last_stop_;       // what '?' reports in all-stop
+  std::deque<StopEvent> pending_stops_;      // non-stop: %Stop notification queue
+  std::set<Pid> killed_;                     // exits of these are not reported
+  std::map<Tid, StopEvent> stopped_threads_; // non-stop: last stop of each stopped thread
+  std::deque<std::string> console_queue_;
+  std::vector<bool> program_signals_;
+  std::set<Pid> created_; // started by us (killed at exit)
+};
+
+} // namespace gdbtrace

@@ -1,0 +1,277 @@
+// Execution control: '?', vCont and legacy c/s, non-stop notifications,
+// vRun/vAttach/vKill/k/D, thread selection.
+#include <asio.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "rsp/hex.h"
+#include "server/gdb_server.h"
+#include "server/packet_parsers.h"
+#include "server/signals.h"
+#include "server/stop_reply.h"
+#include "trace/trace_engine.h"
+
+namespace gdbtrace {
+
+GdbServer::Reply GdbServer::handle_status() {
+  if (non_stop_) {
+    // Every stopped thread's last stop: the first now, the rest via vStopped.
+    pending_stops_.clear();
+    for (const auto& t : target_.threads()) {
+      auto it = stopped_threads_.find(t.id.tid);
+      if (it != stopped_threads_.end())
+        pending_stops_.push_back(it->second);
+    }
+    if (pending_stops_.empty())
+      return "OK";
+    return stop_reply(pending_stops_.front());
+  }
+  if (target_.processes().empty()) {
+    if (last_stop_ && is_process_exit(*last_stop_))
+      return stop_reply(*last_stop_);
+    return "W00";
+  }
+  StopEvent stop;
+  if (last_stop_ && !is_process_exit(*last_stop_) && target_.thread_alive(last_stop_->thread)) {
+    stop = *last_stop_;
+  } else {
+    stop.thread = general_thread();
+    stop.signal = 0;
+  }
+  general_thread_ = stop.thread;
+  return stop_reply(stop);
+}
+
+// Normalises a protocol thread id for the target: "any" becomes the current process.
+static ThreadId for_target(ThreadId id, Pid current) {
+  if (id.pid == 0)
+    id.pid = current;
+  if (id.tid == 0)
+    id.tid = -1;
+  return id;
+}
+
+GdbServer::Reply GdbServer::handle_vcont(std::string_view packet) {
+  Pid current = current_pid();
+  auto parsed = parse_vcont(packet.substr(5), current);
+  if (!parsed)
+    return "E.malformed vCont packet";
+  if (current <= 0)
+    return "E.no process";
+  std::vector<ResumeAction> actions;
+  for (const auto& a : *parsed) {
+    ResumeAction r;
+    r.thread = for_target(a.thread, current);
+    r.kind = a.kind;
+    r.signal = host_signal_from_gdb(a.gdb_signal);
+    r.range_start = a.range_start;
+    r.range_end = a.range_end;
+    actions.push_back(r);
+  }
+  return resume(std::move(actions));
+}
+
+GdbServer::Reply GdbServer::handle_legacy_resume(std::string_view packet) {
+  Pid current = current_pid();
+  if (current <= 0)
+    return "E.no process";
+  bool step = packet[0] == 's' || packet[0] == 'S';
+  int gdb_sig = 0;
+  if (packet[0] == 'C' || packet[0] == 'S') {
+    auto sig = rsp::parse_hex_u64(packet.substr(1, packet.find(';') - 1));
+    if (!sig || *sig > 255)
+      return "E.malformed resume packet";
+    gdb_sig = static_cast<int>(*sig);
+  } else if (packet.size() > 1) {
+    return "E.resuming at an address is not supported";
+  }
+  // As gdbserver: the Hc thread (or the current one) gets the step/signal,
+  // every other thread continues.
+  bool valid_cont = cont_thread_.tid > 0;
+  ThreadId thread = valid_cont ? cont_thread_ : general_thread();
+  std::vector<ResumeAction> actions;
+  if (step || gdb_sig || valid_cont)
+    actions.push_back(
+        {thread, step ? ResumeKind::Step : ResumeKind::Continue, host_signal_from_gdb(gdb_sig)});
+  if (!valid_cont)
+    actions.push_back({{-1, -1}, ResumeKind::Continue, 0});
+  return resume(std::move(actions));
+}
+
+static bool action_covers(const ResumeAction& a, ThreadId t) {
+  return (a.thread.pid == -1 || a.thread.pid == t.pid) &&
+         (a.thread.tid == -1 || a.thread.tid == t.tid);
+}
+
+GdbServer::Reply GdbServer::resume(std::vector<ResumeAction> actions) {
+  if (auto r = target_.resume(actions); !r)
+    return "E." + r.error().message;
+  if (non_stop_) {
+    for (const auto& t : target_.threads()) {
+      for (const auto& a : actions) {
+        if (!action_covers(a, t.id))
+          continue;
+        if (a.kind != ResumeKind::Stop)
+          stopped_threads_.erase(t.id.tid);
+        break; // the leftmost matching action applies
+      }
+    }
+    return "OK";
+  }
+  waiting_for_stop_ = true;
+  last_resume_ = std::move(actions);
+  stopped_threads_.clear();
+  flush_console();
+  return std::nullopt; // the stop reply answers this packet
+}
+
+GdbServer::Reply GdbServer::handle_vstopped() {
+  if (!pending_stops_.empty())
+    pending_stops_.pop_front();
+  if (pending_stops_.empty())
+    return "OK";
+  return stop_reply(pending_stops_.front());
+}
+
+GdbServer::Reply GdbServer::handle_vrun(std::string_view packet) {
+  auto args = parse_vrun(packet);
+  if (!args || args->empty())
+    return "E.malformed vRun packet";
+  LaunchSpec spec = options_.launch;
+  if (!(*args)[0].empty())
+    spec.program = (*args)[0];
+  if (spec.program.empty())
+    return "E.no program to run";
+  spec.args.assign(args->begin() + 1, args->end());
+  auto pid = target_.create_inferior(spec);
+  if (!pid)
+    return "E." + pid.error().message;
+  options_.launch.program = spec.program;
+  options_.launch.args = spec.args;
+  std::fprintf(stderr, "Process %s created; pid = %d\n", spec.program.c_str(), *pid);
+  created_.insert(*pid);
+  StopEvent stop;
+  stop.thread = {*pid, *pid};
+  stop.signal = SIGTRAP;
+  last_stop_ = stop;
+  general_thread_ = stop.thread;
+  stopped_threads_[*pid] = stop;
+  return stop_reply(stop);
+}
+
+GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
+  auto v = rsp::parse_hex_u64(packet.substr(8));
+  if (!v || *v == 0 || *v > 0x7fffffff)
+    return "E.malformed vAttach packet";
+  Pid pid = static_cast<Pid>(*v);
+  if (auto r = target_.attach(pid); !r)
+    return "E." + r.error().message;
+  std::fprintf(stderr, "Attached; pid = %d\n", pid);
+  StopEvent stop;
+  stop.thread = {pid, pid};
+  stop.signal = SIGTRAP;
+  general_thread_ = stop.thread;
+  if (!non_stop_) {
+    last_stop_ = stop;
+    stopped_threads_[pid] = stop;
+    return stop_reply(stop);
+  }
+  // Non-stop: OK now, then one stop notification per (stopped) thread.
+  asio::post(io_, [this, pid] {
+    for (const auto& t : target_.threads()) {
+      if (t.id.pid != pid)
+        continue;
+      StopEvent s;
+      s.thread = t.id;
+      s.signal = 0;
+      report_stop(s);
+    }
+  });
+  return "OK";
+}
+
+GdbServer::Reply GdbServer::handle_vkill(std::string_view packet) {
+  auto v = rsp::parse_hex_u64(packet.substr(6));
+  if (!v || *v > 0x7fffffff)
+    return "E.malformed vKill packet";
+  Pid pid = static_cast<Pid>(*v);
+  killed_.insert(pid);
+  if (auto r = target_.kill(pid); !r) {
+    killed_.erase(pid);
+    return "E." + r.error().message;
+  }
+  forget_process(pid);
+  if (last_stop_ && last_stop_->thread.pid == pid)
+    last_stop_.reset();
+  return "OK";
+}
+
+GdbServer::Reply GdbServer::handle_kill() {
+  for (Pid pid : target_.processes()) {
+    killed_.insert(pid);
+    (void)target_.kill(pid);
+    forget_process(pid);
+  }
+  last_stop_.reset();
+  // Without the extended protocol gdbserver exits after 'k'; 'k' has no reply.
+  if (!extended_)
+    exit_requested_ = true;
+  return std::nullopt;
+}
+
+GdbServer::Reply GdbServer::handle_detach(std::string_view packet) {
+  std::vector<Pid> pids;
+  if (packet.size() > 1) {
+    if (packet[1] != ';')
+      return "E.malformed detach packet";
+    auto v = rsp::parse_hex_u64(packet.substr(2));
+    if (!v || *v > 0x7fffffff)
+      return "E.malformed detach packet";
+    pids.push_back(static_cast<Pid>(*v));
+  } else {
+    pids = target_.processes();
+  }
+  if (pids.empty())
+    return "E.no process";
+  for (Pid pid : pids) {
+    if (auto r = target_.detach(pid); !r)
+      return "E." + r.error().message;
+    std::fprintf(stderr, "Detaching from process %d\n", pid);
+    forget_process(pid);
+    if (last_stop_ && last_stop_->thread.pid == pid)
+      last_stop_.reset();
+  }
+  if (!extended_ && target_.processes().empty())
+    exit_requested_ = true;
+  return "OK";
+}
+
+GdbServer::Reply GdbServer::handle_set_thread(std::string_view packet) {
+  if (packet.size() < 3 || (packet[1] != 'g' && packet[1] != 'c'))
+    return "E.malformed H packet";
+  auto id = parse_thread_id(packet.substr(2), current_pid());
+  if (!id)
+    return "E.malformed thread id";
+  if (packet[1] == 'c') {
+    cont_thread_ = *id;
+    return "OK";
+  }
+  // A specific thread must exist; "any" needs at least one process.
+  if (id->tid > 0) {
+    if (!target_.thread_alive(*id))
+      return "E01";
+  } else if (id->pid != -1 && resolve_thread(*id).tid <= 0) {
+    return "E01";
+  }
+  general_thread_ = *id;
+  return "OK";
+}
+
+GdbServer::Reply GdbServer::handle_thread_alive(std::string_view packet) {
+  auto id = parse_thread_id(packet.substr(1), current_pid());
+  if (!id || id->tid <= 0)
+    return "E01";
+  return target_.thread_alive(*id) ? "OK" : "E01";
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,207 @@
+// Registers, memory and breakpoints. While a trace frame is selected (tfind),
+// reads come from the frame and writes are refused.
+#include <cstring>
+#include <vector>
+
+#include "rsp/hex.h"
+#include "rsp/packet_codec.h"
+#include "server/gdb_server.h"
+#include "server/packet_parsers.h"
+#include "trace/trace_engine.h"
+
+namespace gdbtrace {
+
+// "Enn" with the errno: the only error form gdb accepts for g/p/m.
+static std::string enn(const Error& e) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "E%02x", (e.code > 0 && e.code < 256) ? e.code : 1);
+  return buf;
+}
+
+static std::string register_hex(const RegisterBlock& regs, unsigned regno) {
+  unsigned size = gt_reg_size(regno);
+  if (!regs.valid.test(regno))
+    return std::string(size * 2, 'x'); // <unavailable>
+  return rsp::to_hex(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
+}
+
+static const char kInTraceFrame[] = "E.cannot modify a trace frame (tfind none first)";
+
+GdbServer::Reply GdbServer::handle_read_registers() {
+  RegisterBlock regs;
+  if (engine_ && engine_->frame_selected()) {
+    regs = engine_->frame_registers();
+  } else {
+    ThreadId t = general_thread();
+    if (t.tid <= 0)
+      return "E01";
+    auto r = target_.read_registers(t);
+    if (!r)
+      return enn(r.error());
+    regs = *r;
+  }
+  std::string out;
+  for (unsigned r = 0; r < num_regs(); r++)
+    out += register_hex(regs, r);
+  return out;
+}
+
+GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
+  if (engine_ && engine_->frame_selected())
+    return kInTraceFrame;
+  ThreadId t = general_thread();
+  if (t.tid <= 0)
+    return "E01";
+  auto bytes = rsp::from_hex(packet.substr(1));
+  if (!bytes)
+    return "E.malformed G packet";
+  unsigned size = gt_reg_offset(num_regs());
+  if (bytes->size() > size)
+    return "E.G packet too long";
+  RegisterBlock regs;
+  std::memcpy(regs.bytes.data(), bytes->data(), bytes->size());
+  // Only registers fully present in the packet are written.
+  for (unsigned r = 0; r < num_regs(); r++)
+    if (gt_reg_offset(r) + gt_reg_size(r) <= bytes->size())
+      regs.valid.set(r);
+  auto w = target_.write_registers(t, regs);
+  return w ? "OK" : "E." + w.error().message;
+}
+
+GdbServer::Reply GdbServer::handle_read_register(std::string_view packet) {
+  auto regno = rsp::parse_hex_u64(packet.substr(1));
+  if (!regno || *regno >= num_regs())
+    return "E01";
+  RegisterBlock regs;
+  if (engine_ && engine_->frame_selected()) {
+    regs = engine_->frame_registers();
+  } else {
+    ThreadId t = general_thread();
+    if (t.tid <= 0)
+      return "E01";
+    auto r = target_.read_registers(t);
+    if (!r)
+      return enn(r.error());
+    regs = *r;
+  }
+  return register_hex(regs, static_cast<unsigned>(*regno));
+}
+
+GdbServer::Reply GdbServer::handle_write_register(std::string_view packet) {
+  if (engine_ && engine_->frame_selected())
+    return kInTraceFrame;
+  auto eq = packet.find('=');
+  if (eq == std::string_view::npos)
+    return "E.malformed P packet";
+  auto regno = rsp::parse_hex_u64(packet.substr(1, eq - 1));
+  auto value = rsp::from_hex(packet.substr(eq + 1));
+  if (!regno || *regno >= num_regs() || !value ||
+      value->size() != gt_reg_size(static_cast<unsigned>(*regno)))
+    return "E.malformed P packet";
+  ThreadId t = general_thread();
+  if (t.tid <= 0)
+    return "E01";
+  RegisterBlock regs;
+  std::memcpy(regs.bytes.data() + gt_reg_offset(static_cast<unsigned>(*regno)), value->data(),
+              value->size());
+  regs.valid.set(static_cast<size_t>(*regno));
+  auto w = target_.write_registers(t, regs);
+  return w ? "OK" : "E." + w.error().message;
+}
+
+GdbServer::Reply GdbServer::handle_read_memory(std::string_view packet) {
+  auto range = parse_memory_range(packet.substr(1), false);
+  if (!range)
+    return "E.malformed m packet";
+  // The hex reply must fit in one packet; gdb asks again for the rest.
+  uint64_t len = std::min<uint64_t>(range->length, kPacketSize / 2 - 8);
+  std::vector<uint8_t> buf(len);
+  Result<size_t> n = size_t{0};
+  if (engine_ && engine_->frame_selected()) {
+    n = engine_->frame_memory(range->address,
+                              buf); // uncollected memory: error, shown <unavailable>
+  } else {
+    Pid pid = general_thread().pid;
+    if (pid <= 0)
+      pid = current_pid();
+    if (pid <= 0)
+      return "E01";
+    n = target_.read_memory(pid, range->address, buf);
+  }
+  if (!n)
+    return enn(n.error());
+  if (*n == 0 && len > 0)
+    return "E01";
+  return rsp::to_hex(std::span<const uint8_t>(buf.data(), *n));
+}
+
+GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool binary) {
+  if (engine_ && engine_->frame_selected())
+    return kInTraceFrame;
+  auto range = parse_memory_range(packet.substr(1), true);
+  if (!range)
+    return "E.malformed memory write packet";
+  auto data = binary ? rsp::unescape_binary(range->data) : rsp::from_hex(range->data);
+  if (!data || data->size() != range->length)
+    return "E.memory write length mismatch";
+  if (data->empty())
+    return "OK"; // gdb probes X support with a zero-length write
+  Pid pid = general_thread().pid;
+  if (pid <= 0)
+    pid = current_pid();
+  if (pid <= 0)
+    return "E01";
+  auto n = target_.write_memory(
+      pid, range->address,
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data->data()), data->size()));
+  if (!n)
+    return enn(n.error());
+  return *n == data->size() ? "OK" : "E05";
+}
+
+GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
+  auto z = parse_z_packet(packet);
+  if (!z)
+    return "E." + z.error().message;
+  Pid pid = general_thread().pid;
+  if (pid <= 0)
+    pid = current_pid();
+  if (pid <= 0)
+    return "E.no process";
+  auto type = static_cast<BreakpointType>(z->type);
+
+  if (!z->insert) {
+    if (!breakpoints_.contains(pid, z->type, z->address))
+      return "E.no breakpoint at this address";
+    auto r = target_.remove_breakpoint(pid, type, z->address, z->kind);
+    breakpoints_.remove(pid, z->type, z->address);
+    return r ? "OK" : "E." + r.error().message;
+  }
+
+  GdbBreakpoint bp;
+  bp.persist = z->persist;
+  if ((!z->conditions.empty() || !z->commands.empty()) && z->type > 1)
+    return "E.conditions and commands are only supported on code breakpoints";
+  for (const auto& code : z->conditions) {
+    auto expr = verify_breakpoint_expr(code, num_regs());
+    if (!expr)
+      return "E." + expr.error().message;
+    bp.conditions.push_back(std::move(*expr));
+  }
+  for (const auto& code : z->commands) {
+    auto expr = verify_breakpoint_expr(code, num_regs());
+    if (!expr)
+      return "E." + expr.error().message;
+    bp.commands.push_back(std::move(*expr));
+  }
+  // gdb re-sends Z0 for an inserted breakpoint to update its conditions.
+  if (!breakpoints_.contains(pid, z->type, z->address)) {
+    auto r = target_.insert_breakpoint(pid, type, z->address, z->kind);
+    if (!r)
+      return "E." + r.error().message;
+  }
+  breakpoints_.add(pid, z->type, z->address, std::move(bp));
+  return "OK";
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,232 @@
+// gdbtrace-server: a gdbserver-compatible remote stub with tracepoint collectors.
+//
+// One io_context runs everything: the gdb connection, target events (waitpid
+// results the target posts) and kernel collectors' buffer draining.
+#include <asio.hpp>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <unistd.h>
+
+#include "rsp/connection.h"
+#include "rsp/transport.h"
+#include "server/cli.h"
+#include "server/gdb_server.h"
+#include "target/native_target.h"
+#include "trace/ptrace_collector.h"
+#include "trace/trace_engine.h"
+#ifdef GDBTRACE_HAVE_KMOD
+#include "kmod/module_collector.h"
+#endif
+#ifdef GDBTRACE_HAVE_BPF
+#include "bpf/bpf_collector.h"
+#endif
+
+using namespace gdbtrace;
+
+namespace {
+
+// A no-op handler instead of SIG_IGN: ignored dispositions would be inherited
+// by the inferior across exec, handlers are reset.
+void ignore_signal(int) {}
+
+void install_noop_handler(int sig) {
+  struct sigaction sa {};
+  sa.sa_handler = ignore_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, nullptr);
+}
+
+void add_collectors(TraceEngine& engine, NativeTarget& target, asio::io_context& io, bool debug) {
+  auto skipped = [debug](const char* name, const Error& e) {
+    if (debug)
+      std::fprintf(stderr, "[gdbtrace] %s collector unavailable: %s\n", name, e.message.c_str());
+  };
+#ifdef GDBTRACE_HAVE_KMOD
+  if (auto c = make_module_collector(io))
+    engine.add_collector(std::move(*c));
+  else
+    skipped("module", c.error());
+#endif
+#ifdef GDBTRACE_HAVE_BPF
+  if (auto c = make_bpf_collector(io))
+    engine.add_collector(std::move(*c));
+  else
+    skipped("eBPF", c.error());
+#endif
+  (void)io;
+  (void)skipped;
+  engine.add_collector(make_ptrace_collector(target));
+}
+
+// Serves connections until the server should exit (see gdbserver's main loop).
+class Service {
+public:
+  Service(asio::io_context& io, GdbServer& server, const CliOptions& opts)
+      : io_(io), server_(server), opts_(opts) {
+    server_.on_connection_closed = [this] { connection_closed(); };
+  }
+
+  int open() {
+    switch (opts_.comm.kind) {
+    case CommSpec::Kind::Tcp: {
+      auto listener = rsp::listen_tcp(io_, opts_.comm.host, opts_.comm.port);
+      if (!listener) {
+        std::fprintf(stderr, "Can't bind address: %s.\nExiting\n",
+                     listener.error().message.c_str());
+        return 1;
+      }
+      listener_ = std::move(*listener);
+      std::fprintf(stderr, "Listening on port %u\n", listener_->port());
+      accept();
+      return 0;
+    }
+    case CommSpec::Kind::Stdio: {
+      auto t = rsp::make_stdio_transport(io_);
+      if (!t) {
+        std::fprintf(stderr, "%s\nExiting\n", t.error().message.c_str());
+        return 1;
+      }
+      install_noop_handler(SIGINT); // gdb's Ctrl-C reaches our process group too
+      std::fprintf(stderr, "Remote debugging using stdio\n");
+      start(std::move(*t));
+      return 0;
+    }
+    case CommSpec::Kind::Device: {
+      auto t = rsp::make_serial_transport(io_, opts_.comm.device);
+      if (!t) {
+        std::fprintf(stderr, "%s\nExiting\n", t.error().message.c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "Remote debugging using %s\n", opts_.comm.device.c_str());
+      start(std::move(*t));
+      return 0;
+    }
+    }
+    return 1;
+  }
+
+private:
+  void accept() {
+    listener_->async_accept(
+        [this](std::error_code ec, std::unique_ptr<rsp::Transport> t, rsp::TcpListener::Peer peer) {
+          if (ec) {
+            if (ec != asio::error::operation_aborted) {
+              std::fprintf(stderr, "accept failed: %s\n", ec.message().c_str());
+              shutdown();
+            }
+            return;
+          }
+          std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.host.c_str(),
+                       peer.port);
+          start(std::move(t));
+        });
+  }
+
+  void start(std::unique_ptr<rsp::Transport> transport) {
+    auto conn = std::make_shared<rsp::Connection>(std::move(transport), GdbServer::kPacketSize);
+    server_.attach_connection(conn);
+  }
+
+  void connection_closed() {
+    bool reopen = listener_ && !server_.exit_requested() && !opts_.once &&
+                  (server_.extended() || server_.has_processes());
+    if (!reopen) {
+      shutdown();
+      return;
+    }
+    std::fprintf(stderr,
+                 "Remote side has terminated connection.  GDBserver will reopen the connection.\n");
+    std::fprintf(stderr, "Listening on port %u\n", listener_->port());
+    accept();
+  }
+
+  void shutdown() {
+    server_.detach_or_kill_all();
+    if (listener_)
+      listener_->close();
+    io_.stop();
+  }
+
+  asio::io_context& io_;
+  GdbServer& server_;
+  const CliOptions& opts_;
+  std::unique_ptr<rsp::TcpListener> listener_;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed) {
+    if (!parsed.error().message.empty())
+      std::fprintf(stderr, "%s\n", parsed.error().message.c_str());
+    std::fputs(usage_text().c_str(), stderr);
+    return 1;
+  }
+  const CliOptions& opts = *parsed;
+  if (opts.action == CliOptions::Action::Help) {
+    std::fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (opts.action == CliOptions::Action::Version) {
+    std::fputs(version_text().c_str(), stdout);
+    return 0;
+  }
+  if (!opts.debug_file.empty() && !std::freopen(opts.debug_file.c_str(), "a", stderr)) {
+    std::perror(opts.debug_file.c_str());
+    return 1;
+  }
+  install_noop_handler(SIGPIPE); // a vanished gdb must not kill us mid-write
+
+  asio::io_context io;
+  std::unique_ptr<NativeTarget> target = make_linux_target(io);
+
+  ServerOptions sopts;
+  sopts.multi = opts.multi;
+  sopts.debug = opts.debug;
+  sopts.remote_debug = opts.remote_debug;
+  sopts.launch.program = opts.program;
+  sopts.launch.args = opts.args;
+  sopts.launch.wrapper = opts.wrapper;
+  sopts.launch.startup_with_shell = opts.startup_with_shell;
+  sopts.launch.disable_randomization = opts.disable_randomization;
+
+  GdbServer* server_ptr = nullptr;
+  TraceEngine::Hooks hooks;
+  hooks.console = [&server_ptr](const std::string& text) {
+    if (server_ptr)
+      server_ptr->console(text);
+  };
+  hooks.current_pid = [&server_ptr]() -> Pid {
+    return server_ptr ? server_ptr->current_pid() : -1;
+  };
+  TraceEngine engine(io, *target, hooks);
+  add_collectors(engine, *target, io, opts.debug);
+
+  GdbServer server(io, *target, &engine, sopts);
+  server_ptr = &server;
+
+  if (opts.attach) {
+    if (auto r = server.attach_initial(opts.attach_pid); !r) {
+      std::fprintf(stderr, "Cannot attach to process %d: %s\nExiting\n", opts.attach_pid,
+                   r.error().message.c_str());
+      return 1;
+    }
+  } else if (!opts.program.empty()) {
+    if (auto r = server.start_program(); !r) {
+      std::fprintf(stderr, "Cannot exec %s: %s.\nExiting\n", opts.program.c_str(),
+                   r.error().message.c_str());
+      return 1;
+    }
+  }
+
+  Service service(io, server, opts);
+  if (int rc = service.open(); rc != 0) {
+    server.detach_or_kill_all();
+    return rc;
+  }
+  io.run();
+  server_ptr = nullptr;
+  return 0;
+}

@@ -1,0 +1,56 @@
+#include "server/monitor.h"
+
+#include "trace/trace_engine.h"
+
+namespace gdbtrace {
+
+static const char kHelp[] = "The following monitor commands are supported:\n"
+                            "  set debug <0|1>\n"
+                            "    Enable general debugging messages\n"
+                            "  set remote-debug <0|1>\n"
+                            "    Enable remote protocol debugging messages\n"
+                            "  exit\n"
+                            "    Quit GDBserver\n"
+                            "  gdbtrace help\n"
+                            "    Tracepoint collectors, status and settings of gdbtrace\n";
+
+static std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\n");
+  if (b == std::string::npos)
+    return "";
+  size_t e = s.find_last_not_of(" \t\n");
+  return s.substr(b, e - b + 1);
+}
+
+MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
+  MonitorResult r;
+  std::string cmd = trim(raw);
+  if (cmd == "help") {
+    r.output = kHelp;
+  } else if (cmd == "exit") {
+    r.exit = true;
+  } else if (cmd == "set debug 1" || cmd == "set debug on") {
+    r.set_debug = true;
+    r.output = "Debug output enabled.\n";
+  } else if (cmd == "set debug 0" || cmd == "set debug off") {
+    r.set_debug = false;
+    r.output = "Debug output disabled.\n";
+  } else if (cmd == "set remote-debug 1" || cmd == "set remote-debug on") {
+    r.set_remote_debug = true;
+    r.output = "Protocol debug output enabled.\n";
+  } else if (cmd == "set remote-debug 0" || cmd == "set remote-debug off") {
+    r.set_remote_debug = false;
+    r.output = "Protocol debug output disabled.\n";
+  } else if (cmd.rfind("gdbtrace", 0) == 0 && engine) {
+    auto out = engine->handle_monitor(cmd);
+    if (out)
+      r.output = *out;
+    else
+      r.error = "Unknown gdbtrace command: " + cmd + " (try `monitor gdbtrace help`)";
+  } else {
+    r.error = std::string("Unknown monitor command.\n\n") + kHelp;
+  }
+  return r;
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,97 @@
+#include "server/stop_reply.h"
+
+#include <cstdio>
+
+#include "rsp/hex.h"
+#include "server/packet_parsers.h"
+#include "server/signals.h"
+
+namespace gdbtrace {
+
+using rsp::hex_number;
+
+static std::string two_hex(int v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%02x", v & 0xff);
+  return buf;
+}
+
+bool is_process_exit(const StopEvent& event) {
+  return event.kind == StopKind::Exited || event.kind == StopKind::Terminated;
+}
+
+static std::string expedited(const StopReplyOptions& o) {
+  if (!o.regs)
+    return {};
+  std::string out;
+  for (unsigned r : {unsigned(GT_RBP), unsigned(GT_RSP), unsigned(GT_RIP)}) {
+    if (!o.regs->valid.test(r))
+      continue;
+    out += two_hex(static_cast<int>(r)) + ":" +
+           rsp::to_hex(
+               std::span<const uint8_t>(o.regs->bytes.data() + gt_reg_offset(r), gt_reg_size(r))) +
+           ";";
+  }
+  return out;
+}
+
+static std::string reason_text(const StopEvent& e, const StopReplyOptions& o) {
+  switch (e.kind) {
+  case StopKind::Forked:
+    return "fork:" + format_thread_id(e.child, o.multiprocess) + ";";
+  case StopKind::VForked:
+    return "vfork:" + format_thread_id(e.child, o.multiprocess) + ";";
+  case StopKind::VForkDone:
+    return "vforkdone:;";
+  case StopKind::Execd:
+    return "exec:" + rsp::to_hex(e.exec_path) + ";";
+  case StopKind::ThreadCreated:
+    return "create:;";
+  case StopKind::SyscallEntry:
+    return "syscall_entry:" + hex_number(static_cast<uint64_t>(e.syscall_number)) + ";";
+  case StopKind::SyscallReturn:
+    return "syscall_return:" + hex_number(static_cast<uint64_t>(e.syscall_number)) + ";";
+  default:
+    break;
+  }
+  switch (e.reason) {
+  case StopReason::SwBreak:
+    return o.swbreak ? "swbreak:;" : "";
+  case StopReason::HwBreak:
+    return o.hwbreak ? "hwbreak:;" : "";
+  case StopReason::Watch:
+    return "watch:" + hex_number(e.watch_address) + ";";
+  case StopReason::RWatch:
+    return "rwatch:" + hex_number(e.watch_address) + ";";
+  case StopReason::AWatch:
+    return "awatch:" + hex_number(e.watch_address) + ";";
+  default:
+    return "";
+  }
+}
+
+std::string format_stop_reply(const StopEvent& e, const StopReplyOptions& o) {
+  std::string process =
+      o.multiprocess ? ";process:" + hex_number(static_cast<uint64_t>(e.thread.pid)) : "";
+  switch (e.kind) {
+  case StopKind::Exited:
+    return "W" + two_hex(e.exit_status) + process;
+  case StopKind::Terminated:
+    return "X" + two_hex(gdb_signal_from_host(e.signal)) + process;
+  case StopKind::ThreadExited:
+    return "w" + two_hex(e.exit_status) + ";" + format_thread_id(e.thread, o.multiprocess);
+  case StopKind::NoResumed:
+    return "N";
+  default:
+    break;
+  }
+  // Fork/exec/clone/syscall events are reported with SIGTRAP, as gdbserver does.
+  int sig = e.kind == StopKind::Signalled ? gdb_signal_from_host(e.signal) : 5;
+  std::string out = "T" + two_hex(sig) + reason_text(e, o) + expedited(o);
+  out += "thread:" + format_thread_id(e.thread, o.multiprocess) + ";";
+  if (o.core >= 0)
+    out += "core:" + hex_number(static_cast<uint64_t>(o.core)) + ";";
+  return out;
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,153 @@
+#include "server/tdesc.h"
+
+#include "ax/amd64_regs.h"
+
+namespace gdbtrace {
+namespace {
+
+struct RegDesc {
+  const char* name;
+  const char* type;
+  const char* group; // nullptr: default group
+};
+
+// Names and types from gdb/features/i386/64bit-{core,sse,linux,segments,avx}.xml,
+// indexed by remote register number.
+const RegDesc kRegs[GT_NUM_REGS_AVX] = {
+    {"rax", "int64", nullptr},         {"rbx", "int64", nullptr},
+    {"rcx", "int64", nullptr},         {"rdx", "int64", nullptr},
+    {"rsi", "int64", nullptr},         {"rdi", "int64", nullptr},
+    {"rbp", "data_ptr", nullptr},      {"rsp", "data_ptr", nullptr},
+    {"r8", "int64", nullptr},          {"r9", "int64", nullptr},
+    {"r10", "int64", nullptr},         {"r11", "int64", nullptr},
+    {"r12", "int64", nullptr},         {"r13", "int64", nullptr},
+    {"r14", "int64", nullptr},         {"r15", "int64", nullptr},
+    {"rip", "code_ptr", nullptr},      {"eflags", "i386_eflags", nullptr},
+    {"cs", "int32", nullptr},          {"ss", "int32", nullptr},
+    {"ds", "int32", nullptr},          {"es", "int32", nullptr},
+    {"fs", "int32", nullptr},          {"gs", "int32", nullptr},
+    {"st0", "i387_ext", nullptr},      {"st1", "i387_ext", nullptr},
+    {"st2", "i387_ext", nullptr},      {"st3", "i387_ext", nullptr},
+    {"st4", "i387_ext", nullptr},      {"st5", "i387_ext", nullptr},
+    {"st6", "i387_ext", nullptr},      {"st7", "i387_ext", nullptr},
+    {"fctrl", "int", "float"},         {"fstat", "int", "float"},
+    {"ftag", "int", "float"},          {"fiseg", "int", "float"},
+    {"fioff", "int", "float"},         {"foseg", "int", "float"},
+    {"fooff", "int", "float"},         {"fop", "int", "float"},
+    {"xmm0", "vec128", nullptr},       {"xmm1", "vec128", nullptr},
+    {"xmm2", "vec128", nullptr},       {"xmm3", "vec128", nullptr},
+    {"xmm4", "vec128", nullptr},       {"xmm5", "vec128", nullptr},
+    {"xmm6", "vec128", nullptr},       {"xmm7", "vec128", nullptr},
+    {"xmm8", "vec128", nullptr},       {"xmm9", "vec128", nullptr},
+    {"xmm10", "vec128", nullptr},      {"xmm11", "vec128", nullptr},
+    {"xmm12", "vec128", nullptr},      {"xmm13", "vec128", nullptr},
+    {"xmm14", "vec128", nullptr},      {"xmm15", "vec128", nullptr},
+    {"mxcsr", "i386_mxcsr", "vector"}, {"orig_rax", "int", nullptr},
+    {"fs_base", "int", nullptr},       {"gs_base", "int", nullptr},
+    {"ymm0h", "uint128", nullptr},     {"ymm1h", "uint128", nullptr},
+    {"ymm2h", "uint128", nullptr},     {"ymm3h", "uint128", nullptr},
+    {"ymm4h", "uint128", nullptr},     {"ymm5h", "uint128", nullptr},
+    {"ymm6h", "uint128", nullptr},     {"ymm7h", "uint128", nullptr},
+    {"ymm8h", "uint128", nullptr},     {"ymm9h", "uint128", nullptr},
+    {"ymm10h", "uint128", nullptr},    {"ymm11h", "uint128", nullptr},
+    {"ymm12h", "uint128", nullptr},    {"ymm13h", "uint128", nullptr},
+    {"ymm14h", "uint128", nullptr},    {"ymm15h", "uint128", nullptr},
+};
+
+void append_regs(std::string& out, unsigned first, unsigned end) {
+  for (unsigned r = first; r < end; r++) {
+    out += "    <reg name=\"";
+    out += kRegs[r].name;
+    out += "\" bitsize=\"" + std::to_string(gt_reg_size(r) * 8) + "\" type=\"" + kRegs[r].type +
+           "\" regnum=\"" + std::to_string(r) + "\"";
+    if (kRegs[r].group)
+      out += std::string(" group=\"") + kRegs[r].group + "\"";
+    out += "/>\n";
+  }
+}
+
+const char* kEflags = R"(    <flags id="i386_eflags" size="4">
+      <field name="CF" start="0" end="0"/>
+      <field name="" start="1" end="1"/>
+      <field name="PF" start="2" end="2"/>
+      <field name="AF" start="4" end="4"/>
+      <field name="ZF" start="6" end="6"/>
+      <field name="SF" start="7" end="7"/>
+      <field name="TF" start="8" end="8"/>
+      <field name="IF" start="9" end="9"/>
+      <field name="DF" start="10" end="10"/>
+      <field name="OF" start="11" end="11"/>
+      <field name="NT" start="14" end="14"/>
+      <field name="RF" start="16" end="16"/>
+      <field name="VM" start="17" end="17"/>
+      <field name="AC" start="18" end="18"/>
+      <field name="VIF" start="19" end="19"/>
+      <field name="VIP" start="20" end="20"/>
+      <field name="ID" start="21" end="21"/>
+    </flags>
+)";
+
+const char* kSseTypes = R"(    <vector id="v8bf16" type="bfloat16" count="8"/>
+    <vector id="v8h" type="ieee_half" count="8"/>
+    <vector id="v4f" type="ieee_single" count="4"/>
+    <vector id="v2d" type="ieee_double" count="2"/>
+    <vector id="v16i8" type="int8" count="16"/>
+    <vector id="v8i16" type="int16" count="8"/>
+    <vector id="v4i32" type="int32" count="4"/>
+    <vector id="v2i64" type="int64" count="2"/>
+    <union id="vec128">
+      <field name="v8_bfloat16" type="v8bf16"/>
+      <field name="v8_half" type="v8h"/>
+      <field name="v4_float" type="v4f"/>
+      <field name="v2_double" type="v2d"/>
+      <field name="v16_int8" type="v16i8"/>
+      <field name="v8_int16" type="v8i16"/>
+      <field name="v4_int32" type="v4i32"/>
+      <field name="v2_int64" type="v2i64"/>
+      <field name="uint128" type="uint128"/>
+    </union>
+    <flags id="i386_mxcsr" size="4">
+      <field name="IE" start="0" end="0"/>
+      <field name="DE" start="1" end="1"/>
+      <field name="ZE" start="2" end="2"/>
+      <field name="OE" start="3" end="3"/>
+      <field name="UE" start="4" end="4"/>
+      <field name="PE" start="5" end="5"/>
+      <field name="DAZ" start="6" end="6"/>
+      <field name="IM" start="7" end="7"/>
+      <field name="DM" start="8" end="8"/>
+      <field name="ZM" start="9" end="9"/>
+      <field name="OM" start="10" end="10"/>
+      <field name="UM" start="11" end="11"/>
+      <field name="PM" start="12" end="12"/>
+      <field name="FZ" start="15" end="15"/>
+    </flags>
+)";
+
+} // namespace
+
+std::string target_xml(bool with_avx) {
+  std::string out = "<?xml version=\"1.0\"?>\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n"
+                    "<target>\n  <architecture>i386:x86-64</architecture>\n"
+                    "  <osabi>GNU/Linux</osabi>\n";
+  out += "  <feature name=\"org.gnu.gdb.i386.core\">\n";
+  out += kEflags;
+  append_regs(out, GT_RAX, GT_XMM0);
+  out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.sse\">\n";
+  out += kSseTypes;
+  append_regs(out, GT_XMM0, GT_ORIG_RAX);
+  out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.linux\">\n";
+  append_regs(out, GT_ORIG_RAX, GT_FS_BASE);
+  out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.segments\">\n";
+  append_regs(out, GT_FS_BASE, GT_YMM0H);
+  out += "  </feature>\n";
+  if (with_avx) {
+    out += "  <feature name=\"org.gnu.gdb.i386.avx\">\n";
+    append_regs(out, GT_YMM0H, GT_NUM_REGS_AVX);
+    out += "  </feature>\n";
+  }
+  out += "</target>\n";
+  return out;
+}
+
+} // namespace gdbtrace
