@@ -1,0 +1,1043 @@
+// Tracepoint -> BPF program. See bpf_codegen.h for the shape of the program.
+#include "bpf/bpf_codegen.h"
+
+#include <cstring>
+#include <map>
+
+#include "ax/amd64_regs.h"
+#include "bpf/bpf_asm.h"
+#include "bpf/bpf_layout.h"
+
+namespace gdbtrace::bpf {
+namespace {
+
+// BPF stack (offsets from R10). Everything is 8-byte slots.
+constexpr int16_t kErrStatus = -8;
+constexpr int16_t kErrPc = -16;
+constexpr int16_t kKey = -24;     // u32 map key for lookups; also scratch
+constexpr int16_t kErrCond = -32; // 1 when the error happened in the condition
+constexpr int16_t kAddr = -40;    // address of the memory block being collected
+constexpr int16_t kStackBase = -48;
+constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 58
+int16_t slot(uint32_t i) {
+  return int16_t(kStackBase - 8 * int(i));
+}
+
+// AX opcodes the translator handles (values from gdb's ax.def).
+enum : uint8_t {
+  OP_ADD = 0x02,
+  OP_SUB,
+  OP_MUL,
+  OP_DIV_S,
+  OP_DIV_U,
+  OP_REM_S,
+  OP_REM_U,
+  OP_LSH,
+  OP_RSH_S,
+  OP_RSH_U,
+  OP_TRACE,
+  OP_TRACE_QUICK,
+  OP_LOG_NOT,
+  OP_BIT_AND,
+  OP_BIT_OR,
+  OP_BIT_XOR,
+  OP_BIT_NOT,
+  OP_EQUAL,
+  OP_LESS_S,
+  OP_LESS_U,
+  OP_EXT,
+  OP_REF8,
+  OP_REF16,
+  OP_REF32,
+  OP_REF64,
+  OP_IF_GOTO = 0x20,
+  OP_GOTO,
+  OP_CONST8,
+  OP_CONST16,
+  OP_CONST32,
+  OP_CONST64,
+  OP_REG,
+  OP_END,
+  OP_DUP,
+  OP_POP,
+  OP_ZERO_EXT,
+  OP_SWAP,
+  OP_GETV,
+  OP_SETV,
+  OP_TRACEV,
+  OP_TRACENZ,
+  OP_TRACE16,
+  OP_PICK = 0x32,
+  OP_ROT,
+  OP_PRINTF
+};
+
+struct OpShape {
+  int operand_bytes = -1; // -1: not supported by this translator
+  int pops = 0, pushes = 0;
+};
+
+OpShape shape(uint8_t op) {
+  switch (op) {
+  case OP_ADD:
+  case OP_SUB:
+  case OP_MUL:
+  case OP_DIV_S:
+  case OP_DIV_U:
+  case OP_REM_S:
+  case OP_REM_U:
+  case OP_LSH:
+  case OP_RSH_S:
+  case OP_RSH_U:
+  case OP_BIT_AND:
+  case OP_BIT_OR:
+  case OP_BIT_XOR:
+  case OP_EQUAL:
+  case OP_LESS_S:
+  case OP_LESS_U:
+    return {0, 2, 1};
+  case OP_LOG_NOT:
+  case OP_BIT_NOT:
+  case OP_REF8:
+  case OP_REF16:
+  case OP_REF32:
+  case OP_REF64:
+    return {0, 1, 1};
+  case OP_EXT:
+  case OP_ZERO_EXT:
+    return {1, 1, 1};
+  case OP_TRACE:
+  case OP_TRACENZ:
+    return {0, 2, 0};
+  case OP_TRACE_QUICK:
+    return {1, 1, 1};
+  case OP_TRACE16:
+    return {2, 1, 1};
+  case OP_IF_GOTO:
+    return {2, 1, 0};
+  case OP_GOTO:
+    return {2, 0, 0};
+  case OP_CONST8:
+    return {1, 0, 1};
+  case OP_CONST16:
+    return {2, 0, 1};
+  case OP_CONST32:
+    return {4, 0, 1};
+  case OP_CONST64:
+    return {8, 0, 1};
+  case OP_REG:
+    return {2, 0, 1};
+  case OP_END:
+    return {0, 0, 0};
+  case OP_DUP:
+    return {0, 1, 2};
+  case OP_POP:
+    return {0, 1, 0};
+  case OP_SWAP:
+    return {0, 2, 2};
+  case OP_ROT:
+    return {0, 3, 3};
+  case OP_PICK:
+    return {1, 0, 1}; // the operand decides how deep it reads
+  case OP_GETV:
+    return {2, 0, 1};
+  case OP_SETV:
+    return {2, 1, 1};
+  case OP_TRACEV:
+    return {2, 0, 0};
+  default:
+    return {};
+  }
+}
+
+const char* op_name(uint8_t op) {
+  const char* n = ax_op_name(op);
+  return n ? n : "?";
+}
+
+uint64_t operand(const std::vector<uint8_t>& code, uint32_t pc, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++)
+    v = (v << 8) | code[pc + 1 + i]; // big endian
+  return v;
+}
+
+Error refuse(const std::string& what) {
+  return make_error(EOPNOTSUPP, "the eBPF collector cannot run this tracepoint: " + what);
+}
+
+class Generator {
+public:
+  Generator(const Tracepoint& tp, const CodegenMaps& maps, const CodegenOptions& opts)
+      : tp_(tp), maps_(maps), opts_(opts) {}
+
+  Result<Program> run();
+
+private:
+  // --- pieces of the program ---
+  void prologue();
+  Result<void> condition();
+  void count_hit_and_reserve();
+  Result<void> action(const TraceAction& a);
+  void finish_frame();
+  void error_paths();
+
+  // --- collection blocks ---
+  void registers_block();
+  Result<void> memory_action(const CollectMemory& m);
+  // Address in kAddr. ERROR_PC: unreadable memory raises AX_ERR_MEM (trace ops);
+  // nullopt: the block is left out ('M' actions, like gdbserver).
+  void memory_block_const(uint32_t len, std::optional<uint32_t> error_pc);
+  void memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, uint32_t error_pc);
+  void tsv_block(uint32_t number, uint32_t index);
+
+  // --- agent expressions ---
+  Result<void> expression(const AgentExpr& e, bool is_condition, int end_label);
+  Result<std::vector<int>> depths(const AgentExpr& e);
+  Result<void> op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_condition, int end_label,
+                  uint32_t& next_pc);
+  void raise(int status, uint32_t pc, bool in_condition);
+  Result<void> load_register(uint8_t dst, unsigned regno);
+  Result<uint32_t> tsv(uint32_t number);
+  void load_tsv(uint8_t dst, uint32_t number, uint32_t index);
+  void store_const(int16_t off, uint64_t v);
+  void load_const(uint8_t dst, uint64_t v);
+  void stats_add(uint32_t field_offset);
+
+  const Tracepoint& tp_;
+  const CodegenMaps& maps_;
+  const CodegenOptions& opts_;
+  Assembler a_;
+  Program out_;
+  size_t reserve_at_ = 0;
+  int exit_ = -1, drop_ = -1, cond_error_ = -1, action_error_ = -1, error_common_ = -1;
+  std::map<uint32_t, int> pc_labels_;
+  std::vector<bool> jump_target_;
+  const std::vector<int>* depth_ = nullptr; // of the expression being translated
+};
+
+void Generator::store_const(int16_t off, uint64_t v) {
+  int64_t s = int64_t(v);
+  if (s >= INT32_MIN && s <= INT32_MAX) {
+    a_.emit(st_imm(BPF_DW, R10, off, int32_t(s)));
+  } else {
+    a_.emit(ld_imm64(R0, v));
+    a_.emit(stx(BPF_DW, R10, off, R0));
+  }
+}
+
+void Generator::load_const(uint8_t dst, uint64_t v) {
+  int64_t s = int64_t(v);
+  if (s >= INT32_MIN && s <= INT32_MAX)
+    a_.emit(mov64_imm(dst, int32_t(s)));
+  else
+    a_.emit(ld_imm64(dst, v));
+}
+
+Result<Program> Generator::run() {
+  if (tp_.step_count > 0)
+    return refuse("while-stepping needs the ptrace collector");
+  exit_ = a_.new_label();
+  drop_ = a_.new_label();
+  cond_error_ = a_.new_label();
+  action_error_ = a_.new_label();
+  error_common_ = a_.new_label();
+
+  prologue();
+  if (tp_.has_condition) {
+    if (auto r = condition(); !r)
+      return r.error();
+  }
+  count_hit_and_reserve();
+  for (const auto& act : tp_.actions)
+    if (auto r = action(act); !r)
+      return r.error();
+  finish_frame();
+  error_paths();
+
+  if (out_.frame_max > kMaxFrameSize)
+    return refuse("a frame would need " + std::to_string(out_.frame_max) + " bytes (limit " +
+                  std::to_string(kMaxFrameSize) + ")");
+  a_.patch(reserve_at_, mov64_imm(R2, int32_t(out_.frame_max)));
+  if (!a_.finish(out_.insns))
+    return refuse("generated program too large (jump out of range)");
+  return std::move(out_);
+}
+
+// r6 = pt_regs, r9 = &control[slot]; leave when disabled.
+void Generator::prologue() {
+  out_.frame_max = 6;
+  a_.emit(mov64_reg(R6, R1));
+  a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
+  a_.emit(ldx(BPF_DW, R0, R9, offsetof(ControlSlot, enabled)));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
+}
+
+Result<void> Generator::condition() {
+  int done = a_.new_label();
+  if (auto r = expression(tp_.condition, true, done); !r)
+    return r;
+  a_.bind(done);
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
+  return ok();
+}
+
+// Count the hit (condition true); beyond the pass count collect nothing: the
+// engine stops the run when it sees the pass-count-th frame.
+void Generator::count_hit_and_reserve() {
+  a_.emit(mov64_imm(R1, 1));
+  a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
+  if (tp_.pass_count > 0) {
+    if (tp_.pass_count <= uint64_t(INT32_MAX)) {
+      a_.jump(jmp_imm(BPF_JGE, R1, int32_t(tp_.pass_count), 0), exit_);
+    } else {
+      a_.emit(ld_imm64(R2, tp_.pass_count));
+      a_.jump(jmp_reg(BPF_JGE, R1, R2, 0), exit_);
+    }
+  }
+  // The reservation size is patched in finish_frame() once the actions are known.
+  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
+  reserve_at_ = a_.size(); // r2 = frame size, patched in run() once the actions are known
+  a_.emit(mov64_imm(R2, 0));
+  a_.emit(mov64_imm(R3, 0));
+  a_.emit(call(BPF_FUNC_ringbuf_reserve));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), drop_);
+  a_.emit(mov64_reg(R7, R0));
+  a_.emit(mov64_imm(R8, 6));
+  a_.emit(st_imm(BPF_H, R7, 0, int32_t(tp_.number & 0xffff)));
+}
+
+Result<void> Generator::action(const TraceAction& act) {
+  if (std::holds_alternative<CollectRegisters>(act)) {
+    registers_block();
+    return ok();
+  }
+  if (auto* m = std::get_if<CollectMemory>(&act))
+    return memory_action(*m);
+  const auto& x = std::get<CollectExpr>(act);
+  int done = a_.new_label();
+  if (auto r = expression(x.expr, false, done); !r)
+    return r;
+  a_.bind(done);
+  return ok();
+}
+
+// Write the size, submit. Reached by every path that reserved a frame.
+void Generator::finish_frame() {
+  a_.emit(mov64_reg(R1, R8));
+  a_.emit(alu64_imm(BPF_SUB, R1, 6));
+  a_.emit(stx(BPF_W, R7, 2, R1));
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(mov64_imm(R2, 0));
+  a_.emit(call(BPF_FUNC_ringbuf_submit));
+  a_.bind(exit_);
+  a_.emit(mov64_imm(R0, 0));
+  a_.emit(exit_insn());
+}
+
+// stats[slot].FIELD += 1 (per-CPU map, rare paths only).
+void Generator::stats_add(uint32_t field_offset) {
+  int skip = a_.new_label();
+  a_.emit(st_imm(BPF_DW, R10, kKey, int32_t(opts_.slot)));
+  a_.emit(ld_map_fd(R1, maps_.stats_fd));
+  a_.emit(mov64_reg(R2, R10));
+  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
+  a_.emit(call(BPF_FUNC_map_lookup_elem));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), skip);
+  a_.emit(mov64_imm(R1, 1));
+  a_.emit(atomic64(BPF_ADD, R0, int16_t(field_offset), R1));
+  a_.bind(skip);
+}
+
+void Generator::error_paths() {
+  // Ring buffer full: count a drop, never write a torn frame.
+  a_.bind(drop_);
+  stats_add(offsetof(StatsSlot, drops));
+  a_.ja(exit_);
+
+  bool action_errors = a_.referenced(action_error_);
+  if (!action_errors && !a_.referenced(cond_error_))
+    return;
+  // An error after the frame was reserved: the frame is dropped (as the ptrace
+  // collector does) and the engine stops the run with the error.
+  if (action_errors) {
+    a_.bind(action_error_);
+    a_.emit(mov64_reg(R1, R7));
+    a_.emit(mov64_imm(R2, 0));
+    a_.emit(call(BPF_FUNC_ringbuf_discard));
+    a_.ja(error_common_);
+  }
+
+  a_.bind(cond_error_);
+  a_.bind(error_common_);
+  // Remember the last error for the collector, count it, and tell the engine
+  // through the ring buffer (which also wakes the reader).
+  a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
+  a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
+  a_.emit(stx(BPF_DW, R9, offsetof(ControlSlot, last_error), R1));
+  a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
+  a_.emit(stx(BPF_DW, R9, offsetof(ControlSlot, last_error_pc), R1));
+  stats_add(offsetof(StatsSlot, errors));
+  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
+  a_.emit(mov64_imm(R2, sizeof(ErrorRecord)));
+  a_.emit(mov64_imm(R3, 0));
+  a_.emit(call(BPF_FUNC_ringbuf_reserve));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
+  a_.emit(st_imm(BPF_H, R0, offsetof(ErrorRecord, marker), kErrorMarker));
+  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, size), sizeof(ErrorRecord) - 6));
+  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, tp_number), int32_t(tp_.number)));
+  a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
+  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, status), R1));
+  a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
+  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, pc), R1));
+  a_.emit(ldx(BPF_DW, R1, R10, kErrCond));
+  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, in_condition), R1));
+  a_.emit(mov64_reg(R1, R0));
+  a_.emit(mov64_imm(R2, 0));
+  a_.emit(call(BPF_FUNC_ringbuf_submit));
+  a_.ja(exit_);
+}
+
+void Generator::raise(int status, uint32_t pc, bool in_condition) {
+  a_.emit(st_imm(BPF_DW, R10, kErrStatus, status));
+  a_.emit(st_imm(BPF_DW, R10, kErrPc, int32_t(pc)));
+  a_.emit(st_imm(BPF_DW, R10, kErrCond, in_condition ? 1 : 0));
+  a_.ja(in_condition ? cond_error_ : action_error_);
+}
+
+// --- registers ---
+
+Result<void> Generator::load_register(uint8_t dst, unsigned regno) {
+  if (regno == GT_FS_BASE && opts_.task_fsbase_offset) {
+    // current->thread.fsbase: kept up to date by arch_prctl(ARCH_SET_FS).
+    a_.emit(call(BPF_FUNC_get_current_task));
+    a_.emit(mov64_reg(R3, R0));
+    a_.emit(alu64_imm(BPF_ADD, R3, int32_t(*opts_.task_fsbase_offset)));
+    a_.emit(st_imm(BPF_DW, R10, kKey, 0));
+    a_.emit(mov64_reg(R1, R10));
+    a_.emit(alu64_imm(BPF_ADD, R1, kKey));
+    a_.emit(mov64_imm(R2, 8));
+    a_.emit(call(BPF_FUNC_probe_read_kernel));
+    a_.emit(ldx(BPF_DW, dst, R10, kKey));
+    return ok();
+  }
+  int off = pt_regs_offset(regno);
+  if (off < 0)
+    return refuse("register " + std::to_string(regno) + " is not visible to a uprobe");
+  uint8_t size = BPF_DW;
+  if (regno == GT_EFLAGS)
+    size = BPF_W;
+  if (regno == GT_CS || regno == GT_SS)
+    size = BPF_H;
+  a_.emit(ldx(size, dst, R6, int16_t(off)));
+  return ok();
+}
+
+void Generator::registers_block() {
+  uint32_t n = opts_.regblock_size;
+  out_.registers.assign(GT_NUM_REGS_AVX, false);
+  bool fsbase = register_available(GT_FS_BASE, opts_);
+  if (fsbase) {
+    (void)load_register(R4, GT_FS_BASE); // the helper calls clobber r1-r5: read it first
+    a_.emit(stx(BPF_DW, R10, kAddr, R4));
+  }
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(alu64_reg(BPF_ADD, R1, R8));
+  a_.emit(st_imm(BPF_B, R1, 0, 'R'));
+  // Ring-buffer memory is reused: clear the block, then fill what pt_regs has.
+  for (uint32_t i = 0; i + 8 <= n; i += 8)
+    a_.emit(st_imm(BPF_DW, R1, int16_t(1 + i), 0));
+  for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++) {
+    if (gt_reg_offset(r) + gt_reg_size(r) > n)
+      continue;
+    if (r == GT_FS_BASE && fsbase) {
+      a_.emit(ldx(BPF_DW, R2, R10, kAddr));
+    } else if (pt_regs_offset(r) >= 0) {
+      (void)load_register(R2, r);
+    } else {
+      continue;
+    }
+    uint8_t size = gt_reg_size(r) == 8 ? BPF_DW : BPF_W;
+    a_.emit(stx(size, R1, int16_t(1 + gt_reg_offset(r)), R2));
+    out_.registers[r] = true;
+  }
+  a_.emit(alu64_imm(BPF_ADD, R8, int32_t(1 + n)));
+  out_.frame_max += 1 + n;
+}
+
+// --- memory blocks ---
+
+// 'M' + addr + u16 len + bytes at r7+r8, address in kAddr. Unreadable memory
+// leaves the block out (gdb then shows <unavailable>), without a branch so the
+// verifier sees one path: r8 += ok * (11 + len).
+void Generator::memory_block_const(uint32_t len, std::optional<uint32_t> error_pc) {
+  for (uint32_t done = 0; done < len;) {
+    uint32_t n = std::min<uint32_t>(len - done, 0xffff);
+    a_.emit(mov64_reg(R1, R7));
+    a_.emit(alu64_reg(BPF_ADD, R1, R8));
+    a_.emit(st_imm(BPF_B, R1, 0, 'M'));
+    a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+    if (done)
+      a_.emit(alu64_imm(BPF_ADD, R3, int32_t(done)));
+    a_.emit(stx(BPF_DW, R1, 1, R3));
+    a_.emit(st_imm(BPF_H, R1, 9, int32_t(n)));
+    a_.emit(alu64_imm(BPF_ADD, R1, 11));
+    a_.emit(mov64_imm(R2, int32_t(n)));
+    a_.emit(call(BPF_FUNC_probe_read_user));
+    if (error_pc) {
+      int readable = a_.new_label();
+      a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
+      raise(AX_ERR_MEM, *error_pc, false);
+      a_.bind(readable);
+      a_.emit(alu64_imm(BPF_ADD, R8, int32_t(11 + n)));
+    } else {
+      a_.emit(alu64_imm(BPF_RSH, R0, 63)); // 1 on error (negative), 0 on success
+      a_.emit(alu64_imm(BPF_XOR, R0, 1));
+      a_.emit(alu64_imm(BPF_MUL, R0, int32_t(11 + n)));
+      a_.emit(alu64_reg(BPF_ADD, R8, R0));
+    }
+    out_.frame_max += 11 + n;
+    done += n;
+  }
+}
+
+// Same with the length in SIZE_REG (already bounded by MAX). NZ: tracenz, stop
+// after the first NUL (collected too): read MAX+1 bytes with
+// probe_read_user_str, which returns the bytes copied including the NUL it
+// adds; a return of size+1 means no NUL within size bytes, so size are kept.
+void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, uint32_t error_pc) {
+  a_.emit(mov64_reg(R9, size_reg)); // callee-saved: keeps its verifier bounds across the call
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(alu64_reg(BPF_ADD, R1, R8));
+  a_.emit(st_imm(BPF_B, R1, 0, 'M'));
+  a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+  a_.emit(stx(BPF_DW, R1, 1, R3));
+  a_.emit(alu64_imm(BPF_ADD, R1, 11));
+  a_.emit(mov64_reg(R2, R9));
+  if (!nz) {
+    a_.emit(stx(BPF_H, R1, -2, R9));
+    a_.emit(call(BPF_FUNC_probe_read_user));
+    int readable = a_.new_label();
+    a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
+    raise(AX_ERR_MEM, error_pc, false);
+    a_.bind(readable);
+    a_.emit(alu64_imm(BPF_ADD, R9, 11));
+    a_.emit(alu64_reg(BPF_ADD, R8, R9));
+    out_.frame_max += 11 + max;
+    return;
+  }
+  int positive = a_.new_label(), have = a_.new_label();
+  a_.emit(alu64_imm(BPF_ADD, R2, 1));
+  a_.emit(call(BPF_FUNC_probe_read_user_str));
+  // r0: bytes copied incl. the NUL (1..size+1), or negative: unreadable.
+  a_.jump(jmp_imm(BPF_JSGT, R0, 0, 0), positive);
+  raise(AX_ERR_MEM, error_pc, false);
+  a_.bind(positive);
+  a_.jump(jmp_reg(BPF_JLE, R0, R9, 0), have);
+  a_.emit(mov64_reg(R0, R9));
+  a_.bind(have);
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(alu64_reg(BPF_ADD, R1, R8));
+  a_.emit(stx(BPF_H, R1, 9, R0));
+  a_.emit(alu64_imm(BPF_ADD, R0, 11));
+  a_.emit(alu64_reg(BPF_ADD, R8, R0));
+  out_.frame_max += 11 + max + 1;
+}
+
+Result<void> Generator::memory_action(const CollectMemory& m) {
+  if (m.basereg >= 0) {
+    if (!register_available(unsigned(m.basereg), opts_))
+      return refuse("register " + std::to_string(m.basereg) + " is not visible to a uprobe");
+    if (auto r = load_register(R0, unsigned(m.basereg)); !r)
+      return r;
+    a_.emit(ld_imm64(R1, uint64_t(m.offset)));
+    a_.emit(alu64_reg(BPF_ADD, R0, R1));
+    a_.emit(stx(BPF_DW, R10, kAddr, R0));
+  } else {
+    store_const(kAddr, uint64_t(m.offset));
+  }
+  memory_block_const(m.length, std::nullopt);
+  return ok();
+}
+
+void Generator::load_tsv(uint8_t dst, uint32_t number, uint32_t index) {
+  if (opts_.timestamp_tsv && number == *opts_.timestamp_tsv) {
+    a_.emit(call(BPF_FUNC_ktime_get_ns));
+    a_.emit(alu64_imm(BPF_DIV, R0, 1000));
+    if (opts_.timestamp_offset_us) {
+      a_.emit(ld_imm64(R1, uint64_t(opts_.timestamp_offset_us)));
+      a_.emit(alu64_reg(BPF_ADD, R0, R1));
+    }
+    if (dst != R0)
+      a_.emit(mov64_reg(dst, R0));
+    return;
+  }
+  a_.emit(ld_map_value(R1, maps_.tsv_fd, index * 8));
+  a_.emit(ldx(BPF_DW, dst, R1, 0));
+}
+
+void Generator::tsv_block(uint32_t number, uint32_t index) {
+  load_tsv(R2, number, index);
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(alu64_reg(BPF_ADD, R1, R8));
+  a_.emit(st_imm(BPF_B, R1, 0, 'V'));
+  a_.emit(st_imm(BPF_W, R1, 1, int32_t(number)));
+  a_.emit(stx(BPF_DW, R1, 5, R2));
+  a_.emit(alu64_imm(BPF_ADD, R8, 13));
+  out_.frame_max += 13;
+}
+
+Result<uint32_t> Generator::tsv(uint32_t number) {
+  if (opts_.timestamp_tsv && number == *opts_.timestamp_tsv)
+    return 0u;
+  auto idx = opts_.tsv_index ? opts_.tsv_index(number) : std::nullopt;
+  if (!idx)
+    return refuse("no room for trace state variable " + std::to_string(number));
+  return *idx;
+}
+
+// --- agent expressions ---
+
+// Stack depth before each reachable instruction (-1: unreachable). ax_verify
+// already proved the program consistent; this recomputes it for the layout and
+// refuses what the translator does not handle.
+Result<std::vector<int>> Generator::depths(const AgentExpr& e) {
+  const auto& code = e.code;
+  std::vector<int> depth(code.size() + 1, -1);
+  jump_target_.assign(code.size() + 1, false);
+  std::vector<uint32_t> work{0};
+  depth[0] = 0;
+  auto reach = [&](uint32_t pc, int d) -> Result<void> {
+    if (pc >= code.size())
+      return refuse("bytecode jumps out of the program");
+    if (depth[pc] >= 0 && depth[pc] != d)
+      return refuse("inconsistent stack depth");
+    if (depth[pc] < 0) {
+      depth[pc] = d;
+      work.push_back(pc);
+    }
+    return ok();
+  };
+  while (!work.empty()) {
+    uint32_t pc = work.back();
+    work.pop_back();
+    uint8_t op = code[pc];
+    if (op == OP_PRINTF)
+      return refuse("printf in an agent expression needs the ptrace collector");
+    OpShape sh = shape(op);
+    if (sh.operand_bytes < 0)
+      return refuse(std::string("agent-expression op '") + op_name(op) + "' is not supported");
+    if (pc + 1 + sh.operand_bytes > code.size())
+      return refuse("truncated bytecode");
+    int d = depth[pc];
+    int pops = sh.pops;
+    if (op == OP_PICK)
+      pops = int(operand(code, pc, 1)) + 1;
+    if (d < pops)
+      return refuse("stack underflow in agent expression");
+    int nd = d - sh.pops + sh.pushes;
+    if (op == OP_PICK)
+      nd = d + 1;
+    if (nd > int(kMaxAxSlots))
+      return refuse("agent expression needs more than " + std::to_string(kMaxAxSlots) +
+                    " stack slots");
+    if (op == OP_END)
+      continue;
+    uint32_t next = pc + 1 + sh.operand_bytes;
+    if (op == OP_IF_GOTO || op == OP_GOTO) {
+      uint32_t target = uint32_t(operand(code, pc, 2));
+      if (target <= pc)
+        return refuse("loops (backward jumps) are not supported");
+      jump_target_[target] = true;
+      if (auto r = reach(target, nd); !r)
+        return r.error();
+      if (op == OP_GOTO)
+        continue;
+    }
+    if (auto r = reach(next, nd); !r)
+      return r.error();
+  }
+  return depth;
+}
+
+Result<void> Generator::expression(const AgentExpr& e, bool is_condition, int end_label) {
+  auto d = depths(e);
+  if (!d)
+    return d.error();
+  depth_ = &*d;
+  pc_labels_.clear();
+  for (uint32_t pc = 0; pc < e.code.size(); pc++)
+    if (jump_target_[pc])
+      pc_labels_[pc] = a_.new_label();
+  for (uint32_t pc = 0; pc < e.code.size();) {
+    uint32_t next = pc + 1 + std::max(0, shape(e.code[pc]).operand_bytes);
+    if ((*d)[pc] < 0) { // unreachable: nothing to emit
+      pc = next;
+      continue;
+    }
+    if (auto it = pc_labels_.find(pc); it != pc_labels_.end())
+      a_.bind(it->second);
+    if (auto r = op(e, pc, uint32_t((*d)[pc]), is_condition, end_label, next); !r)
+      return r;
+    pc = next;
+  }
+  return ok();
+}
+
+// One AX instruction at PC with D values on the stack (top = slot(D-1)).
+Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_condition,
+                           int end_label, uint32_t& next_pc) {
+  const auto& code = e.code;
+  uint8_t op = code[pc];
+  int nbytes = shape(op).operand_bytes;
+  uint64_t arg = operand(code, pc, nbytes);
+  auto binary = [&](uint8_t alu, int16_t off = 0) {
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 2)));
+    a_.emit(ldx(BPF_DW, R1, R10, slot(d - 1)));
+    a_.emit(alu64_reg(alu, R0, R1, off));
+    a_.emit(stx(BPF_DW, R10, slot(d - 2), R0));
+  };
+  auto compare = [&](uint8_t jop) {
+    int yes = a_.new_label();
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 2)));
+    a_.emit(ldx(BPF_DW, R1, R10, slot(d - 1)));
+    a_.emit(mov64_imm(R2, 1));
+    a_.jump(jmp_reg(jop, R0, R1, 0), yes);
+    a_.emit(mov64_imm(R2, 0));
+    a_.bind(yes);
+    a_.emit(stx(BPF_DW, R10, slot(d - 2), R2));
+  };
+  auto division = [&](uint8_t alu, bool is_signed) {
+    int nonzero = a_.new_label();
+    a_.emit(ldx(BPF_DW, R1, R10, slot(d - 1)));
+    a_.jump(jmp_imm(BPF_JNE, R1, 0, 0), nonzero);
+    raise(AX_ERR_DIV_ZERO, pc, is_condition);
+    a_.bind(nonzero);
+    binary(alu, is_signed ? 1 : 0); // off=1: signed div/mod (BPF cpu v4)
+  };
+  // Shift counts >= 64 give 0 (or the sign fill), as the VM defines them.
+  auto shift = [&](uint8_t alu) {
+    int in_range = a_.new_label(), store = a_.new_label();
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 2)));
+    a_.emit(ldx(BPF_DW, R1, R10, slot(d - 1)));
+    a_.jump(jmp_imm(BPF_JLE, R1, 63, 0), in_range);
+    if (alu == BPF_ARSH) {
+      a_.emit(mov64_imm(R1, 63));
+    } else {
+      a_.emit(mov64_imm(R0, 0));
+      a_.ja(store);
+    }
+    a_.bind(in_range);
+    a_.emit(alu64_reg(alu, R0, R1));
+    a_.bind(store);
+    a_.emit(stx(BPF_DW, R10, slot(d - 2), R0));
+  };
+  auto collect_ok = [&]() -> Result<void> {
+    if (is_condition)
+      return refuse("trace ops in a condition");
+    return ok();
+  };
+
+  switch (op) {
+  case OP_ADD:
+    binary(BPF_ADD);
+    break;
+  case OP_SUB:
+    binary(BPF_SUB);
+    break;
+  case OP_MUL:
+    binary(BPF_MUL);
+    break;
+  case OP_DIV_S:
+    division(BPF_DIV, true);
+    break;
+  case OP_DIV_U:
+    division(BPF_DIV, false);
+    break;
+  case OP_REM_S:
+    division(BPF_MOD, true);
+    break;
+  case OP_REM_U:
+    division(BPF_MOD, false);
+    break;
+  case OP_LSH:
+    shift(BPF_LSH);
+    break;
+  case OP_RSH_S:
+    shift(BPF_ARSH);
+    break;
+  case OP_RSH_U:
+    shift(BPF_RSH);
+    break;
+  case OP_BIT_AND:
+    binary(BPF_AND);
+    break;
+  case OP_BIT_OR:
+    binary(BPF_OR);
+    break;
+  case OP_BIT_XOR:
+    binary(BPF_XOR);
+    break;
+  case OP_EQUAL:
+    compare(BPF_JEQ);
+    break;
+  case OP_LESS_S:
+    compare(BPF_JSLT);
+    break;
+  case OP_LESS_U:
+    compare(BPF_JLT);
+    break;
+  case OP_LOG_NOT: {
+    int zero = a_.new_label();
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.emit(mov64_imm(R1, 1));
+    a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), zero);
+    a_.emit(mov64_imm(R1, 0));
+    a_.bind(zero);
+    a_.emit(stx(BPF_DW, R10, slot(d - 1), R1));
+    break;
+  }
+  case OP_BIT_NOT:
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.emit(alu64_imm(BPF_XOR, R0, -1));
+    a_.emit(stx(BPF_DW, R10, slot(d - 1), R0));
+    break;
+  case OP_EXT:
+  case OP_ZERO_EXT:
+    if (arg < 1 || arg > 64)
+      return refuse("bad ext/zero_ext width");
+    if (arg < 64) {
+      a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+      a_.emit(alu64_imm(BPF_LSH, R0, int32_t(64 - arg)));
+      a_.emit(alu64_imm(op == OP_EXT ? BPF_ARSH : BPF_RSH, R0, int32_t(64 - arg)));
+      a_.emit(stx(BPF_DW, R10, slot(d - 1), R0));
+    }
+    break;
+  case OP_REF8:
+  case OP_REF16:
+  case OP_REF32:
+  case OP_REF64: {
+    int size = 1 << (op - OP_REF8);
+    int readable = a_.new_label();
+    a_.emit(ldx(BPF_DW, R3, R10, slot(d - 1)));
+    a_.emit(st_imm(BPF_DW, R10, slot(d - 1), 0)); // zero-extends reads shorter than 8
+    a_.emit(mov64_reg(R1, R10));
+    a_.emit(alu64_imm(BPF_ADD, R1, slot(d - 1)));
+    a_.emit(mov64_imm(R2, size));
+    a_.emit(call(BPF_FUNC_probe_read_user));
+    a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
+    raise(AX_ERR_MEM, pc, is_condition);
+    a_.bind(readable);
+    break;
+  }
+  case OP_IF_GOTO:
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), pc_labels_.at(uint32_t(arg)));
+    break;
+  case OP_GOTO:
+    a_.ja(pc_labels_.at(uint32_t(arg)));
+    break;
+  case OP_CONST8:
+  case OP_CONST16:
+  case OP_CONST32:
+  case OP_CONST64:
+    store_const(slot(d), arg);
+    break;
+  case OP_REG:
+    if (!register_available(unsigned(arg), opts_))
+      return refuse("register " + std::to_string(arg) + " is not visible to a uprobe");
+    if (auto r = load_register(R0, unsigned(arg)); !r)
+      return r;
+    a_.emit(stx(BPF_DW, R10, slot(d), R0));
+    break;
+  case OP_END:
+    if (is_condition) {
+      if (d > 0)
+        a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+      else
+        a_.emit(mov64_imm(R0, 0));
+    }
+    a_.ja(end_label);
+    break;
+  case OP_DUP:
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.emit(stx(BPF_DW, R10, slot(d), R0));
+    break;
+  case OP_POP:
+    break;
+  case OP_SWAP:
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.emit(ldx(BPF_DW, R1, R10, slot(d - 2)));
+    a_.emit(stx(BPF_DW, R10, slot(d - 1), R1));
+    a_.emit(stx(BPF_DW, R10, slot(d - 2), R0));
+    break;
+  case OP_PICK:
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1 - uint32_t(arg))));
+    a_.emit(stx(BPF_DW, R10, slot(d), R0));
+    break;
+  case OP_ROT: // a b c => c a b (gdbserver's order: the top moves to third place)
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 3)));
+    a_.emit(ldx(BPF_DW, R1, R10, slot(d - 2)));
+    a_.emit(ldx(BPF_DW, R2, R10, slot(d - 1)));
+    a_.emit(stx(BPF_DW, R10, slot(d - 3), R2));
+    a_.emit(stx(BPF_DW, R10, slot(d - 2), R0));
+    a_.emit(stx(BPF_DW, R10, slot(d - 1), R1));
+    break;
+  case OP_GETV: {
+    auto idx = tsv(uint32_t(arg));
+    if (!idx)
+      return idx.error();
+    // `$v = $v + K` (getv; const K; add; setv) becomes one atomic add, so hits
+    // on several CPUs do not lose updates.
+    uint32_t p1 = pc + 3;
+    bool timestamp = opts_.timestamp_tsv && uint32_t(arg) == *opts_.timestamp_tsv;
+    if (!timestamp && p1 < code.size() && code[p1] >= OP_CONST8 && code[p1] <= OP_CONST32) {
+      int cb = shape(code[p1]).operand_bytes;
+      uint32_t p2 = p1 + 1 + cb, p3 = p2 + 1;
+      if (p3 + 2 < code.size() && code[p2] == OP_ADD && code[p3] == OP_SETV &&
+          operand(code, p3, 2) == arg && !jump_target_[p1] && !jump_target_[p2] &&
+          !jump_target_[p3]) {
+        uint64_t k = operand(code, p1, cb);
+        a_.emit(ld_map_value(R1, maps_.tsv_fd, *idx * 8));
+        load_const(R0, k);
+        a_.emit(mov64_reg(R2, R0));
+        a_.emit(atomic64(BPF_ADD | BPF_FETCH, R1, 0, R0));
+        a_.emit(alu64_reg(BPF_ADD, R0, R2));
+        a_.emit(stx(BPF_DW, R10, slot(d), R0));
+        next_pc = p3 + 3;
+        return ok();
+      }
+    }
+    load_tsv(R0, uint32_t(arg), *idx);
+    a_.emit(stx(BPF_DW, R10, slot(d), R0));
+    break;
+  }
+  case OP_SETV: {
+    if (opts_.timestamp_tsv && uint32_t(arg) == *opts_.timestamp_tsv)
+      return refuse("$trace_timestamp cannot be assigned");
+    auto idx = tsv(uint32_t(arg));
+    if (!idx)
+      return idx.error();
+    a_.emit(ld_map_value(R1, maps_.tsv_fd, *idx * 8));
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.emit(stx(BPF_DW, R1, 0, R0));
+    break;
+  }
+  case OP_TRACEV: {
+    if (auto r = collect_ok(); !r)
+      return r;
+    auto idx = tsv(uint32_t(arg));
+    if (!idx)
+      return idx.error();
+    tsv_block(uint32_t(arg), *idx);
+    break;
+  }
+  case OP_TRACE_QUICK:
+  case OP_TRACE16:
+    if (auto r = collect_ok(); !r)
+      return r;
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
+    a_.emit(stx(BPF_DW, R10, kAddr, R0));
+    memory_block_const(uint32_t(arg), pc);
+    break;
+  case OP_TRACE:
+  case OP_TRACENZ: {
+    if (auto r = collect_ok(); !r)
+      return r;
+    a_.emit(ldx(BPF_DW, R0, R10, slot(d - 2)));
+    a_.emit(stx(BPF_DW, R10, kAddr, R0));
+    // gdb pushes constant sizes right before `trace`: reserve exactly that.
+    std::optional<uint64_t> known;
+    if (!jump_target_[pc]) {
+      for (uint8_t c : {OP_CONST8, OP_CONST16, OP_CONST32}) {
+        int cb = shape(c).operand_bytes;
+        uint32_t at = pc - 1 - cb;
+        if (pc >= uint32_t(1 + cb) && (*depth_)[at] >= 0 && code[at] == c)
+          known = operand(code, at, cb);
+      }
+    }
+    if (known && op == OP_TRACE && *known <= kMaxFrameSize) {
+      memory_block_const(uint32_t(*known), pc);
+      break;
+    }
+    uint32_t max = known && *known <= kDynamicTraceMax ? uint32_t(*known) : kDynamicTraceMax;
+    if (known && *known > 0xffff)
+      return refuse("tracenz longer than 65535 bytes");
+    int fits = a_.new_label();
+    a_.emit(ldx(BPF_DW, R5, R10, slot(d - 1)));
+    a_.jump(jmp_imm(BPF_JLE, R5, int32_t(max), 0), fits);
+    raise(AX_ERR_TRACE, pc, false);
+    a_.bind(fits);
+    memory_block_dynamic(R5, op == OP_TRACENZ, max, pc);
+    break;
+  }
+  default:
+    return refuse(std::string("agent-expression op '") + op_name(op) + "' is not supported");
+  }
+  return ok();
+}
+
+} // namespace
+
+int pt_regs_offset(unsigned regno) {
+  // struct pt_regs (arch/x86/include/asm/ptrace.h), x86-64.
+  switch (regno) {
+  case GT_R15:
+    return 0;
+  case GT_R14:
+    return 8;
+  case GT_R13:
+    return 16;
+  case GT_R12:
+    return 24;
+  case GT_RBP:
+    return 32;
+  case GT_RBX:
+    return 40;
+  case GT_R11:
+    return 48;
+  case GT_R10:
+    return 56;
+  case GT_R9:
+    return 64;
+  case GT_R8:
+    return 72;
+  case GT_RAX:
+    return 80;
+  case GT_RCX:
+    return 88;
+  case GT_RDX:
+    return 96;
+  case GT_RSI:
+    return 104;
+  case GT_RDI:
+    return 112;
+  case GT_ORIG_RAX:
+    return 120;
+  case GT_RIP:
+    return 128;
+  case GT_CS:
+    return 136;
+  case GT_EFLAGS:
+    return 144;
+  case GT_RSP:
+    return 152;
+  case GT_SS:
+    return 160;
+  default:
+    return -1;
+  }
+}
+
+bool register_available(unsigned regno, const CodegenOptions& opts) {
+  if (regno == GT_FS_BASE)
+    return opts.task_fsbase_offset.has_value();
+  return pt_regs_offset(regno) >= 0;
+}
+
+Result<Program> generate_program(const Tracepoint& tp, const CodegenMaps& maps,
+                                 const CodegenOptions& opts) {
+  return Generator(tp, maps, opts).run();
+}
+
+} // namespace gdbtrace::bpf

@@ -1,0 +1,64 @@
+// Translation of one tracepoint (condition + collection actions) into a BPF
+// program for a uprobe (BPF_PROG_TYPE_KPROBE, context = the user's pt_regs).
+//
+// The program: check the enabled flag, evaluate the condition, count the hit
+// (atomically; beyond the pass count nothing is collected), reserve a frame of
+// the tracepoint's maximum size in the ring buffer, write the blocks in action
+// order in gdb's tfile layout, store the real size in the header, submit.
+// Agent expressions are compiled with a static stack layout (the AX verifier
+// guarantees one stack depth per instruction): AX slot i lives at a fixed BPF
+// stack offset. Programs with backward jumps, printf or registers a uprobe
+// cannot see are refused, so the engine falls back to ptrace for them.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "trace/tracepoint.h"
+
+namespace gdbtrace::bpf {
+
+struct CodegenMaps {
+  int control_fd = -1;
+  int tsv_fd = -1;
+  int stats_fd = -1;
+  int ringbuf_fd = -1;
+};
+
+struct CodegenOptions {
+  uint32_t slot = 0;            // ControlSlot / StatsSlot index
+  uint32_t regblock_size = 816; // TraceContext::register_block_size()
+  // TSV number -> index in the tsv map; nullopt when no index is left.
+  std::function<std::optional<uint32_t>(uint32_t)> tsv_index;
+  // TSV number the engine uses for $trace_timestamp, if any (read as
+  // bpf_ktime_get_ns()/1000: CLOCK_MONOTONIC µs).
+  std::optional<uint32_t> timestamp_tsv;
+  // Added to the monotonic µs so $trace_timestamp matches the engine's clock
+  // (TraceContext::trace_timestamp() - CLOCK_MONOTONIC µs, taken at install).
+  int64_t timestamp_offset_us = 0;
+  // Offset of thread.fsbase in task_struct (from vmlinux BTF); nullopt: fs_base unavailable.
+  std::optional<uint32_t> task_fsbase_offset;
+};
+
+struct Program {
+  std::vector<bpf_insn> insns;
+  uint32_t frame_max = 0;      // ring-buffer reservation per hit
+  std::vector<bool> registers; // remote regnums the 'R' block fills
+};
+
+// pt_regs offset of remote register REGNO, or -1 when a uprobe cannot read it.
+int pt_regs_offset(unsigned regno);
+
+// Registers the generated program can read (pt_regs + fs_base when known).
+bool register_available(unsigned regno, const CodegenOptions& opts);
+
+Result<Program> generate_program(const Tracepoint& tp, const CodegenMaps& maps,
+                                 const CodegenOptions& opts);
+
+} // namespace gdbtrace::bpf

@@ -1,0 +1,496 @@
+#include "bpf/bpf_collector.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include <asio/posix/stream_descriptor.hpp>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "ax/amd64_regs.h"
+#include "ax/ax.h"
+#include "bpf/bpf_codegen.h"
+#include "bpf/bpf_fd.h"
+#include "bpf/bpf_layout.h"
+#include "bpf/bpf_support.h"
+#include "bpf/uprobe_location.h"
+
+namespace gdbtrace {
+namespace {
+
+using bpf::ControlSlot;
+using bpf::StatsSlot;
+using bpf::UniqueFd;
+
+constexpr size_t kDefaultRingbufBytes = 16u << 20;
+// gdbserver's (and the engine's) builtin $trace_timestamp.
+constexpr uint32_t kTimestampTsv = 1;
+
+size_t ringbuf_bytes() {
+  if (const char* mb = getenv("GDBTRACE_BPF_RINGBUF_MB")) {
+    size_t n = size_t(atol(mb));
+    size_t pow2 = 1;
+    while (pow2 < n)
+      pow2 <<= 1;
+    if (n > 0)
+      return pow2 << 20;
+  }
+  return kDefaultRingbufBytes;
+}
+
+int64_t monotonic_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+// One installed tracepoint: the program and the perf event that attaches it.
+// Destroying it (closing both fds) removes the uprobe from the tracee.
+struct Probe {
+  uint32_t tp = 0;
+  uint64_t address = 0;
+  uint32_t slot = 0;
+  UniqueFd prog;
+  UniqueFd event;
+  uint64_t frames = 0, bytes = 0, drops_reported = 0;
+};
+
+struct RingBufferDeleter {
+  void operator()(ring_buffer* rb) const { ring_buffer__free(rb); }
+};
+
+class BpfCollector final : public Collector {
+public:
+  BpfCollector(asio::io_context& io, bpf::KernelSupport support)
+      : io_(io), support_(std::move(support)) {}
+  ~BpfCollector() override;
+
+  Result<void> init();
+
+  std::string name() const override { return "ebpf"; }
+  Result<void> check(const Tracepoint& tp) const override;
+  Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override;
+  Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override;
+  void remove_all() override;
+  void drain() override;
+  CollectorStats stats(uint32_t tp_number) const override;
+  std::optional<int64_t> tsv_value(uint32_t number) const override;
+  std::string describe() const override;
+
+private:
+  ControlSlot& control(uint32_t slot) const {
+    return static_cast<ControlSlot*>(control_mem_.get())[slot];
+  }
+  int64_t* tsv_cell(uint32_t index) const { return static_cast<int64_t*>(tsv_mem_.get()) + index; }
+  void start_run(TraceContext& ctx);
+  std::optional<uint32_t> tsv_index(uint32_t number, TraceContext* ctx);
+  bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
+                                      uint32_t regblock_size) const;
+  Result<UniqueFd> attach(const bpf::UprobeLocation& loc, Pid pid, int prog_fd) const;
+  void arm_watch();
+  static int on_record(void* self, void* data, size_t size);
+  int handle_record(const uint8_t* data, size_t size);
+  void account_drops();
+  StatsSlot read_stats(uint32_t slot) const;
+  CollectorStats probe_stats(const Probe& p) const;
+  Probe* find(uint32_t tp);
+
+  asio::io_context& io_;
+  bpf::KernelSupport support_;
+  UniqueFd control_, tsvs_, stats_, ringbuf_;
+  bpf::Mapping control_mem_, tsv_mem_;
+  std::unique_ptr<ring_buffer, RingBufferDeleter> rb_;
+  std::unique_ptr<asio::posix::stream_descriptor> watch_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+
+  TraceContext* ctx_ = nullptr;
+  std::vector<Probe> probes_;
+  std::map<uint32_t, uint32_t> tsv_slots_; // TSV number -> index in the tsv map
+  uint32_t next_slot_ = 0;
+  bool run_active_ = false;
+  bool draining_ = false;
+  bool watching_ = false;
+  bool discard_ = false; // records left in the ring after remove_all belong to no run
+  // Results of the last run, still asked for after the probes are gone.
+  std::map<uint32_t, CollectorStats> retired_stats_;
+  std::map<uint32_t, int64_t> retired_tsvs_;
+};
+
+Result<void> BpfCollector::init() {
+  LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+  auto make_map = [](bpf_map_type type, const char* name, uint32_t key, uint32_t value,
+                     uint32_t entries, const bpf_map_create_opts* opts) -> Result<UniqueFd> {
+    int fd = bpf_map_create(type, name, key, value, entries, opts);
+    if (fd < 0)
+      return make_error(errno, bpf::explain_errno(errno, std::string("bpf map ") + name));
+    return UniqueFd(fd);
+  };
+  auto control = make_map(BPF_MAP_TYPE_ARRAY, "gdbtrace_ctl", 4,
+                          bpf::kMaxProbes * sizeof(ControlSlot), 1, &mmapable);
+  if (!control)
+    return control.error();
+  auto tsvs = make_map(BPF_MAP_TYPE_ARRAY, "gdbtrace_tsv", 4, bpf::kMaxTsvs * 8, 1, &mmapable);
+  if (!tsvs)
+    return tsvs.error();
+  auto stats = make_map(BPF_MAP_TYPE_PERCPU_ARRAY, "gdbtrace_stats", 4, sizeof(StatsSlot),
+                        bpf::kMaxProbes, nullptr);
+  if (!stats)
+    return stats.error();
+  auto ring =
+      make_map(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(ringbuf_bytes()), nullptr);
+  if (!ring)
+    return ring.error();
+  control_ = std::move(*control);
+  tsvs_ = std::move(*tsvs);
+  stats_ = std::move(*stats);
+  ringbuf_ = std::move(*ring);
+
+  auto map_memory = [](int fd, size_t bytes) -> Result<bpf::Mapping> {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+      return make_error(errno, bpf::explain_errno(errno, "mmap of a bpf map"));
+    return bpf::Mapping(p, bytes);
+  };
+  auto cm = map_memory(control_.get(), bpf::kMaxProbes * sizeof(ControlSlot));
+  if (!cm)
+    return cm.error();
+  auto tm = map_memory(tsvs_.get(), bpf::kMaxTsvs * 8);
+  if (!tm)
+    return tm.error();
+  control_mem_ = std::move(*cm);
+  tsv_mem_ = std::move(*tm);
+
+  rb_.reset(ring_buffer__new(ringbuf_.get(), &BpfCollector::on_record, this, nullptr));
+  if (!rb_)
+    return make_error(errno, bpf::explain_errno(errno, "libbpf ring_buffer__new"));
+  int efd = dup(ring_buffer__epoll_fd(rb_.get())); // the descriptor object owns (closes) its fd
+  if (efd < 0)
+    return make_error(errno, "dup: " + std::string(strerror(errno)));
+  watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, efd);
+  return ok();
+}
+
+BpfCollector::~BpfCollector() {
+  *alive_ = false;
+  remove_all();
+  watch_.reset();
+}
+
+std::string BpfCollector::describe() const {
+  std::string s = "eBPF: uprobe + generated BPF program per tracepoint (Linux " +
+                  support_.kernel_release + "); kernel single-steps the probed instruction; ";
+  s += support_.ctx_writes ? "register writes supported by this kernel (not used)"
+                           : "register writes unsupported (needs Linux 6.19+)";
+  if (!support_.task_fsbase_offset)
+    s += "; fs_base unavailable (no vmlinux BTF)";
+  return s;
+}
+
+bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* ctx,
+                                                  uint32_t regblock_size) const {
+  bpf::CodegenOptions o;
+  o.slot = slot;
+  o.regblock_size = regblock_size;
+  o.task_fsbase_offset = support_.task_fsbase_offset;
+  o.timestamp_tsv = kTimestampTsv;
+  if (ctx)
+    o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
+  return o;
+}
+
+Result<void> BpfCollector::check(const Tracepoint& tp) const {
+  bpf::CodegenOptions o = codegen_options(0, nullptr, GT_REGBLOCK_SIZE_AVX);
+  std::map<uint32_t, uint32_t> seen = tsv_slots_;
+  o.tsv_index = [&](uint32_t n) -> std::optional<uint32_t> {
+    if (seen.count(n))
+      return seen[n];
+    if (seen.size() >= bpf::kMaxTsvs)
+      return std::nullopt;
+    uint32_t i = uint32_t(seen.size());
+    seen[n] = i;
+    return i;
+  };
+  auto prog = bpf::generate_program(tp, bpf::CodegenMaps{}, o);
+  if (!prog)
+    return prog.error();
+  if (probes_.size() >= bpf::kMaxProbes)
+    return make_error(ENOSPC, "the eBPF collector holds at most " +
+                                  std::to_string(bpf::kMaxProbes) + " tracepoints");
+  return ok();
+}
+
+void BpfCollector::start_run(TraceContext& ctx) {
+  memset(control_mem_.get(), 0, bpf::kMaxProbes * sizeof(ControlSlot));
+  memset(tsv_mem_.get(), 0, bpf::kMaxTsvs * 8);
+  tsv_slots_.clear();
+  retired_stats_.clear();
+  retired_tsvs_.clear();
+  next_slot_ = 0;
+  ctx_ = &ctx;
+  run_active_ = true;
+  discard_ = false;
+  // Per-CPU counters start from zero for every slot.
+  std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
+  for (uint32_t s = 0; s < bpf::kMaxProbes; s++)
+    bpf_map_update_elem(stats_.get(), &s, zeros.data(), BPF_ANY);
+}
+
+// Index of TSV NUMBER in the map; the first use in a run seeds it with the
+// engine's value (its initial value from QTDV, or what the run has so far).
+std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* ctx) {
+  if (auto it = tsv_slots_.find(number); it != tsv_slots_.end())
+    return it->second;
+  if (tsv_slots_.size() >= bpf::kMaxTsvs)
+    return std::nullopt;
+  uint32_t index = uint32_t(tsv_slots_.size());
+  tsv_slots_[number] = index;
+  int64_t initial = ctx ? ctx->get_tsv(number).value_or(0) : 0;
+  __atomic_store_n(tsv_cell(index), initial, __ATOMIC_RELAXED);
+  return index;
+}
+
+Result<UniqueFd> BpfCollector::attach(const bpf::UprobeLocation& loc, Pid pid, int prog_fd) const {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = uint32_t(support_.uprobe_pmu_type);
+  attr.config1 = uint64_t(uintptr_t(loc.path.c_str())); // uprobe_path
+  attr.config2 = loc.offset;                            // probe_offset
+  // pid filter: the kernel matches the uprobe against the process's mm, so
+  // every thread of PID hits it and no other process does.
+  int fd = int(syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0)
+    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + loc.path + " offset " +
+                                                           std::to_string(loc.offset)));
+  UniqueFd event(fd);
+  if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0)
+    return make_error(errno, bpf::explain_errno(errno, "attaching the BPF program to the uprobe"));
+  if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+    return make_error(errno, bpf::explain_errno(errno, "enabling the uprobe"));
+  return event;
+}
+
+Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& ctx) {
+  if (auto r = check(tp); !r)
+    return r;
+  if (!run_active_)
+    start_run(ctx);
+  if (next_slot_ >= bpf::kMaxProbes)
+    return make_error(ENOSPC, "the eBPF collector holds at most 256 tracepoints per run");
+  auto loc = bpf::resolve_uprobe_location(pid, tp.address);
+  if (!loc)
+    return loc.error();
+
+  uint32_t slot = next_slot_;
+  bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
+  o.tsv_index = [this, &ctx](uint32_t n) { return tsv_index(n, &ctx); };
+  bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), ringbuf_.get()};
+  auto prog = bpf::generate_program(tp, maps, o);
+  if (!prog)
+    return prog.error();
+  std::string name = "gdbtrace_tp" + std::to_string(tp.number);
+  auto loaded = bpf::load_uprobe_program(prog->insns, name.c_str());
+  if (!loaded)
+    return make_error(loaded.error().code,
+                      "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
+
+  ControlSlot& c = control(slot);
+  __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.enabled, tp.enabled ? 1 : 0, __ATOMIC_RELEASE);
+  auto event = attach(*loc, pid, loaded->get());
+  if (!event)
+    return event.error();
+  next_slot_++;
+
+  Probe p;
+  p.tp = tp.number;
+  p.address = tp.address;
+  p.slot = slot;
+  p.prog = std::move(*loaded);
+  p.event = std::move(*event);
+  probes_.push_back(std::move(p));
+  std::vector<bool> regs = prog->registers;
+  regs.resize(GT_NUM_REGS_AVX, false);
+  ctx.set_register_availability(tp.number, regs);
+  arm_watch();
+  return ok();
+}
+
+Probe* BpfCollector::find(uint32_t tp) {
+  for (auto& p : probes_)
+    if (p.tp == tp)
+      return &p;
+  return nullptr;
+}
+
+Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, bool enabled) {
+  bool found = false;
+  for (auto& p : probes_) {
+    if (p.tp != tp_number || (address && p.address != address))
+      continue;
+    __atomic_store_n(&control(p.slot).enabled, enabled ? 1 : 0, __ATOMIC_RELEASE);
+    found = true;
+  }
+  if (!found)
+    return make_error(ENOENT, "tracepoint " + std::to_string(tp_number) +
+                                  " is not installed in the eBPF collector");
+  return ok();
+}
+
+void BpfCollector::remove_all() {
+  if (!run_active_)
+    return;
+  // Frames already in the ring belong to this run: hand them over first.
+  if (!draining_)
+    drain();
+  for (const auto& p : probes_)
+    retired_stats_[p.tp] = probe_stats(p);
+  for (const auto& [number, index] : tsv_slots_)
+    retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
+  probes_.clear(); // closes perf events and programs: the uprobes leave the tracee
+  run_active_ = false;
+  // Whatever a program still running on another CPU submits now is stale.
+  discard_ = true;
+  if (!draining_)
+    ring_buffer__consume(rb_.get());
+}
+
+void BpfCollector::arm_watch() {
+  if (!watch_ || watching_)
+    return;
+  watching_ = true;
+  watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                     [this, alive = alive_](const std::error_code& ec) {
+                       if (!*alive)
+                         return;
+                       watching_ = false;
+                       if (ec)
+                         return;
+                       drain();
+                       if (run_active_)
+                         arm_watch();
+                     });
+}
+
+int BpfCollector::on_record(void* self, void* data, size_t size) {
+  return static_cast<BpfCollector*>(self)->handle_record(static_cast<const uint8_t*>(data), size);
+}
+
+int BpfCollector::handle_record(const uint8_t* data, size_t size) {
+  if (discard_ || !ctx_ || size < 6)
+    return 0;
+  uint16_t tp;
+  uint32_t body;
+  memcpy(&tp, data, 2);
+  memcpy(&body, data + 2, 4);
+  if (tp == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
+    bpf::ErrorRecord e;
+    memcpy(&e, data, sizeof e);
+    ctx_->request_stop(TraceStopReason::Error,
+                       "tracepoint " + std::to_string(e.tp_number) + ": " + ax_strerror(e.status) +
+                           " at bytecode offset " + std::to_string(e.pc) +
+                           (e.in_condition ? " of its condition" : " of an action") +
+                           " (eBPF collector)");
+    return 0;
+  }
+  if (6 + size_t(body) > size)
+    return 0; // cannot happen: the program bounds the size
+  Probe* p = find(tp);
+  if (!p || !ctx_->collecting())
+    return 0; // e.g. after the pass-count frame
+  p->frames++;
+  p->bytes += 6 + body;
+  ctx_->append_frame(std::span<const uint8_t>(data, 6 + body));
+  ctx_->record_hit(tp); // may request a stop (pass count)
+  return 0;
+}
+
+void BpfCollector::drain() {
+  if (!rb_ || draining_)
+    return;
+  draining_ = true;
+  ring_buffer__consume(rb_.get());
+  if (run_active_)
+    account_drops();
+  draining_ = false;
+  if (!run_active_) {
+    discard_ = true;
+    ring_buffer__consume(rb_.get());
+  }
+}
+
+// Hits whose frame the full ring buffer dropped still count toward pass counts.
+void BpfCollector::account_drops() {
+  for (size_t i = 0; i < probes_.size() && run_active_; i++) {
+    uint64_t drops = read_stats(probes_[i].slot).drops;
+    uint32_t tp = probes_[i].tp;
+    while (run_active_ && ctx_->collecting() && i < probes_.size() &&
+           probes_[i].drops_reported < drops) {
+      probes_[i].drops_reported++;
+      ctx_->record_hit(tp);
+    }
+  }
+}
+
+StatsSlot BpfCollector::read_stats(uint32_t slot) const {
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<StatsSlot> per_cpu(size_t(ncpu > 0 ? ncpu : 1));
+  StatsSlot sum{};
+  if (bpf_map_lookup_elem(stats_.get(), &slot, per_cpu.data()) != 0)
+    return sum;
+  for (const auto& s : per_cpu) {
+    sum.drops += s.drops;
+    sum.errors += s.errors;
+  }
+  return sum;
+}
+
+CollectorStats BpfCollector::probe_stats(const Probe& p) const {
+  CollectorStats s;
+  s.hits = __atomic_load_n(&control(p.slot).hits, __ATOMIC_RELAXED);
+  s.frames = p.frames;
+  s.bytes = p.bytes;
+  StatsSlot k = read_stats(p.slot);
+  s.drops = k.drops;
+  s.errors = k.errors;
+  return s;
+}
+
+CollectorStats BpfCollector::stats(uint32_t tp_number) const {
+  for (const auto& p : probes_)
+    if (p.tp == tp_number)
+      return probe_stats(p);
+  if (auto it = retired_stats_.find(tp_number); it != retired_stats_.end())
+    return it->second;
+  return {};
+}
+
+std::optional<int64_t> BpfCollector::tsv_value(uint32_t number) const {
+  if (run_active_) {
+    auto it = tsv_slots_.find(number);
+    if (it == tsv_slots_.end())
+      return std::nullopt;
+    return __atomic_load_n(tsv_cell(it->second), __ATOMIC_RELAXED);
+  }
+  if (auto it = retired_tsvs_.find(number); it != retired_tsvs_.end())
+    return it->second;
+  return std::nullopt;
+}
+
+} // namespace
+
+Result<std::unique_ptr<Collector>> make_bpf_collector(asio::io_context& io) {
+  auto support = bpf::probe_kernel_support();
+  if (!support)
+    return support.error();
+  auto c = std::make_unique<BpfCollector>(io, std::move(*support));
+  if (auto r = c->init(); !r)
+    return r.error();
+  return std::unique_ptr<Collector>(std::move(c));
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,49 @@
+// Layout of the maps shared by the generated BPF programs and the collector.
+//
+// control: ARRAY with one big value (mmapped by the collector, addressed
+//          directly by the programs through BPF_PSEUDO_MAP_VALUE), one
+//          ControlSlot per installed tracepoint.
+// tsvs:    ARRAY with one value of kMaxTsvs i64 (also mmapped).
+// stats:   PERCPU_ARRAY, one StatsSlot per tracepoint (rare paths only).
+// ringbuf: RINGBUF holding finished frames in tfile layout, or ErrorRecords.
+#pragma once
+
+#include <cstdint>
+
+namespace gdbtrace::bpf {
+
+constexpr uint32_t kMaxProbes = 256;
+constexpr uint32_t kMaxTsvs = 512;
+
+struct ControlSlot {
+  uint64_t enabled; // written by the collector (set_enabled)
+  uint64_t hits;    // atomic fetch-add in the program (condition true)
+  int64_t last_error;
+  uint64_t last_error_pc;
+  uint64_t reserved[4];
+};
+static_assert(sizeof(ControlSlot) == 64);
+
+struct StatsSlot {
+  uint64_t drops;  // ring buffer full: frame not written
+  uint64_t errors; // agent-expression errors at run time
+};
+
+// A ring-buffer record that is not a frame: u16 marker instead of a tracepoint number.
+constexpr uint16_t kErrorMarker = 0xffff;
+struct __attribute__((packed)) ErrorRecord {
+  uint16_t marker; // kErrorMarker
+  uint32_t size;   // bytes after this field
+  uint32_t tp_number;
+  int32_t status; // ax_status
+  uint32_t pc;    // bytecode offset of the failing instruction
+  uint32_t in_condition;
+};
+
+// Bytes a `trace` with a length computed at run time may collect (the frame
+// reserves this much; a longer request fails with AX_ERR_TRACE).
+constexpr uint32_t kDynamicTraceMax = 4096;
+// Largest frame a tracepoint may need (the ring-buffer reservation).
+constexpr uint32_t kMaxFrameSize = 256 * 1024;
+
+} // namespace gdbtrace::bpf

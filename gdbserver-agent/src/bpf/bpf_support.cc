@@ -1,0 +1,140 @@
+#include "bpf/bpf_support.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <sys/utsname.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "bpf/bpf_insn.h"
+
+namespace gdbtrace::bpf {
+namespace {
+
+// Last lines of a verifier log (the reason is at the end).
+std::string log_tail(const std::string& log, size_t lines) {
+  std::vector<std::string> all;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty())
+      all.push_back(l);
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); i++)
+    out += "\n  " + all[i];
+  return out;
+}
+
+// Byte offset of member NAME in struct TYPE_ID, looking into anonymous members.
+std::optional<uint32_t> member_offset(const btf* b, uint32_t type_id, const char* name) {
+  const btf_type* t = btf__type_by_id(b, type_id);
+  if (!t || (!btf_is_struct(t) && !btf_is_union(t)))
+    return std::nullopt;
+  const btf_member* m = btf_members(t);
+  for (uint16_t i = 0; i < btf_vlen(t); i++, m++) {
+    const char* n = btf__name_by_offset(b, m->name_off);
+    uint32_t bits = btf_member_bit_offset(t, i);
+    if (n && strcmp(n, name) == 0)
+      return bits / 8;
+    if (!n || !*n) {
+      if (auto inner = member_offset(b, btf__resolve_type(b, m->type), name))
+        return bits / 8 + *inner;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> find_task_fsbase_offset() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux || libbpf_get_error(vmlinux))
+    return std::nullopt;
+  std::optional<uint32_t> result;
+  int task = btf__find_by_name_kind(vmlinux, "task_struct", BTF_KIND_STRUCT);
+  if (task > 0) {
+    auto thread = member_offset(vmlinux, uint32_t(task), "thread");
+    int ts = btf__find_by_name_kind(vmlinux, "thread_struct", BTF_KIND_STRUCT);
+    auto fsbase = ts > 0 ? member_offset(vmlinux, uint32_t(ts), "fsbase") : std::nullopt;
+    if (thread && fsbase)
+      result = *thread + *fsbase;
+  }
+  btf__free(vmlinux);
+  return result;
+}
+
+Result<int> read_uprobe_pmu_type() {
+  std::ifstream f("/sys/bus/event_source/devices/uprobe/type");
+  int type = -1;
+  if (!(f >> type))
+    return make_error(ENOTSUP, "this kernel has no uprobe perf PMU "
+                               "(/sys/bus/event_source/devices/uprobe/type missing: "
+                               "CONFIG_UPROBE_EVENTS off?)");
+  return type;
+}
+
+} // namespace
+
+std::string explain_errno(int err, const std::string& what) {
+  std::string s = what + ": " + strerror(err);
+  if (err == EPERM || err == EACCES)
+    s += " (needs root or CAP_BPF + CAP_PERFMON; check kernel.unprivileged_bpf_disabled and "
+         "kernel.perf_event_paranoid)";
+  else if (err == ENOSYS)
+    s += " (kernel built without BPF syscall support)";
+  else if (err == ENOENT)
+    s += " (file or kernel feature missing)";
+  return s;
+}
+
+Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name) {
+  std::string log(1 << 20, '\0');
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 0, .log_size = uint32_t(log.size()),
+              .log_buf = log.data());
+  int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
+  if (fd < 0 && errno != EPERM) {
+    // Load again with the log on: the first try stays fast in the common case.
+    opts.log_level = 1;
+    fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
+  }
+  if (fd >= 0)
+    return UniqueFd(fd);
+  int err = errno;
+  std::string text = explain_errno(err, "the kernel refused the BPF program");
+  log.resize(strnlen(log.data(), log.size()));
+  if (!log.empty())
+    text += "; verifier log (end):" + log_tail(log, 6);
+  return make_error(err, text);
+}
+
+Result<KernelSupport> probe_kernel_support() {
+  KernelSupport ks;
+  utsname u{};
+  uname(&u);
+  ks.kernel_release = u.release;
+  auto type = read_uprobe_pmu_type();
+  if (!type)
+    return type.error();
+  ks.uprobe_pmu_type = *type;
+
+  // A program that only returns: can we load BPF at all?
+  std::vector<bpf_insn> trivial{mov64_imm(R0, 0), exit_insn()};
+  auto loaded = load_uprobe_program(trivial, "gdbtrace_probe");
+  if (!loaded)
+    return make_error(loaded.error().code, "eBPF unusable: " + loaded.error().message);
+
+  // Can a uprobe program write registers (pt_regs->ip)? Upstream 7384893d970e, Linux 6.19.
+  std::vector<bpf_insn> writes{mov64_imm(R2, 0), stx(BPF_DW, R1, 128, R2), mov64_imm(R0, 0),
+                               exit_insn()};
+  ks.ctx_writes = bool(load_uprobe_program(writes, "gdbtrace_wprobe"));
+
+  int rb = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_probe", 0, 0, 4096, nullptr);
+  if (rb < 0)
+    return make_error(errno, explain_errno(errno, "cannot create a BPF ring buffer "
+                                                  "(needs Linux 5.8+)"));
+  close(rb);
+  ks.task_fsbase_offset = find_task_fsbase_offset();
+  return ks;
+}
+
+} // namespace gdbtrace::bpf

@@ -1,0 +1,136 @@
+// Helpers for the eBPF collector tests: a text assembler for agent
+// expressions, verification, and a TraceContext that records what it gets.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ax/amd64_regs.h"
+#include "ax/ax.h"
+#include "trace/collector.h"
+#include "trace/tracepoint.h"
+
+namespace gdbtrace::test {
+
+// Operand bytes of opcode OP (gdb ax.def); printf is not assembled here.
+inline int operand_bytes(uint8_t op) {
+  switch (op) {
+  case 0x0d:
+  case 0x16:
+  case 0x22:
+  case 0x2a:
+  case 0x32:
+    return 1; // trace_quick ext const8 zero_ext pick
+  case 0x20:
+  case 0x21:
+  case 0x23:
+  case 0x26:
+  case 0x2c:
+  case 0x2d:
+  case 0x2e:
+  case 0x30:
+    return 2;
+  case 0x24:
+    return 4;
+  case 0x25:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+// "const8 5 const8 7 add end" -> bytecode. Operands are decimal or 0x hex.
+inline std::vector<uint8_t> ax_asm(const std::string& text) {
+  std::map<std::string, uint8_t> ops;
+  for (int op = 1; op < 0x40; op++)
+    if (const char* n = ax_op_name(uint8_t(op)))
+      ops[n] = uint8_t(op);
+  std::istringstream in(text);
+  std::vector<uint8_t> code;
+  std::string word;
+  while (in >> word) {
+    auto it = ops.find(word);
+    if (it == ops.end()) {
+      ADD_FAILURE() << "unknown op " << word;
+      return {};
+    }
+    code.push_back(it->second);
+    int n = operand_bytes(it->second);
+    if (n) {
+      std::string v;
+      in >> v;
+      uint64_t value = std::stoull(v, nullptr, 0);
+      for (int i = n - 1; i >= 0; i--)
+        code.push_back(uint8_t(value >> (8 * i)));
+    }
+  }
+  return code;
+}
+
+inline AgentExpr verified(const std::vector<uint8_t>& code, bool allow_trace) {
+  AgentExpr e;
+  e.code = code;
+  ax_verify_ctx vctx{};
+  vctx.num_regs = GT_NUM_REGS_AVX;
+  vctx.allow_trace_ops = allow_trace;
+  uint32_t err_pc = 0;
+  int rc = ax_verify(e.code.data(), uint32_t(e.code.size()), &vctx, &e.info, &err_pc);
+  EXPECT_EQ(rc, AX_OK) << ax_strerror(rc) << " at " << err_pc;
+  return e;
+}
+
+inline AgentExpr ax(const std::string& text, bool allow_trace = true) {
+  return verified(ax_asm(text), allow_trace);
+}
+
+class FakeContext : public TraceContext {
+public:
+  std::vector<std::vector<uint8_t>> frames;
+  std::map<uint32_t, int64_t> tsvs;
+  std::map<uint32_t, uint64_t> hits;
+  std::map<uint32_t, uint64_t> pass_counts;
+  std::map<uint32_t, std::vector<bool>> availability;
+  std::vector<std::string> stops;
+  bool stop_pending = false;
+  uint32_t regblock = GT_REGBLOCK_SIZE_AVX;
+
+  bool append_frame(std::span<const uint8_t> f) override {
+    frames.emplace_back(f.begin(), f.end());
+    return true;
+  }
+  uint32_t register_block_size() const override { return regblock; }
+  void set_register_availability(uint32_t tp, const std::vector<bool>& v) override {
+    availability[tp] = v;
+  }
+  std::optional<int64_t> get_tsv(uint32_t n) override {
+    if (n == 1)
+      return trace_timestamp();
+    auto it = tsvs.find(n);
+    if (it == tsvs.end())
+      return std::nullopt;
+    return it->second;
+  }
+  void set_tsv(uint32_t n, int64_t v) override { tsvs[n] = v; }
+  int64_t trace_timestamp() override {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  }
+  void record_hit(uint32_t tp) override {
+    if (++hits[tp] >= pass_counts[tp] && pass_counts[tp])
+      request_stop(TraceStopReason::PassCount, "pass count", tp);
+  }
+  bool collecting() const override { return !stop_pending; }
+  void request_stop(TraceStopReason, std::string text, uint32_t = 0) override {
+    stops.push_back(text);
+    stop_pending = true;
+  }
+  void console(const std::string&) override {}
+};
+
+} // namespace gdbtrace::test
