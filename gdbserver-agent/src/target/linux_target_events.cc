@@ -2,6 +2,8 @@
 // resuming threads (all-stop / non-stop), stepping over breakpoints and
 // running trace-breakpoint callbacks.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
@@ -32,6 +34,12 @@ StopEvent signal_event(Pid pid, Tid tid, int sig, StopReason reason = StopReason
   e.signal = sig;
   e.reason = reason;
   return e;
+}
+
+// GDBTRACE_TARGET_DEBUG=1 traces every collected status and report on stderr.
+bool debug_enabled() {
+  static const bool on = std::getenv("GDBTRACE_TARGET_DEBUG") != nullptr;
+  return on;
 }
 
 bool is_stepping(const Lwp& l) {
@@ -72,6 +80,8 @@ void LinuxTarget::collect_statuses() {
     Process* p = nullptr;
     Lwp* l = find_lwp(w, &p);
     if (!l) {
+      if (debug_enabled())
+        std::fprintf(stderr, "[target] unknown %d status 0x%x\n", w, st);
       // A new clone/fork child can stop before its parent's event is seen.
       if (WIFSTOPPED(st))
         unknown_stops_[w] = st;
@@ -82,6 +92,9 @@ void LinuxTarget::collect_statuses() {
 }
 
 void LinuxTarget::store_status(Process& p, Lwp& l, int status) {
+  if (debug_enabled())
+    std::fprintf(stderr, "[target] %d/%d status 0x%x resumed=%d\n", p.pid, l.tid, status,
+                 l.resumed);
   l.running = false;
   l.raw = status;
   classify_trap(p, l);
@@ -168,8 +181,14 @@ void LinuxTarget::interpret_pending() {
   for (bool again = true; again;) {
     again = false;
     for (auto& [pid, p] : procs_) {
+      // The leader's exit ends the process: its other threads' collected
+      // statuses (their exits) come first.
+      bool others_pending = std::any_of(p->lwps.begin(), p->lwps.end(), [&](const auto& kv) {
+        return kv.first != pid && kv.second.raw && kv.second.resumed;
+      });
       for (auto& [tid, l] : p->lwps) {
-        if (l.raw && l.resumed && !l.report) {
+        bool leader_exit = tid == pid && l.raw && !WIFSTOPPED(*l.raw);
+        if (l.raw && l.resumed && !l.report && !(leader_exit && others_pending)) {
           auto ev = interpret(*p, l); // may add/remove threads and processes
           if (ev)
             place_report(*ev);
@@ -244,6 +263,11 @@ void LinuxTarget::dispatch() {
   if (!out.empty())
     waiting_ = false;
   dispatching_ = false;
+  for (const auto& ev : out) {
+    if (debug_enabled())
+      std::fprintf(stderr, "[target] report kind %d thread %d/%d signal %d reason %d\n",
+                   (int)ev.kind, ev.thread.pid, ev.thread.tid, ev.signal, (int)ev.reason);
+  }
   for (const auto& ev : out)
     if (handler_)
       handler_(ev);
@@ -755,13 +779,14 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
       to_run.push_back({pid, tid});
     }
   }
-  if (to_run.empty()) {
+  waiting_ = true;
+  if (!non_stop_)
+    reported_ = false;
+  if (to_run.empty()) { // reports of vanished threads/processes may still be queued
     post_dispatch();
     return ok();
   }
-  waiting_ = true;
   if (!non_stop_) {
-    reported_ = false;
     // Events already collected are reported before anything runs again.
     interpret_pending();
     bool pending = !orphan_reports_.empty();
