@@ -9,9 +9,9 @@ import time
 import gdb
 
 from . import exporters, latency, regs, stats
-from .session import (TraceData, UserError, any_linespec, check_gdbtrace, current_stub, iter_frames, program_name,
+from .session import (Threads, TraceData, UserError, any_linespec, check_gdbtrace, current_stub, iter_frames, program_name,
                       register_block_size, tracepoint_defs, tracepoint_map)
-from . import decode, frames as frames_mod
+from . import batch, decode, frames as frames_mod
 from .transport import StubError
 
 
@@ -55,59 +55,56 @@ def _get(d, *keys, default=None):
 
 
 def format_status(status):
-    """Text for `gdbtrace status` from the stub's JSON (tolerant of missing keys)."""
+    """Text for `gdbtrace status` from the stub's JSON."""
     lines = []
-    running = _get(status, "running")
-    state = "running" if running else ("stopped" if running is not None else "?")
-    reason = _get(status, "stop_reason", "stop")
-    lines.append("Trace run: %s%s" % (state, " (%s)" % reason if reason and not running else ""))
-    backend = _get(status, "backend", "preferred_backend")
-    if backend:
-        lines.append("Backend selection: %s" % backend)
-    collectors = _get(status, "collectors", "backends")
-    if collectors:
-        lines.append("Collectors: %s" % ", ".join(
-            c.get("name", "?") + (" (%s)" % c["describe"] if c.get("describe") else "")
-            if isinstance(c, dict) else str(c) for c in collectors))
-    buf = _get(status, "buffer")
-    if isinstance(buf, dict):
-        used, size = _get(buf, "used", "bytes_used"), _get(buf, "size", "bytes")
-        pct = " (%.1f%%)" % (100.0 * used / size) if isinstance(used, (int, float)) and size else ""
-        lines.append("Buffer: %s of %s used%s, %s frames%s" % (
-            _fmt_bytes(used), _fmt_bytes(size), pct, _get(buf, "frames", default="?"),
-            ", circular" if _get(buf, "circular") else ""))
-    for key in ("frames", "created"):
-        if key in status and not isinstance(buf, dict):
-            lines.append("%s: %s" % (key.capitalize(), status[key]))
-    tps = _get(status, "tracepoints", default=[])
-    if tps:
-        head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes", "cost/hit"]
-        rows = []
-        for t in tps:
-            cost = _get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns")
-            cost_text = ("%.2f us" % (cost / 1000.0)) if isinstance(cost, (int, float)) else (
-                str(_get(t, "cost_per_hit", default="-")))
-            addr = _get(t, "address", default="")
-            rows.append([str(_get(t, "number", "tp", default="?")),
-                         addr if isinstance(addr, str) else "0x%x" % addr,
-                         str(_get(t, "backend", "collector", default="-")),
-                         str(_get(t, "hits", default=0)), str(_get(t, "frames", default=0)),
-                         str(_get(t, "drops", default=0)), str(_get(t, "errors", default=0)),
-                         _fmt_bytes(_get(t, "bytes", default=0)), cost_text])
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
-        for r in rows:
-            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-            detail = _get(tps[rows.index(r)], "fallback", "reason", "note")
-            if detail:
-                lines.append("    " + str(detail))
+    running = status.get("running")
+    reason = status.get("stop_reason") or ""
+    text = status.get("stop_text") or ""
+    if running:
+        lines.append("Trace run: running")
     else:
+        lines.append("Trace run: stopped%s%s" % (" (%s)" % reason if reason else "", ": " + text if text else ""))
+    if status.get("source"):
+        lines.append("Source: %s" % status["source"])
+    buf = status.get("buffer") or {}
+    if buf:
+        used, size = buf.get("used"), buf.get("size")
+        pct = " (%.1f%%)" % (100.0 * used / size) if isinstance(used, (int, float)) and size else ""
+        extra = []
+        if buf.get("created") is not None and buf.get("created") != buf.get("frames"):
+            extra.append("%s created" % buf["created"])
+        if buf.get("discarded"):
+            extra.append("%s discarded (circular)" % buf["discarded"])
+        if buf.get("circular"):
+            extra.append("circular")
+        lines.append("Buffer: %s of %s used%s, %s frames%s" % (
+            _fmt_bytes(used), _fmt_bytes(size), pct, buf.get("frames", "?"),
+            "; " + ", ".join(extra) if extra else ""))
+    tps = status.get("tracepoints") or []
+    if not tps:
         lines.append("No tracepoints on the stub.")
-    known = {"running", "stop_reason", "stop", "backend", "preferred_backend", "collectors", "backends",
-             "buffer", "tracepoints", "frames", "created"}
-    for k, v in status.items():
-        if k not in known and not isinstance(v, (dict, list)):
-            lines.append("%s: %s" % (k, v))
+        return "\n".join(lines)
+    head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes", "cost/hit"]
+    rows = []
+    for t in tps:
+        cost = _get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns")
+        backend = t.get("backend") or ("-" if not running else "?")
+        if t.get("enabled") is False:
+            backend += " (disabled)"
+        address = t.get("address", "")
+        rows.append([str(t.get("number", "?")), address if isinstance(address, str) else "0x%x" % address,
+                     backend, str(t.get("hits", 0)), str(t.get("frames", 0)), str(t.get("drops", 0)),
+                     str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0)),
+                     "%.2f us" % (cost / 1000.0) if isinstance(cost, (int, float)) else "n/a"])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    for t, r in zip(tps, rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        note = _get(t, "note", "fallback", "reason")
+        if note:
+            lines.append("    " + str(note))
+    if all(_get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns") is None for t in tps):
+        lines.append("(cost/hit: the stub reports no per-hit timing)")
     return "\n".join(lines)
 
 
@@ -186,9 +183,13 @@ collect it, frame order is used instead and the output says so."""
 
     def __init__(self):
         super().__init__("gdbtrace export", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_FILENAME)
+        self.fast = True
 
     def invoke(self, arg, from_tty):
         args = gdb.string_to_argv(arg)
+        # Undocumented: -slow decodes every frame the general way (tests compare both paths).
+        self.fast = "-slow" not in args
+        args = [a for a in args if a != "-slow"]
         if len(args) != 2:
             raise UserError("usage: gdbtrace export FORMAT FILE  (FORMAT: %s)" % ", ".join(exporters.FORMATS))
         fmt, path = args[0].lower(), os.path.expanduser(args[1])
@@ -212,12 +213,12 @@ collect it, frame order is used instead and the output says so."""
         tmp = path + ".part"
         with open(tmp, "w", newline="" if fmt == "csv" else None) as out:
             if fmt == "csv":
-                count = exporters.write_csv(out, data.records(), meta, data.columns())
+                exporter = exporters.CsvExporter(out, meta, data.columns())
             elif fmt == "jsonl":
-                count = exporters.write_jsonl(out, data.records(), meta)
+                exporter = exporters.JsonlExporter(out, meta)
             else:
-                meta["thread_names"] = data.threads.names
-                count = exporters.write_perfetto(out, data.records(), meta)
+                exporter = exporters.PerfettoExporter(out, meta)
+            count = exporters.export_runs(exporter, data.runs(fast=self.fast))
         os.replace(tmp, path)
         gdb.write("Exported %d frames to %s (%s) in %.2f s; %s.\n" % (
             count, path, fmt, time.monotonic() - start, data.timestamps_note))
@@ -239,21 +240,26 @@ def collect_values(expr, group=None):
     data = TraceData(exprs=[expr], need_threads=(group == "thread"))
     out = []
     checked = set()
-    for f, plan, values, ts, tid in data.decoded():
+    for run in data.runs():
+        plan = run.plan
         if id(plan) not in checked:
             checked.add(id(plan))
             if len(plan.leaves) > 1:
                 raise UserError("gdbtrace: `%s` is not a scalar (%d members: %s...); pick one, e.g. `%s`" % (
                     expr, len(plan.leaves), ", ".join(plan.names[:3]), plan.names[0]))
-        if not values or values[0] is None:
+            if plan.leaves and not plan.leaves[0].numeric:
+                raise UserError("gdbtrace: `%s` is not numeric (%s)" % (expr, plan.leaves[0].kind))
+        if not plan.leaves:
             continue
-        v = values[0]
-        if not isinstance(v, (int, float)):
-            raise UserError("gdbtrace: `%s` is not numeric (value %r)" % (expr, v))
-        key = data.label(f.tp) if group == "tracepoint" else (
-            (data.threads.names.get(tid, "thread %s" % tid) if tid is not None else "unknown thread")
-            if group == "thread" else "all")
-        out.append((key, ts, v))
+        if group == "tracepoint":
+            key = plan.label
+            out.extend((key, row[1], row[3]) for row in run.rows if row[3] is not None)
+        elif group == "thread":
+            names = data.threads.names
+            out.extend((names.get(row[2], "thread %s" % row[2]) if row[2] is not None else "unknown thread",
+                        row[1], row[3]) for row in run.rows if row[3] is not None)
+        else:
+            out.extend(("all", row[1], row[3]) for row in run.rows if row[3] is not None)
     return data, out
 
 
@@ -452,27 +458,24 @@ Tail calls out of FUNCTION are not returns and are not seen."""
         self._report(name, entry_tps, ret_tps)
 
     def _report(self, name, entry_tps, ret_tps):
-        stub = current_stub()
-        check_gdbtrace(stub)
-        regblock = register_block_size(stub)
-        tpdefs = tracepoint_defs()
-        tp_map = tracepoint_map(stub, tpdefs)
-        ts_tsv = decode.timestamp_tsv(name)
-        if ts_tsv is None:
+        data = TraceData(exprs=["$rsp", "$trace_timestamp"], need_threads=False)
+        if data.ts_tsv is None:
             raise UserError("gdbtrace latency: no $trace_timestamp trace state variable on this stub")
         events, skipped = [], 0
-        for f in iter_frames(stub, regblock, tp_map=tp_map):
-            if f.tp in entry_tps:
+        for run in data.runs():
+            tp = run.plan.tp
+            if tp in entry_tps:
                 kind = "entry"
-            elif f.tp in ret_tps:
+            elif tp in ret_tps:
                 kind = "return"
             else:
                 continue
-            ts = f.tsv.get(ts_tsv) if f.tsv else None
-            if ts is None or f.regs is None:
-                skipped += 1
-                continue
-            events.append((ts, f.index, kind, regs.read_int(f.regs, regs.RSP)))
+            for row in run.rows:
+                rsp, ts = row[3], row[4]
+                if rsp is None or ts is None:
+                    skipped += 1
+                    continue
+                events.append((ts, row[0], kind, rsp))
         if not events:
             raise UserError("gdbtrace latency: no frames from the %s tracepoints yet (tracepoints %s); run "
                             "tstart, let %s run, tstop, then try again" % (
@@ -531,20 +534,24 @@ def _parse_live_args(arg):
     return opts
 
 
-def format_live_frame(f, plan, values, ts, label, tid):
-    parts = ["#%d" % f.index, label]
+def format_live_row(plan, row):
+    index, ts, tid = row[0], row[1], row[2]
+    parts = ["#%d" % index, plan.label]
     if ts is not None:
-        parts.append("ts=%d" % ts)
+        parts.append("ts=%s" % ts)
     if tid is not None:
         parts.append("thread=%s" % tid)
     shown = []
-    for leaf, v in zip(plan.leaves, values):
+    for leaf, v in zip(plan.leaves, row[3:]):
         if v is None:
             shown.append("%s=<unavailable>" % leaf.name)
-        else:
-            d = leaf.display(v)
-            shown.append("%s=%s" % (leaf.name, stats.fmt_number(d) if isinstance(d, (int, float)) else repr(d)
-                                    if isinstance(d, str) and leaf.kind == "str" else d))
+            continue
+        d = leaf.display(v)
+        if leaf.kind == "str":
+            d = repr(d)
+        elif isinstance(d, (int, float)):
+            d = stats.fmt_number(d)
+        shown.append("%s=%s" % (leaf.name, d))
     return "  ".join(parts) + (": " + "  ".join(shown) if shown else "")
 
 
@@ -567,47 +574,46 @@ gdb can only talk to the stub while the program runs in non-stop mode:
 
     def _run(self, opts):
         stub = current_stub()
-        check_gdbtrace(stub)
-        regblock = register_block_size(stub)
+        status = check_gdbtrace(stub)
+        regblock = register_block_size(stub, status)
         tpdefs = tracepoint_defs()
-        tp_map = tracepoint_map(stub, tpdefs)
         ts_tsv = decode.timestamp_tsv(any_linespec(tpdefs))
         decoder = decode.Decoder(tpdefs, ts_tsv)
-        from .session import Threads
         threads = Threads()
+        runner = batch.Runner(regblock, decoder.plan_for, ts_tsv, by_time=ts_tsv is not None,
+                              tid_for_fs=threads.tid_for_fs, tp_map=tracepoint_map(stub, tpdefs))
         offset = 0
-        parser = frames_mod.FrameParser(regblock)
         if not opts["from_start"]:
-            for off, chunk in stub.iter_stream(0):  # skip what is already there
-                parser.feed(chunk)
-                offset = off + len(chunk)
+            # Start after what is already there (frame headers are enough to count it).
+            counter = frames_mod.FrameCounter()
+            for _off, chunk in stub.iter_stream(0):
+                counter.feed(chunk)
+            offset, runner.next_index = counter.complete_bytes, counter.frames
         printed = 0
         started = time.monotonic()
         reported = set()
         reason = None
         gdb.write("gdbtrace live: polling every %d ms%s (Ctrl-C to stop)\n" % (
-            opts["interval_ms"], "" if parser.next_index == 0 else
-            ", after the %d frames already in the buffer" % parser.next_index))
+            opts["interval_ms"], "" if runner.next_index == 0 else
+            ", after the %d frames already in the buffer" % runner.next_index))
         gdb.flush()
         try:
             while reason is None:
                 data, last = stub.frames_chunk(offset)
                 offset += len(data)
-                for f in parser.feed(data):
-                    f.tp = tp_map.get(f.tp, f.tp)
-                    plan = decoder.plan_for(f)
+                for run in runner.feed(data):
+                    plan = run.plan
                     for expr, message in plan.problems:
                         if (plan.tp, expr) not in reported:
                             reported.add((plan.tp, expr))
                             gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message))
-                    values = plan.decode(f)
-                    ts = f.tsv.get(ts_tsv) if (f.tsv and ts_tsv is not None) else None
-                    t = tpdefs.get(f.tp)
-                    gdb.write(format_live_frame(f, plan, values, ts, t.label() if t else "tp %d" % f.tp,
-                                                threads.tid(f)) + "\n")
-                    printed += 1
-                    if opts["count"] is not None and printed >= opts["count"]:
-                        reason = "%d frames printed" % printed
+                    for row in run.rows:
+                        gdb.write(format_live_row(plan, row) + "\n")
+                        printed += 1
+                        if opts["count"] is not None and printed >= opts["count"]:
+                            reason = "%d frames printed" % printed
+                            break
+                    if reason:
                         break
                 gdb.flush()
                 if reason or (data and not last):
@@ -617,11 +623,12 @@ gdb can only talk to the stub while the program runs in non-stop mode:
                     break
                 running, fields, _ = stub.trace_status()
                 if not running:
-                    data, last = stub.frames_chunk(offset)
-                    if data:
+                    more, _last = stub.frames_chunk(offset)
+                    if more:
                         continue  # frames written just before the stop: print them first
-                    stop = next((k for k in fields if k.startswith("t") and k not in ("tframes", "tcreated", "tsize", "tfree")), "stopped")
-                    reason = "trace run stopped (%s)" % stop
+                    stop = next((k for k in fields if k.startswith("t") and k not in
+                                 ("tframes", "tcreated", "tsize", "tfree")), "stopped")
+                    reason = "the trace run stopped (%s)" % stop
                     break
                 time.sleep(opts["interval_ms"] / 1000.0)
         except KeyboardInterrupt:

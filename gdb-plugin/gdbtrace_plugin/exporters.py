@@ -1,15 +1,16 @@
 """Writers for decoded trace frames (no gdb import).
 
-Each exporter consumes records `(index, tp, label, ts, tid, names, values)`:
-frame index in the buffer, tracepoint number, its label, timestamp in µs (or the
-frame index when the frames carry no $trace_timestamp), thread id, and the
-column names/values of that frame (values already in display form: ints,
-floats, strings, None for "not collected").
+Exporters consume Runs from batch.Runner: a plan (tracepoint, label, leaves)
+and rows (frame index, ts, tid, values...). ts is $trace_timestamp in µs, or
+the frame index when not every tracepoint collects it; values are raw (ints,
+floats, strings; None for "not in this frame") and shown per leaf kind
+(pointers in hex, enums by name).
 """
 
 import csv
 import json
 import math
+import operator
 
 FORMATS = ("perfetto", "csv", "jsonl", "tfile")
 
@@ -32,93 +33,237 @@ def _json_object(names_json, values):
     return "{" + ",".join(n + ":" + json_value(v) for n, v in zip(names_json, values) if v is not None) + "}"
 
 
-class _NameCache:
-    """JSON-encoded column names per tuple of names (plans reuse one tuple)."""
-
-    def __init__(self):
-        self._cache = {}
-
-    def get(self, names):
-        key = id(names)
-        hit = self._cache.get(key)
-        if hit is None or hit[0] is not names:
-            hit = self._cache[key] = (names, [json.dumps(n) + "" for n in names])
-        return hit[1]
+def _brace(text):
+    """TEXT as a literal inside a str.format template."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
-def write_jsonl(out, records, meta):
-    """One JSON object per frame: frame, tracepoint, ts|order, thread, values."""
-    names_cache = _NameCache()
-    ts_key = '"ts_us"' if meta.get("timestamps") == "trace_timestamp" else '"order"'
-    count = 0
-    write = out.write
-    for index, tp, _label, ts, tid, names, values in records:
-        write('{"frame":%d,"tracepoint":%d,%s:%s,"thread":%s,"values":%s}\n' % (
-            index, tp, ts_key, json_value(ts), json_value(tid), _json_object(names_cache.get(names), values)))
-        count += 1
-    return count
+def _display(leaf, v):
+    return None if v is None else leaf.display(v)
 
 
-def write_csv(out, records, meta, columns):
+_PERCENT = {"int": "%d", "ptr": "%#x", "float": "%r"}
+
+
+def _percent_ref(leaf, quote_ptr):
+    """%-format conversion for a leaf (values taken in row order), or None."""
+    ref = _PERCENT.get(leaf.kind)
+    if ref is not None and quote_ptr and leaf.kind == "ptr":
+        ref = '"%#x"'
+    return ref
+
+
+def _value_ref(k, leaf, quote_ptr):
+    """str.format field for leaf K of a row, or None when the kind needs Python code."""
+    if leaf.kind == "int":
+        return "{0[%d]}" % (3 + k)
+    if leaf.kind == "ptr":
+        return ('"{0[%d]:#x}"' if quote_ptr else "{0[%d]:#x}") % (3 + k)
+    if leaf.kind == "float":
+        return "{0[%d]!r}" % (3 + k)
+    return None
+
+
+def _finite_floats(run):
+    cols = [3 + i for i, leaf in enumerate(run.plan.leaves) if leaf.kind == "float"]
+    return all(all(map(math.isfinite, map(operator.itemgetter(c), run.rows))) for c in cols)
+
+
+class Exporter:
+    """Writes Runs (see batch.py). A run whose values are all present and scalar
+    is written with one str.format template per plan (no Python code per frame);
+    others row by row through write_row."""
+
+    def __init__(self, out, meta):
+        self.out = out
+        self.meta = meta
+        self.count = 0
+        self._templates = {}
+        self._names = {}
+
+    def begin(self):
+        pass
+
+    def end(self):
+        pass
+
+    def write_run(self, run):
+        rows = run.rows
+        self.count += len(rows)
+        template = None
+        if run.clean:
+            key = (id(run.plan), run.has_tid)
+            hit = self._templates.get(key)
+            if hit is None or hit[0] is not run.plan:
+                hit = self._templates[key] = (run.plan, self.template(run.plan, run.has_tid))
+            template = hit[1]
+        if template is not None and self.run_ok(run):
+            self.before_rows(run)
+            # '%' templates take the row tuple as is (fastest); '{' ones index into it.
+            fn = template[1].__mod__ if template[0] == "%" else template[1].format
+            self.out.write("".join(map(fn, rows)))
+            return
+        plan = run.plan
+        for row in rows:
+            self.write_row(plan, row)
+
+    def json_names(self, plan):
+        names = self._names.get(id(plan))
+        if names is None or names[0] is not plan:
+            names = self._names[id(plan)] = (plan, [json.dumps(n) for n in plan.names])
+        return names[1]
+
+    def run_ok(self, run):
+        return True
+
+    def before_rows(self, run):
+        pass
+
+    def template(self, plan, has_tid):
+        return None
+
+    def write_row(self, plan, row):
+        raise NotImplementedError
+
+
+class JsonlExporter(Exporter):
+    """One JSON object per frame: frame, tracepoint, ts_us|order, thread, values."""
+
+    def begin(self):
+        self.ts_key = '"ts_us"' if self.meta.get("timestamps") == "trace_timestamp" else '"order"'
+
+    def template(self, plan, has_tid):
+        parts = []
+        for leaf in plan.leaves:
+            ref = _percent_ref(leaf, quote_ptr=True)
+            if ref is None:
+                return None
+            parts.append(json.dumps(leaf.name).replace("%", "%%") + ":" + ref)
+        return "%", '{"frame":%%d,"tracepoint":%d,%s:%%d,"thread":%s,"values":{%s}}\n' % (
+            plan.tp, self.ts_key, "%d" if has_tid else "%.0snull", ",".join(parts))
+
+    def run_ok(self, run):
+        return _finite_floats(run)
+
+    def write_row(self, plan, row):
+        values = [_display(leaf, v) for leaf, v in zip(plan.leaves, row[3:])]
+        self.out.write('{"frame":%d,"tracepoint":%d,%s:%s,"thread":%s,"values":%s}\n' % (
+            row[0], plan.tp, self.ts_key, json_value(row[1]), json_value(row[2]),
+            _json_object(self.json_names(plan), values)))
+
+
+class CsvExporter(Exporter):
     """Header `frame,tracepoint,ts_us|order,thread,<columns>`; one row per frame."""
-    writer = csv.writer(out, lineterminator="\n")
-    ts_col = "ts_us" if meta.get("timestamps") == "trace_timestamp" else "order"
-    writer.writerow(["frame", "tracepoint", ts_col, "thread"] + list(columns))
-    position = {name: i for i, name in enumerate(columns)}
-    width = len(columns)
-    layouts = {}
-    count = 0
-    writerow = writer.writerow
-    for index, tp, _label, ts, tid, names, values in records:
-        layout = layouts.get(id(names))
-        if layout is None or layout[0] is not names:
-            slots = [position.get(n) for n in names]
-            identity = slots == list(range(width))
-            layout = layouts[id(names)] = (names, slots, identity)
-        _, slots, identity = layout
-        if identity:
-            row = values
-        else:
-            row = [None] * width
-            for slot, v in zip(slots, values):
-                if slot is not None:
-                    row[slot] = v
-        writerow([index, tp, ts, tid if tid is not None else ""] + ["" if v is None else v for v in row])
-        count += 1
-    return count
+
+    def __init__(self, out, meta, columns):
+        super().__init__(out, meta)
+        self.columns = list(columns)
+
+    def begin(self):
+        self.writer = csv.writer(self.out, lineterminator="\n")
+        ts_col = "ts_us" if self.meta.get("timestamps") == "trace_timestamp" else "order"
+        self.writer.writerow(["frame", "tracepoint", ts_col, "thread"] + self.columns)
+        self.position = {name: i for i, name in enumerate(self.columns)}
+
+    def template(self, plan, has_tid):
+        cells = [""] * len(self.columns)
+        slots = []
+        for k, leaf in enumerate(plan.leaves):
+            slot = self.position.get(leaf.name)
+            if slot is None:
+                continue
+            if _value_ref(k, leaf, quote_ptr=False) is None:
+                return None  # strings may need quoting: the csv module writes those rows
+            slots.append((slot, k, leaf))
+        in_order = [s for s, _k, _l in slots] == sorted(s for s, _k, _l in slots) and \
+            len(slots) == len(plan.leaves)
+        if in_order:
+            for slot, _k, leaf in slots:
+                cells[slot] = _percent_ref(leaf, quote_ptr=False)
+            return "%", ",".join(["%d", str(plan.tp), "%d", "%d" if has_tid else "%.0s"] + cells) + "\n"
+        for slot, k, leaf in slots:
+            cells[slot] = _brace("") + _value_ref(k, leaf, quote_ptr=False)
+        return "{", ",".join(["{0[0]}", str(plan.tp), "{0[1]}", "{0[2]}" if has_tid else ""] + cells) + "\n"
+
+    def write_row(self, plan, row):
+        cells = [""] * len(self.columns)
+        for leaf, v in zip(plan.leaves, row[3:]):
+            slot = self.position.get(leaf.name)
+            if slot is not None and v is not None:
+                cells[slot] = _display(leaf, v)
+        self.writer.writerow([row[0], plan.tp, "" if row[1] is None else row[1],
+                              "" if row[2] is None else row[2]] + cells)
 
 
-def write_perfetto(out, records, meta):
+class PerfettoExporter(Exporter):
     """Chrome trace-event JSON (opens in ui.perfetto.dev / chrome://tracing):
-    one instant event per frame, ts in µs, args = the decoded values."""
-    pid = meta.get("pid") or 1
-    names_cache = _NameCache()
-    out.write('{"displayTimeUnit":"ms","otherData":%s,"traceEvents":[\n' % json.dumps({
-        "generator": "gdbtrace plugin",
-        "timestamps": meta.get("timestamps_note", ""),
-        "program": meta.get("program", ""),
-    }))
-    out.write('{"name":"process_name","ph":"M","pid":%d,"tid":%d,"args":{"name":%s}}' % (
-        pid, pid, json.dumps(meta.get("program") or "tracee")))
-    seen_threads = set()
-    label_json = {}
-    count = 0
-    write = out.write
-    for index, tp, label, ts, tid, names, values in records:
-        t = tid if tid is not None else pid
-        if t not in seen_threads:
-            seen_threads.add(t)
-            write(',\n{"name":"thread_name","ph":"M","pid":%d,"tid":%d,"args":{"name":%s}}' % (
-                pid, t, json.dumps(meta.get("thread_names", {}).get(t, "thread %d" % t))))
-        lj = label_json.get(tp)
-        if lj is None:
-            lj = label_json[tp] = json.dumps(label)
-        args = _json_object(names_cache.get(names), values)
-        write(',\n{"name":%s,"cat":"tracepoint","ph":"i","s":"t","ts":%s,"pid":%d,"tid":%d,"args":{"frame":%d%s%s}}' % (
-            lj, json_value(ts), pid, t, index, "," if len(args) > 2 else "", args[1:-1]))
-        count += 1
-    out.write("\n]}\n")
-    return count
+    one instant event per frame, ts in µs, pid/tid, args = frame index and values."""
+
+    def begin(self):
+        self.pid = self.meta.get("pid") or 1
+        self._threads = set()
+        self.last_ts = 0
+        self.out.write('{"displayTimeUnit":"ms","otherData":%s,"traceEvents":[\n' % json.dumps({
+            "generator": "gdbtrace plugin",
+            "timestamps": self.meta.get("timestamps_note", ""),
+            "program": self.meta.get("program", ""),
+        }))
+        self.out.write('{"name":"process_name","ph":"M","pid":%d,"tid":%d,"args":{"name":%s}}' % (
+            self.pid, self.pid, json.dumps(self.meta.get("program") or "tracee")))
+
+    def end(self):
+        self.out.write("\n]}\n")
+
+    def _thread(self, tid):
+        if tid not in self._threads:
+            self._threads.add(tid)
+            name = self.meta.get("thread_names", {}).get(tid, "thread %d" % tid)
+            self.out.write(',\n{"name":"thread_name","ph":"M","pid":%d,"tid":%d,"args":{"name":%s}}' % (
+                self.pid, tid, json.dumps(name)))
+
+    def before_rows(self, run):
+        if run.has_tid:
+            for tid in dict.fromkeys(map(operator.itemgetter(2), run.rows)):  # first-appearance order
+                self._thread(tid)
+        else:
+            self._thread(self.pid)
+        self.last_ts = run.rows[-1][1]
+
+    def run_ok(self, run):
+        return _finite_floats(run)
+
+    def template(self, plan, has_tid):
+        parts = ['"frame":{0[0]}']
+        for k, leaf in enumerate(plan.leaves):
+            ref = _value_ref(k, leaf, quote_ptr=True)
+            if ref is None:
+                return None
+            parts.append(_brace(json.dumps(leaf.name)) + ":" + ref)
+        return "{", (',\n{{"name":%s,"cat":"tracepoint","ph":"i","s":"t","ts":{0[1]},"pid":%d,"tid":%s,"args":{{%s}}}}'
+                     % (_brace(json.dumps(plan.label)), self.pid, "{0[2]}" if has_tid else str(self.pid),
+                        ",".join(parts)))
+
+    def write_row(self, plan, row):
+        index, ts, tid = row[0], row[1], row[2]
+        if ts is None:
+            ts = self.last_ts  # e.g. while-stepping frames without $trace_timestamp
+        self.last_ts = ts
+        t = tid if tid is not None else self.pid
+        self._thread(t)
+        values = [_display(leaf, v) for leaf, v in zip(plan.leaves, row[3:])]
+        args = _json_object(self.json_names(plan), values)
+        self.out.write(',\n{"name":%s,"cat":"tracepoint","ph":"i","s":"t","ts":%s,"pid":%d,"tid":%d,'
+                       '"args":{"frame":%d%s%s}}' % (json.dumps(plan.label), json_value(ts), self.pid, t, index,
+                                                     "," if len(args) > 2 else "", args[1:-1]))
+
+
+def export_runs(exporter, runs):
+    """Feeds every run to EXPORTER between begin() and end(); returns the number of frames."""
+    exporter.begin()
+    for run in runs:
+        exporter.write_run(run)
+    exporter.end()
+    return exporter.count
 
 
 def tfile_header(regblock_size, status_body, tsv_lines, tp_lines, tdesc_xml):

@@ -138,6 +138,37 @@ class FrameParser:
         return len(self._tail)
 
 
+class FrameCounter:
+    """Counts complete frames of a stream fed in chunks, reading only headers."""
+
+    def __init__(self):
+        self.frames = 0
+        self.complete_bytes = 0  # stream length up to the end of the last complete frame
+        self._seen = 0
+        self._header = b""
+        self._body_left = None
+
+    def feed(self, chunk):
+        i, n = 0, len(chunk)
+        while i < n:
+            if self._body_left is None:
+                take = min(FRAME_HEADER_SIZE - len(self._header), n - i)
+                self._header += bytes(chunk[i : i + take])
+                i += take
+                if len(self._header) < FRAME_HEADER_SIZE:
+                    break
+                self._body_left = _HEADER.unpack(self._header)[1]
+                self._header = b""
+            take = min(self._body_left, n - i)
+            i += take
+            self._body_left -= take
+            if self._body_left == 0:
+                self._body_left = None
+                self.frames += 1
+                self.complete_bytes = self._seen + i
+        self._seen += n
+
+
 def parse_stream(data, regblock_size):
     """All frames of a complete stream; error if it ends inside a frame."""
     parser = FrameParser(regblock_size)

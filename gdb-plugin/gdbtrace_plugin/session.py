@@ -7,7 +7,7 @@ import time
 
 import gdb
 
-from . import decode, frames, regs, tracepoints
+from . import batch, decode, frames, regs, tracepoints
 from .transport import Stub, StubError, TfileSource, tracepoint_addresses
 
 
@@ -58,11 +58,13 @@ def check_gdbtrace(stub):
         raise UserError("gdbtrace: %s" % e)
 
 
-def register_block_size(stub=None):
+def register_block_size(stub=None, status=None):
     """Size of the frames' 'R' blocks: a trace file says so; for the stub, 560
     or 816 bytes depending on whether the target description has the AVX halves."""
     if getattr(stub, "regblock_size", None):
         return stub.regblock_size
+    if status and status.get("register_block_size"):
+        return int(status["register_block_size"])
     try:
         arch = gdb.selected_inferior().architecture()
         names = {r.name for r in arch.registers()}
@@ -152,10 +154,7 @@ class Threads:
             except gdb.error:
                 pass
 
-    def tid(self, frame):
-        if frame.regs is None:
-            return None
-        fs = regs.read_int(frame.regs, regs.FS_BASE)
+    def tid_for_fs(self, fs):
         if not fs:
             return None
         tid = self.by_fs_base.get(fs)
@@ -173,7 +172,7 @@ class TraceData:
     def __init__(self, exprs=None, need_threads=True):
         self.stub = current_stub()
         self.status = check_gdbtrace(self.stub)
-        self.regblock_size = register_block_size(self.stub)
+        self.regblock_size = register_block_size(self.stub, self.status)
         self.tpdefs = tracepoint_defs()
         self.tp_map = tracepoint_map(self.stub, self.tpdefs)
         self.ts_tsv = decode.timestamp_tsv(any_linespec(self.tpdefs))
@@ -209,35 +208,22 @@ class TraceData:
                 gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message),
                           gdb.STDERR)
 
-    def decoded(self):
-        """(frame, plan, values, ts, tid) per frame; values in raw form."""
-        ts_tsv = self.ts_tsv
-        by_time = self.timestamps == "trace_timestamp"
-        decoder = self.decoder
-        threads = self.threads
-        seen = set()
-        for f in self.frames():
-            plan = decoder.plan_for(f)
-            if plan.problems and id(plan) not in seen:
-                seen.add(id(plan))
-                self.report_problems(plan)
-            ts = f.index
-            if by_time:
-                ts = f.tsv.get(ts_tsv) if f.tsv else None
-            tid = threads.tid(f) if threads is not None else None
-            yield f, plan, plan.decode(f), ts, tid
-
-    def records(self):
-        """(index, tp, label, ts, tid, names, values) per frame, values in display form."""
-        displays = {}
-        for f, plan, values, ts, tid in self.decoded():
-            conv = displays.get(id(plan))
-            if conv is None:
-                conv = displays[id(plan)] = [
-                    leaf.display if leaf.kind in ("ptr", "enum") else None for leaf in plan.leaves]
-            if any(conv):
-                values = [c(v) if c else v for c, v in zip(conv, values)]
-            yield f.index, f.tp, self.label(f.tp), ts, tid, plan.names, values
+    def runs(self, fast=True):
+        """Runs (batch.Run) of decoded frames, streamed from the stub chunk by chunk."""
+        runner = batch.Runner(self.regblock_size, self.decoder.plan_for, self.ts_tsv,
+                              by_time=self.timestamps == "trace_timestamp",
+                              tid_for_fs=self.threads.tid_for_fs if self.threads is not None else None,
+                              tp_map=self.tp_map, fast=fast)
+        self.runner = runner
+        reported = set()
+        for _offset, chunk in self.stub.iter_stream(0):
+            for run in runner.feed(chunk):
+                if run.plan.problems and id(run.plan) not in reported:
+                    reported.add(id(run.plan))
+                    self.report_problems(run.plan)
+                yield run
+        if runner.pending_bytes:
+            raise StubError("the frame stream ends inside a frame (%d bytes left over)" % runner.pending_bytes)
 
     def columns(self):
         """Union of the column names of every tracepoint's main plan (CSV header)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "gdb-plugin"))
 
-from gdbtrace_plugin import ax, exporters, frames, latency, regs, stats, tracepoints, transport  # noqa: E402
+from gdbtrace_plugin import ax, batch, exporters, frames, latency, model, regs, stats, tracepoints, transport  # noqa: E402,E501
 
 
 def regblock(**values):
@@ -156,6 +156,17 @@ class AgentExpressionTest(unittest.TestCase):
         self.assertEqual(ax._signed(ax.evaluate(sdiv, self.frame())), -3)
 
 
+class FrameCounterTest(unittest.TestCase):
+    def test_counts_across_chunks(self):
+        stream = b"".join(frames.build_frame(1, mem=[(i, bytes(i % 5))]) for i in range(30)) + b"\x01\x00\x09"
+        for size in (1, 5, 6, 7, 64, len(stream)):
+            c = frames.FrameCounter()
+            for off in range(0, len(stream), size):
+                c.feed(stream[off:off + size])
+            self.assertEqual(c.frames, 30)
+            self.assertEqual(c.complete_bytes, len(stream) - 3)
+
+
 class StatsTest(unittest.TestCase):
     def test_summary(self):
         s = stats.Summary(list(range(1, 101)))
@@ -185,13 +196,35 @@ class StatsTest(unittest.TestCase):
         self.assertIn(" 6 ", table)
 
 
-def sample_records():
-    names_a = ["x", "s.v", "tag", "$rsp"]
-    names_b = ["y"]
+def leaf(name, kind, fmt=None, offset=0, size=8, enum_names=None):
+    return model.Leaf(name, offset, size, kind, fmt, None, enum_names)
+
+
+def program(text):
+    return ax.Program(ax.parse_listing(text))
+
+
+def plan_a():
+    """tp 1: x (int, global at 0x404060), s.v (double member at +8), tag (char[8] at +16), $rsp."""
+    s_col = model.Column("s", "mem", program("  0  const32 4210800\n  5  end"), 24,
+                         [leaf("s.v", "float", "<d", 8), leaf("tag", "str", None, 16, 8)])
+    x_col = model.Column("x", "mem", program("  0  const32 4210784\n  5  end"), 4, [leaf("x", "int", "<i", 0, 4)])
+    rsp = model.Column("$rsp", "value", ax.Program([ax.Op(0, "reg", 7), ax.Op(3, "end", None)]), 8,
+                       [leaf("$rsp", "ptr", "<Q")])
+    return model.Plan(1, 0x401000, [x_col, s_col, rsp], [], "tp 1 f (a.c:3)")
+
+
+def plan_b():
+    y = model.Column("y", "mem", program("  0  const32 4210784\n  5  end"), 4, [leaf("y", "int", "<i", 0, 4)])
+    return model.Plan(2, 0x402000, [y], [], "tp 2 g (a.c:9)")
+
+
+def sample_runs():
+    a, b = plan_a(), plan_b()
     return [
-        (0, 1, "tp 1 f (a.c:3)", 1000, 11, names_a, [1, 0.5, "s0", "0x7ffc0000"]),
-        (1, 2, "tp 2 g (a.c:9)", 1005, 12, names_b, [-3]),
-        (2, 1, "tp 1 f (a.c:3)", 1010, 11, names_a, [2, float("nan"), 'q"uote', None]),
+        batch.Run(a, [(0, 1000, 11, 1, 0.5, "s0", 0x7ffc0000)], True, True),
+        batch.Run(b, [(1, 1005, 12, -3)], True, True),
+        batch.Run(a, [(2, 1010, 11, 2, float("nan"), 'q"uote', None)], False, True),
     ]
 
 
@@ -201,16 +234,17 @@ class ExportersTest(unittest.TestCase):
 
     def test_jsonl(self):
         out = io.StringIO()
-        self.assertEqual(exporters.write_jsonl(out, sample_records(), self.meta), 3)
+        self.assertEqual(exporters.export_runs(exporters.JsonlExporter(out, self.meta), sample_runs()), 3)
         rows = [json.loads(line) for line in out.getvalue().splitlines()]
         self.assertEqual(rows[0], {"frame": 0, "tracepoint": 1, "ts_us": 1000, "thread": 11,
                                    "values": {"x": 1, "s.v": 0.5, "tag": "s0", "$rsp": "0x7ffc0000"}})
+        self.assertEqual(rows[1]["values"], {"y": -3})
         self.assertEqual(rows[2]["values"], {"x": 2, "s.v": "nan", "tag": 'q"uote'})
 
     def test_csv(self):
         out = io.StringIO()
-        n = exporters.write_csv(out, sample_records(), self.meta, ["x", "s.v", "tag", "$rsp", "y"])
-        self.assertEqual(n, 3)
+        exporter = exporters.CsvExporter(out, self.meta, ["x", "s.v", "tag", "$rsp", "y"])
+        self.assertEqual(exporters.export_runs(exporter, sample_runs()), 3)
         rows = list(csv.reader(io.StringIO(out.getvalue())))
         self.assertEqual(rows[0], ["frame", "tracepoint", "ts_us", "thread", "x", "s.v", "tag", "$rsp", "y"])
         self.assertEqual(len(rows) - 1, 3, "one row per frame")
@@ -218,9 +252,27 @@ class ExportersTest(unittest.TestCase):
         self.assertEqual(rows[2], ["1", "2", "1005", "12", "", "", "", "", "-3"])
         self.assertEqual(rows[3][6], 'q"uote')
 
+    def test_templates_match_row_by_row_output(self):
+        """The per-plan templates (fast) and write_row (general) print the same text."""
+        numeric = model.Plan(3, 0x403000, [
+            model.Column("n", "mem", program("  0  const32 4210784\n  5  end"), 8, [leaf("n", "int", "<q")]),
+            model.Column("p", "mem", program("  0  const32 4210792\n  5  end"), 8, [leaf("p", "ptr", "<Q")]),
+            model.Column("d", "mem", program("  0  const32 4210800\n  5  end"), 8, [leaf("d", "float", "<d")]),
+        ], [], "tp 3 h (b.c:1)")
+        rows = [(i, 5000 + i, 77 if i % 2 else 78, -i, 0x1000 + i, i / 3.0) for i in range(5)]
+        for has_tid in (True, False):
+            rs = rows if has_tid else [r[:2] + (None,) + r[3:] for r in rows]
+            for make in (lambda o: exporters.CsvExporter(o, self.meta, ["n", "p", "d"]),
+                         lambda o: exporters.JsonlExporter(o, self.meta),
+                         lambda o: exporters.PerfettoExporter(o, self.meta)):
+                fast, slow = io.StringIO(), io.StringIO()
+                exporters.export_runs(make(fast), [batch.Run(numeric, rs, True, has_tid)])
+                exporters.export_runs(make(slow), [batch.Run(numeric, rs, False, has_tid)])
+                self.assertEqual(fast.getvalue(), slow.getvalue())
+
     def test_perfetto(self):
         out = io.StringIO()
-        self.assertEqual(exporters.write_perfetto(out, sample_records(), self.meta), 3)
+        self.assertEqual(exporters.export_runs(exporters.PerfettoExporter(out, self.meta), sample_runs()), 3)
         doc = json.loads(out.getvalue())
         events = [e for e in doc["traceEvents"] if e["ph"] != "M"]
         self.assertEqual(len(events), 3)
@@ -239,6 +291,62 @@ class ExportersTest(unittest.TestCase):
         self.assertEqual(exporters.json_value(None), "null")
         self.assertEqual(exporters.json_value(True), "true")
         self.assertEqual(json.loads(exporters.json_value("a\nb")), "a\nb")
+
+
+class BatchTest(unittest.TestCase):
+    """Runs decoded through layouts (fast) equal frame-by-frame decoding (general)."""
+
+    def local_plan(self):
+        # `v` is a local at rbp-4 (int), `g` a global long at 0x404060, plus $trace_timestamp (tsv 1)
+        v = model.Column("v", "mem", ax.Program(ax.parse_listing(LISTING_LOCAL)), 4, [leaf("v", "int", "<i", 0, 4)])
+        g = model.Column("g", "mem", program("  0  const32 4210784\n  5  end"), 8, [leaf("g", "int", "<q")])
+        ts = model.Column("$trace_timestamp", "value", program("  0  getv 1\n  3  end"), 8,
+                          [leaf("$trace_timestamp", "int", "<q")])
+        return model.Plan(1, 0x401000, [v, g, ts], [])
+
+    def stream(self, n, rbp_of=lambda i: 0x7ffc1000):
+        out = b""
+        for i in range(n):
+            rbp = rbp_of(i)
+            out += frames.build_frame(1, regs=regblock(rbp=rbp, rip=0x401000, fs_base=0x7f00 + (i % 2)),
+                                      mem=[(rbp + 16 - 20, struct.pack("<i", -i)), (0x404060, struct.pack("<q", 10 * i))],
+                                      tsv=[(1, 5000 + i)])
+        return out
+
+    def run_all(self, stream, fast, chunk=1000):
+        plan = self.local_plan()
+        runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, ts_tsv=1, by_time=True,
+                              tid_for_fs=lambda fs: {0x7f00: 100, 0x7f01: 101}.get(fs), fast=fast)
+        rows = []
+        for off in range(0, len(stream), chunk):
+            for run in runner.feed(stream[off:off + chunk]):
+                rows += run.rows
+        self.assertEqual(runner.pending_bytes, 0)
+        return rows, runner
+
+    def test_fast_equals_general(self):
+        # rbp changes every 7 frames: the locals move, the layout check must follow them
+        stream = self.stream(40, rbp_of=lambda i: 0x7ffc1000 + 0x100 * (i // 7))
+        slow, r_slow = self.run_all(stream, fast=False)
+        fast, r_fast = self.run_all(stream, fast=True)
+        self.assertEqual(fast, slow)
+        self.assertEqual(r_slow.frames_fast, 0)
+        self.assertGreater(r_fast.frames_fast, 30)
+        self.assertEqual(slow[5], (5, 5005, 101, -5, 50, 5005))
+        self.assertEqual([r[0] for r in fast], list(range(40)))
+
+    def test_layout_rejects_other_shapes(self):
+        plan = self.local_plan()
+        other = frames.build_frame(1, regs=regblock(rbp=0x1000, rip=0x401000), mem=[(0x404060, struct.pack("<q", 3))],
+                                   tsv=[(1, 9)])
+        stream = self.stream(3) + other + self.stream(2)
+        fast, runner = self.run_all(stream, fast=True, chunk=len(stream))
+        self.assertEqual(len(fast), 6)
+        self.assertEqual(fast[3], (3, 9, None, None, 3, 9), "v not collected in that frame")
+        self.assertEqual(fast[4][3], 0)
+        layout = batch.build_layout(plan, self.stream(1), regs.REGBLOCK_SIZE_AVX, ts_tsv=1)
+        self.assertIsNotNone(layout)
+        self.assertIsNone(layout.pattern.match(other))
 
 
 class TfileTest(unittest.TestCase):

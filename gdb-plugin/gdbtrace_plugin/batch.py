@@ -1,0 +1,390 @@
+"""Decoding runs of frames at C speed (no gdb import).
+
+Frames of one tracepoint usually have the same shape: the same blocks, in the
+same order, with the same lengths, the globals at the same addresses, the locals
+at the same distance from the frame's registers. For such a shape (a Layout,
+learned from one reference frame and its Plan) every leaf value sits at a fixed
+offset of the frame, so a whole run of consecutive frames of that shape is:
+  * found with one regular-expression match over the raw stream (the fixed
+    bytes: header, block kinds and lengths, global addresses, tsv numbers, the
+    pc; everything else is a wildcard),
+  * unpacked with one struct.iter_unpack call,
+  * checked for the register-relative locals (block address - base register
+    must equal what the plan's bytecode says) with C-level map/set operations,
+  * turned into rows with itemgetter/zip, never a Python loop per frame.
+A frame that fits no layout goes through the general path (parse the frame,
+run the plan's bytecode, read its memory blocks) and may teach a new layout.
+
+Rows are tuples (frame index, ts, tid, value...) in the plan's leaf order.
+"""
+
+import itertools
+import operator
+import re
+import struct
+
+from . import frames as frames_mod
+from . import regs as regs_mod
+
+_HEADER = struct.Struct("<HI")
+MAX_LAYOUTS_PER_SHAPE = 8
+
+
+class Layout:
+    __slots__ = ("plan", "size", "struct", "pattern", "leaf_idx", "ts_idx", "fs_idx", "checks", "str_leaves")
+
+    def __repr__(self):
+        return "Layout(tp=%d, size=%d, fields=%d, checks=%d)" % (
+            self.plan.tp, self.size, len(self.struct.format), len(self.checks))
+
+
+class _Block:
+    __slots__ = ("kind", "head", "data", "length", "address", "tsv")
+
+
+def _blocks(frame, regblock_size):
+    """Blocks of one complete frame with their offsets (data = offset of the payload)."""
+    out = []
+    pos, end = 6, len(frame)
+    while pos < end:
+        b = _Block()
+        b.kind, b.head = frame[pos], pos
+        pos += 1
+        b.address = b.tsv = None
+        if b.kind == 0x52:
+            b.data, b.length = pos, regblock_size
+        elif b.kind == 0x4D:
+            b.address, b.length = struct.unpack_from("<QH", frame, pos)
+            b.data = pos + 10
+        elif b.kind == 0x56:
+            b.tsv = struct.unpack_from("<I", frame, pos)[0]
+            b.data, b.length = pos + 4, 8
+        else:
+            raise frames_mod.FrameFormatError("unknown block type 0x%02x" % b.kind)
+        pos = b.data + b.length
+        out.append(b)
+    return out
+
+
+class _Builder:
+    """Collects struct fields and fixed byte ranges for one layout."""
+
+    def __init__(self, frame):
+        self.frame = frame
+        self.fields = {}  # offset -> (code, size)
+        self.fixed = []  # (start, end) byte ranges that must match the reference frame
+
+    def field(self, offset, code):
+        size = struct.calcsize("<" + code)
+        have = self.fields.get(offset)
+        if have is not None:
+            if have[0] != code:
+                raise _NotFast("two leaves read offset %d differently" % offset)
+            return
+        self.fields[offset] = (code, size)
+
+    def fix(self, start, length):
+        self.fixed.append((start, start + length))
+
+    def compile(self):
+        offsets = sorted(self.fields)
+        fmt, cursor, index = ["<"], 0, {}
+        for off in offsets:
+            code, size = self.fields[off]
+            if off < cursor:
+                raise _NotFast("overlapping leaves at offset %d" % off)
+            if off > cursor:
+                fmt.append("%dx" % (off - cursor))
+            fmt.append(code)
+            index[off] = len(index)
+            cursor = off + size
+        if cursor < len(self.frame):
+            fmt.append("%dx" % (len(self.frame) - cursor))
+        st = struct.Struct("".join(fmt))
+        pattern, cursor = [], 0
+        for start, end in sorted(self.fixed):
+            if end <= cursor:
+                continue
+            start = max(start, cursor)
+            if start > cursor:
+                pattern.append(b".{%d}" % (start - cursor))
+            pattern.append(re.escape(bytes(self.frame[start:end])))
+            cursor = end
+        if cursor < len(self.frame):
+            pattern.append(b".{%d}" % (len(self.frame) - cursor))
+        run = re.compile(b"(?:" + b"".join(pattern) + b")+", re.DOTALL)
+        return st, run, index
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _program_tsv(program):
+    ops = program.ops
+    if len(ops) == 2 and ops[0].name == "getv" and ops[1].name == "end":
+        return ops[0].arg
+    return None
+
+
+def build_layout(plan, frame, regblock_size, ts_tsv=None, want_fs=False):
+    """Layout of FRAME (the complete frame bytes) for PLAN, or None when some
+    leaf's place is not fixed by the frame's shape (then frames go the general way)."""
+    try:
+        return _build_layout(plan, bytes(frame), regblock_size, ts_tsv, want_fs)
+    except (_NotFast, frames_mod.FrameFormatError, struct.error):
+        return None
+
+
+def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
+    blocks = _blocks(frame, regblock_size)
+    b = _Builder(frame)
+    b.fix(0, 6)
+    regs_block = None
+    for blk in blocks:
+        b.fix(blk.head, 1)
+        if blk.kind == 0x4D:
+            b.fix(blk.head + 9, 2)  # length
+        elif blk.kind == 0x56:
+            b.fix(blk.head + 1, 4)  # tsv number
+        elif blk.kind == 0x52:
+            regs_block = blk
+    if regs_block is not None and plan.address is not None:
+        rip_off = regs_block.data + regs_mod.OFFSETS[regs_mod.RIP]
+        if struct.unpack_from("<Q", frame, rip_off)[0] == plan.address:
+            b.fix(rip_off, 8)
+
+    leaf_fields = []  # (offset, code) per leaf
+    str_leaves = []
+    checks = []  # (block address offset, register offset)
+    for column in plan.columns:
+        program = column.program
+        if column.mode == "value":
+            leaf = column.leaves[0]
+            if program.kind == "reg":
+                if regs_block is None:
+                    raise _NotFast("registers not collected")
+                code = (leaf.fmt or "<q")[1:]
+                if code not in ("q", "Q") or program.const != 0:
+                    raise _NotFast("register expression with an offset")
+                off = regs_block.data + regs_mod.OFFSETS[program.regno]
+                b.field(off, code)
+                leaf_fields.append((off, code))
+                continue
+            tsv = _program_tsv(program)
+            vblk = next((x for x in blocks if x.kind == 0x56 and x.tsv == tsv), None) if tsv is not None else None
+            if vblk is None or (leaf.fmt or "<q") != "<q":
+                raise _NotFast("value computed by bytecode")
+            b.field(vblk.data, "q")
+            leaf_fields.append((vblk.data, "q"))
+            continue
+        # 'mem' column: where is it in this frame?
+        if program.kind == "const":
+            address = program.const
+            base_off = None
+        elif program.kind == "reg":
+            if regs_block is None:
+                raise _NotFast("registers not collected")
+            base_off = regs_block.data + regs_mod.OFFSETS[program.regno]
+            address = (struct.unpack_from("<Q", frame, base_off)[0] + program.const) & ax_mask
+        else:
+            raise _NotFast("address computed by a general program")
+        mblk = next((x for x in blocks if x.kind == 0x4D and x.address <= address
+                     and address + column.size <= x.address + x.length), None)
+        if mblk is None:
+            raise _NotFast("not collected in the reference frame")
+        if base_off is None:
+            b.fix(mblk.head + 1, 8)
+        else:
+            b.field(mblk.head + 1, "Q")
+            b.field(base_off, "Q")
+            checks.append((mblk.head + 1, base_off))
+        start = mblk.data + (address - mblk.address)
+        for leaf in column.leaves:
+            if leaf.kind == "str":
+                code = "%ds" % leaf.size
+                str_leaves.append(len(leaf_fields))
+            elif leaf.fmt:
+                code = leaf.fmt[1:]
+            else:
+                raise _NotFast("leaf %s needs gdb to format" % leaf.name)
+            b.field(start + leaf.offset, code)
+            leaf_fields.append((start + leaf.offset, code))
+
+    ts_off = fs_off = None
+    if ts_tsv is not None:
+        vblk = next((x for x in blocks if x.kind == 0x56 and x.tsv == ts_tsv), None)
+        if vblk is not None:
+            ts_off = vblk.data
+            b.field(ts_off, "q")
+    if want_fs and regs_block is not None:
+        fs_off = regs_block.data + regs_mod.OFFSETS[regs_mod.FS_BASE]
+        b.field(fs_off, "Q")
+
+    st, pattern, index = b.compile()
+    layout = Layout()
+    layout.plan = plan
+    layout.size = len(frame)
+    layout.struct = st
+    layout.pattern = pattern
+    layout.leaf_idx = [index[off] for off, _code in leaf_fields]
+    layout.ts_idx = index[ts_off] if ts_off is not None else None
+    layout.fs_idx = index[fs_off] if fs_off is not None else None
+    ref = st.unpack(frame)
+    layout.checks = [(index[a], index[r], ref[index[a]] - ref[index[r]]) for a, r in checks]
+    layout.str_leaves = str_leaves
+    return layout
+
+
+ax_mask = (1 << 64) - 1
+
+
+class Run:
+    """Consecutive frames decoded with one plan: rows (index, ts, tid, values...).
+    clean: every value is present and of a scalar leaf kind (exporters may
+    format the run with one template)."""
+
+    __slots__ = ("plan", "rows", "clean", "has_tid")
+
+    def __init__(self, plan, rows, clean, has_tid):
+        self.plan, self.rows, self.clean, self.has_tid = plan, rows, clean, has_tid
+
+
+def _bytes_to_str(v):
+    return v.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+class Runner:
+    """Turns chunks of the frame stream into Runs.
+
+    plan_for(frame) -> Plan (built with gdb on first use; frame.tp already mapped);
+    tid_for_fs(fs_base) -> thread id or None; tp_map maps numbers in frames to gdb's."""
+
+    def __init__(self, regblock_size, plan_for, ts_tsv=None, by_time=False, tid_for_fs=None, tp_map=None,
+                 fast=True):
+        self.regblock_size = regblock_size
+        self.plan_for = plan_for
+        self.ts_tsv = ts_tsv
+        self.by_time = by_time
+        self.tid_for_fs = tid_for_fs
+        self.tp_map = tp_map or {}
+        self.fast = fast
+        self.next_index = 0
+        self.frames_fast = 0
+        self.frames_slow = 0
+        self._tail = b""
+        self._layouts = {}  # (tp in frame, size) -> [Layout]
+        self._no_layout = {}  # (tp, size) -> number of failed attempts
+
+    def feed(self, chunk):
+        buf = self._tail + bytes(chunk) if self._tail else bytes(chunk)
+        runs = []
+        pos, end = 0, len(buf)
+        while end - pos >= 6:
+            tp, size = _HEADER.unpack_from(buf, pos)
+            if end - pos - 6 < size:
+                break
+            frame_end = pos + 6 + size
+            run = self._fast_run(buf, pos, tp, size) if self.fast else None
+            if run is None:
+                run = self._slow_frame(buf, pos, frame_end, tp, size)
+                pos = frame_end
+            else:
+                pos += len(run.rows) * (6 + size)
+            runs.append(run)
+        self._tail = buf[pos:]
+        return runs
+
+    @property
+    def pending_bytes(self):
+        return len(self._tail)
+
+    def _fast_run(self, buf, pos, tp, size):
+        key = (tp, size)
+        for layout in self._layouts.get(key, ()):
+            run = self._match(layout, buf, pos)
+            if run is not None:
+                return run
+        return None
+
+    def _match(self, layout, buf, pos):
+        m = layout.pattern.match(buf, pos)
+        if m is None:
+            return None
+        end = m.end()
+        tuples = list(layout.struct.iter_unpack(memoryview(buf)[pos:end]))
+        for ai, ri, delta in layout.checks:
+            diffs = list(map(operator.sub, map(operator.itemgetter(ai), tuples), map(operator.itemgetter(ri), tuples)))
+            if diffs.count(delta) != len(diffs):
+                good = next(i for i, d in enumerate(diffs) if d != delta)
+                if good == 0:
+                    return None
+                del tuples[good:]
+                break
+        n = len(tuples)
+        i0 = self.next_index
+        self.next_index += n
+        self.frames_fast += n
+        index_iter = itertools.count(i0)
+        if self.by_time:
+            ts_iter = map(operator.itemgetter(layout.ts_idx), tuples) if layout.ts_idx is not None else \
+                itertools.repeat(None)
+        else:
+            ts_iter = itertools.count(i0)
+        has_tid = False
+        tid_iter = itertools.repeat(None)
+        if layout.fs_idx is not None and self.tid_for_fs is not None:
+            fs_list = list(map(operator.itemgetter(layout.fs_idx), tuples))
+            mapping = {fs: self.tid_for_fs(fs) for fs in set(fs_list)}
+            has_tid = None not in mapping.values()
+            tid_iter = map(mapping.__getitem__, fs_list)
+        idx = layout.leaf_idx
+        if not idx:
+            vals = itertools.repeat(())
+        elif len(idx) == 1:
+            vals = zip(map(operator.itemgetter(idx[0]), tuples))
+        else:
+            vals = map(operator.itemgetter(*idx), tuples)
+        rows = list(map(operator.add, zip(index_iter, ts_iter, tid_iter), vals))
+        if layout.str_leaves:
+            cols = [3 + k for k in layout.str_leaves]
+            fixed = []
+            for row in rows:
+                row = list(row)
+                for c in cols:
+                    row[c] = _bytes_to_str(row[c])
+                fixed.append(tuple(row))
+            rows = fixed
+        clean = (layout.ts_idx is not None or not self.by_time) and all(
+            leaf.kind in ("int", "ptr", "float", "str") for leaf in layout.plan.leaves)
+        return Run(layout.plan, rows, clean, has_tid)
+
+    def _slow_frame(self, buf, pos, frame_end, tp, size):
+        index = self.next_index
+        self.next_index += 1
+        self.frames_slow += 1
+        frame = frames_mod.parse_frame(memoryview(buf)[pos + 6 : frame_end], index, self.tp_map.get(tp, tp),
+                                       self.regblock_size)
+        plan = self.plan_for(frame)
+        if self.fast:
+            self._learn(plan, buf[pos:frame_end], tp, size)
+        values = plan.decode(frame)
+        ts = index
+        if self.by_time:
+            ts = frame.tsv.get(self.ts_tsv) if frame.tsv else None
+        tid = None
+        if frame.regs is not None and self.tid_for_fs is not None:
+            tid = self.tid_for_fs(regs_mod.read_int(frame.regs, regs_mod.FS_BASE))
+        return Run(plan, [(index, ts, tid) + tuple(values)], False, tid is not None)
+
+    def _learn(self, plan, frame_bytes, tp, size):
+        key = (tp, size)
+        tries = self._no_layout.get(key, 0)
+        layouts = self._layouts.setdefault(key, [])
+        if tries >= MAX_LAYOUTS_PER_SHAPE or len(layouts) >= MAX_LAYOUTS_PER_SHAPE:
+            return
+        layout = build_layout(plan, frame_bytes, self.regblock_size, self.ts_tsv, self.tid_for_fs is not None)
+        if layout is None:
+            self._no_layout[key] = tries + 1
+        else:
+            layouts.append(layout)
