@@ -52,7 +52,7 @@ enum ax_status {
   AX_ERR_INCONSISTENT_STACK = -18, /* two paths reach one instruction with different depths */
   AX_ERR_BAD_OPERAND = -19,  /* ext/zero_ext width not in 1..64 */
   AX_ERR_NO_SCRATCH = -20,   /* kernel build: ax_verify_ctx.scratch must be provided */
-  AX_ERR_BAD_ARG = -21       /* NULL code/out pointer, or ax_verified not from ax_verify */
+  AX_ERR_BAD_ARG = -21       /* NULL code/ctx/env, or ax_verified.code_len 0 or too long */
 };
 
 /* Verifier work area (about 13 KB). User space may leave ax_verify_ctx.scratch
@@ -123,7 +123,11 @@ struct ax_env {
 };
 
 /* Evaluate a verified program. On success returns AX_OK and stores the value
- * on top of the stack at `end` (0 if the stack is empty) into *RESULT. */
+ * on top of the stack at `end` (0 if the stack is empty) into *RESULT (may be
+ * NULL). Semantics are gdbserver's (gdbserver/ax.cc) with its undefined cases
+ * pinned down: shifts by >= 64 give 0 (rsh_signed: the sign fill),
+ * INT64_MIN / -1 wraps, ref* zero-extend little-endian loads, tracenz sizes
+ * are clamped to 0xffffffff. Details: docs/handoff/ax.md. */
 int ax_eval(const uint8_t *code, const struct ax_verified *verified, const struct ax_env *env,
             uint64_t *result);
 
