@@ -3,6 +3,7 @@
 // runs the generated programs and compares what they produce (frames, TSVs,
 // errors) with the user-space agent-expression VM (ax_eval) on the same
 // register state and memory.
+#include <bpf/bpf.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -29,8 +30,8 @@ namespace gdbtrace::test {
 namespace {
 
 // Memory the expressions read.
-alignas(16) uint8_t test_mem[64] = {0x01, 0x80, 0xff, 0x7f, 0x10, 0x32, 0x54, 0x76,
-                                    0x98, 0xba, 0xdc, 0xfe, 0x11, 0x22, 0x33, 0x44};
+alignas(16) uint8_t test_mem[4096] = {0x01, 0x80, 0xff, 0x7f, 0x10, 0x32, 0x54, 0x76,
+                                      0x98, 0xba, 0xdc, 0xfe, 0x11, 0x22, 0x33, 0x44};
 const char test_str[] = "tracing strings";
 
 void set_site_registers() {
@@ -591,6 +592,96 @@ TEST_F(BpfLive, UnmappedAddressIsAPlainError) {
 TEST_F(BpfLive, DescribeMentionsRegisterWrites) {
   EXPECT_NE(collector_->describe().find("register writes"), std::string::npos);
   EXPECT_NE(collector_->describe().find("single-steps"), std::string::npos);
+}
+
+} // namespace
+} // namespace gdbtrace::test
+
+namespace gdbtrace::test {
+namespace {
+
+// Whether a BPF program with this name is loaded anywhere on the system.
+bool program_loaded(const std::string& name) {
+  uint32_t id = 0;
+  while (bpf_prog_get_next_id(id, &id) == 0) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0)
+      continue;
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    bool match = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && name == info.name;
+    close(fd);
+    if (match)
+      return true;
+  }
+  return false;
+}
+
+TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
+  setenv("GDBTRACE_BPF_RINGBUF_MB", "1", 1);
+  auto made = make_bpf_collector(io_);
+  unsetenv("GDBTRACE_BPF_RINGBUF_MB");
+  ASSERT_TRUE(made) << made.error().message;
+  auto& small = *made;
+  Tracepoint tp;
+  tp.number = 30;
+  tp.address = uint64_t(uintptr_t(bpf_test_probe));
+  tp.actions.push_back(CollectRegisters{});
+  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(test_mem)), 4000});
+  FakeContext ctx;
+  ASSERT_TRUE(small->install(getpid(), tp, ctx));
+  for (int i = 0; i < 1000; i++)
+    bpf_test_site(); // no draining meanwhile: the ring fills up
+  small->drain();
+  auto st = small->stats(30);
+  EXPECT_EQ(st.hits, 1000u);
+  EXPECT_GT(st.drops, 0u);
+  EXPECT_EQ(st.frames + st.drops, st.hits);
+  EXPECT_EQ(ctx.frames.size(), st.frames);
+  EXPECT_EQ(ctx.hits[30], 1000u);
+  for (const auto& f : ctx.frames) { // every frame complete and well-formed
+    int blocks = 0;
+    EXPECT_TRUE(FrameView(f, 816).for_each([&](const FrameBlock&) { return ++blocks > 0; }));
+    EXPECT_EQ(blocks, 2);
+  }
+  small->remove_all();
+}
+
+TEST_F(BpfLive, KilledCollectorLeavesNothingBehind) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child == 0) {
+    asio::io_context io;
+    auto c = make_bpf_collector(io);
+    FakeContext ctx;
+    Tracepoint tp;
+    tp.number = 31;
+    tp.address = uint64_t(uintptr_t(bpf_test_probe));
+    tp.actions.push_back(CollectRegisters{});
+    char ok = c && (*c)->install(parent, tp, ctx) ? 'y' : 'n';
+    (void)!write(ready[1], &ok, 1);
+    pause();
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 'y');
+  EXPECT_TRUE(program_loaded("gdbtrace_tp31"));
+  for (int i = 0; i < 10; i++)
+    bpf_test_site(); // probed by the child's collector
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !(gone = !program_loaded("gdbtrace_tp31")); i++)
+    usleep(20000);
+  EXPECT_TRUE(gone) << "the program outlived the killed collector";
+  for (int i = 0; i < 10; i++)
+    bpf_test_site(); // the tracee keeps running normally
+  EXPECT_EQ(site_regs[GT_RAX], 0x1111222233334444ull);
+  close(ready[0]);
+  close(ready[1]);
 }
 
 } // namespace
