@@ -56,9 +56,12 @@ bool is_gpr(const ZydisDecodedOperand& op) {
 }
 
 // [rip+disp] or [gpr+disp], default segment, no index.
-bool simple_mem(const ZydisDecodedOperand& op, bool& rip, int& base, int64_t& disp) {
-  if (op.type != ZYDIS_OPERAND_TYPE_MEMORY || op.mem.type != ZYDIS_MEMOP_TYPE_MEM ||
-      op.mem.index != ZYDIS_REGISTER_NONE || (op.size != 32 && op.size != 64))
+// LEA's operand is an address computation (AGEN), not an access.
+bool simple_mem(const ZydisDecodedOperand& op, bool& rip, int& base, int64_t& disp, bool agen = false) {
+  if (op.type != ZYDIS_OPERAND_TYPE_MEMORY || op.mem.index != ZYDIS_REGISTER_NONE)
+    return false;
+  if (agen ? op.mem.type != ZYDIS_MEMOP_TYPE_AGEN
+           : (op.mem.type != ZYDIS_MEMOP_TYPE_MEM || (op.size != 32 && op.size != 64)))
     return false;
   rip = op.mem.base == ZYDIS_REGISTER_RIP;
   base = rip ? 0 : gdb_regnum(op.mem.base);
@@ -139,7 +142,7 @@ std::optional<gdbtrace_emu> make_emu_recipe(std::span<const uint8_t> bytes) {
       e.imm = int64_t(int32_t(uint32_t(e.imm)));
     return e;
   case ZYDIS_MNEMONIC_LEA:
-    if (nvis != 2 || !is_gpr(a) || !simple_mem(b, rip, base, disp) || !rip)
+    if (nvis != 2 || !is_gpr(a) || !simple_mem(b, rip, base, disp, true) || !rip)
       return std::nullopt;
     e.op = GDBTRACE_EMU_LEA_RIP;
     e.dst = uint8_t(gdb_regnum(a.reg.value));
