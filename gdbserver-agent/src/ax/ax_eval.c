@@ -182,7 +182,7 @@ static int do_printf(struct machine* m) {
     return AX_ERR_TRUNCATED;
   if (fmt_len == 0 || m->code[m->pc + 3u + fmt_len] != 0)
     return AX_ERR_BAD_PRINTF; /* the callback is promised a NUL-terminated format */
-  rc = pop(m, &ignored); /* function */
+  rc = pop(m, &ignored);      /* function */
   if (rc == AX_OK)
     rc = pop(m, &ignored); /* channel */
   if (rc < 0)
