@@ -191,7 +191,8 @@ class Server:
             port = free_port()
             self.command = self._command(mode, program, args, pid, server_args, once, port)
             start_offset = self._logfile.tell()
-            self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
+            # The inferior inherits the server's cwd: keep files it may write out of the source tree.
+            self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
                                          stdout=self._logfile, stderr=subprocess.STDOUT)
             deadline = time.time() + startup_timeout
             while time.time() < deadline:
@@ -247,6 +248,7 @@ class Tracee:
 
     def __init__(self, program_path, args=()):
         self.proc = subprocess.Popen([program_path] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                                     cwd=tempfile.gettempdir(),
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.pid = self.proc.pid
 

@@ -94,7 +94,7 @@ class Attach(GdbTestCase):
             self.assertRunningUntraced(run)
 
     def test_harness_attach_mode(self):
-        run = run_gdb(["print ticks >= 0", "detach"], program="loop", mode="attach", args=("", 30))
+        run = run_gdb(["print ticks >= 0", "detach"], program="loop", mode="attach", args=("-", 30))
         self.assertOrdered(run, [r"\$1 = 1", r"detached"])
 
 
@@ -116,7 +116,7 @@ class Reconnect(GdbTestCase):
             kill_new_processes(before)
 
     def test_once_server_exits_after_gdb_quits(self):
-        with Server("once", program=program("loop"), args=("", 30)) as server:
+        with Server("once", program=program("loop"), args=("-", 30)) as server:
             run = run_gdb(["kill"], program="loop", server=server)
             server.proc.wait(timeout=10)
             self.assertFalse(server.alive(), "--once server still running after gdb disconnected\n"

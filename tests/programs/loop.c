@@ -1,6 +1,6 @@
 /* Runs for a long time so a test can attach to it, detach, and see it still running.
  * Every ~10 ms it calls tick() and rewrites the heartbeat file (argv[1], optional) with the count.
- * Usage: loop [heartbeat-file] [seconds to run (default 600)] */
+ * Usage: loop [heartbeat-file or - for none] [seconds to run (default 600)] */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +25,7 @@ static void write_heartbeat(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  const char *heartbeat = argc > 1 && argv[1][0] ? argv[1] : NULL;
+  const char *heartbeat = argc > 1 && argv[1][0] && strcmp(argv[1], "-") != 0 ? argv[1] : NULL;
   long seconds = argc > 2 ? atol(argv[2]) : 600;
   time_t end = time(NULL) + seconds;
   printf("loop pid %d\n", (int)getpid());

@@ -1,0 +1,217 @@
+"""The eBPF collector end to end: the real gdb 13 drives gdbtrace-server with
+`monitor gdbtrace backend ebpf`; every tracepoint here must be served by eBPF (checked with
+`monitor gdbtrace status`), and what gdb reads back must be the program's real values.
+
+Tracee: tests/programs/trace_loop.c (probe_me(i, 3*i) and step_me(i) for i < N, then done()), and
+loop.c (heartbeat file) for the stub-killed case. Skipped when the server has no eBPF collector here
+(no root / BPF / uprobes); the reason is printed."""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+from gdbtest import GdbTestCase, Server, Tracee, descendants, kill_new_processes, program, run_gdb
+
+EBPF = ["monitor gdbtrace backend ebpf"]
+PROLOGUE = ["break done"] + EBPF
+_available = None
+
+
+def ebpf_available():
+    """(True, '') when the server lists an ebpf collector, else (False, why)."""
+    global _available
+    if _available is None:
+        run = run_gdb(["monitor gdbtrace backend"], program="trace_loop", args=(1,))
+        m = re.search(r"^\s*ebpf: (.*)$", run.output, re.M)
+        _available = (True, m.group(1)) if m else (False, run.output[-400:] + run.server_log[-400:])
+    return _available
+
+
+def traced(actions, setup=(), after=("tstop",), tp="trace probe_me"):
+    """Commands: one tracepoint with ACTIONS on the eBPF backend, run to done(), then AFTER."""
+    return PROLOGUE + list(setup) + [tp, "actions"] + list(actions) + \
+        ["end", "tstart", "continue", "monitor gdbtrace status"] + list(after)
+
+
+class EbpfTestCase(GdbTestCase):
+    def setUp(self):
+        ok, why = ebpf_available()
+        if not ok:
+            self.skipTest("no eBPF collector in this server: " + why)
+
+    def assertEbpf(self, run, count=1):
+        backends = re.findall(r"^tracepoint \d+ at 0x[0-9a-f]+.*: backend (\w+)", run.output, re.M)
+        self.assertTrue(backends, run.transcript())
+        self.assertEqual(backends[:count], ["ebpf"] * count, run.transcript())
+
+
+class Collect(EbpfTestCase):
+    def test_backend_describes_itself(self):
+        run = run_gdb(["monitor gdbtrace backend"], program="trace_loop", args=(1,))
+        self.assertOutput(run, r"ebpf: eBPF: uprobe .*single-steps the probed instruction; register "
+                               r"writes (unsupported \(needs Linux 6\.19\+\)|supported)")
+
+    def test_regs_args_locals_globals(self):
+        run = run_gdb(traced(["collect $regs, $args, $locals", "collect global_counter, message",
+                              "collect *global_ptr", "collect global_array[2]@3",
+                              "collect global_point.name"],
+                             after=["tstop", "tstatus", "tfind 3", "print i", "print j",
+                                    "print global_counter", "print *global_ptr",
+                                    "print global_array[2]@3", "print global_point.name",
+                                    "print message", "print $pc == probe_me", "info registers rip",
+                                    "print $rdi", "print $xmm0", "print global_array[0]"]),
+                      program="trace_loop", args=(5,))
+        self.assertEbpf(run)
+        self.assertOrdered(run, [
+            r"Breakpoint 1, done \(total=",
+            r"Collected 5 trace frames",
+            r"Found trace frame 3, tracepoint 2",
+            r"\$1 = 3", r"\$2 = 9",
+            r"\$3 = 12",
+            r"\$4 = \{x = 7, y = 8, name = \"origin\"",
+            r"\$5 = \{30, 40, 50\}",
+            r"\$6 = \"origin",
+            r"\$7 = \"hello trace",
+            r"\$8 = 1",
+            r"rip\s+0x[0-9a-f]+ <probe_me>",
+            r"\$9 = 3",                    # first argument register at the probe
+            r"\$10 = <unavailable>|\$10 = \{.*<unavailable>",  # no FPU/SSE state in a uprobe
+            r"\$11 = <unavailable>",       # not collected
+        ])
+
+    def test_pointer_ranges_and_strings(self):
+        run = run_gdb(traced(["collect *global_ptr@1, global_point.name[0]@4, message[6]@5"],
+                             after=["tstop", "tfind 1", "print global_point.name[0]@4",
+                                    "print message[6]@5", "print global_ptr->y"]),
+                      program="trace_loop", args=(2,))
+        self.assertEbpf(run)
+        self.assertOrdered(run, [r"Found trace frame 1", r"\$1 = \"orig\"", r"\$2 = \"trace\"",
+                                 r"\$3 = 8"])
+
+
+class ConditionsAndCounts(EbpfTestCase):
+    def test_condition_and_pass_count(self):
+        run = run_gdb(PROLOGUE + ["trace probe_me if i == 2 || i == 4", "actions", "collect i", "end",
+                                  "trace step_me", "passcount 3 3", "actions", "collect a", "end",
+                                  "tstart", "continue", "monitor gdbtrace status", "tstatus",
+                                  "tfind tracepoint 2", "print i", "tfind tracepoint 2", "print i",
+                                  "tfind tracepoint 2"],
+                      program="trace_loop", args=(10,))
+        self.assertEbpf(run, 2)
+        self.assertOrdered(run, [
+            r"Trace stopped by tracepoint 3",
+            r"Collected 5 trace frames",
+            r"Found trace frame \d+, tracepoint 2", r"\$1 = 2",
+            r"Found trace frame \d+, tracepoint 2", r"\$2 = 4",
+            r"No trace frame found",
+        ])
+
+    def test_tsv_arithmetic(self):
+        run = run_gdb(PROLOGUE + ["tvariable $hits = 10", "tvariable $sum = 0", "trace probe_me",
+                                  "actions", "teval $hits = $hits + 1", "teval $sum = $sum + j * 2",
+                                  "collect $hits, $sum", "end", "tstart", "continue",
+                                  "monitor gdbtrace status", "print $hits", "tstop", "print $hits",
+                                  "print $sum", "tfind 0", "print $hits", "tfind 4", "print $hits",
+                                  "print $sum", "tfind none", "info tvariables"],
+                      program="trace_loop", args=(5,))
+        self.assertEbpf(run)
+        # j = 3*i for i < 5: sum of 2*j = 6 * (0+1+2+3+4) = 60
+        self.assertOrdered(run, [r"\$1 = 15", r"\$2 = 15", r"\$3 = 60", r"Found trace frame 0",
+                                 r"\$4 = 11", r"Found trace frame 4", r"\$5 = 15", r"\$6 = 60",
+                                 r"\$hits\s+10\s+15"])
+
+    def test_trace_timestamp_is_collected(self):
+        run = run_gdb(traced(["collect $trace_timestamp, i"],
+                             after=["tstop", "tfind 0", "set $t0 = $trace_timestamp", "tfind 2",
+                                    "print $trace_timestamp >= $t0", "print $trace_timestamp > 0"]),
+                      program="trace_loop", args=(3,))
+        self.assertEbpf(run)
+        self.assertOrdered(run, [r"Found trace frame 2", r"\$1 = 1", r"\$2 = 1"])
+
+
+class BufferAndThreads(EbpfTestCase):
+    def test_circular_keeps_newest(self):
+        run = run_gdb(traced(["collect $regs, i"],
+                             setup=["set trace-buffer-size 4000", "set circular-trace-buffer on"],
+                             after=["tstatus", "tfind 0", "print i", "tstop"]),
+                      program="trace_loop", args=(20,))
+        self.assertEbpf(run)
+        self.assertOrdered(run, [r"Collected 4 trace frames", r"Trace buffer is circular",
+                                 r"Found trace frame 0", r"\$1 = 16"])
+
+    def test_threads_hit_one_tracepoint(self):
+        run = run_gdb(traced(["collect i, j"], after=["tstop", "tstatus"] +
+                             [x for k in range(3) for x in ("tfind pc probe_me" if k == 0 else "tfind",
+                                                            "print i")]),
+                      program="trace_loop", args=(4, 3))
+        self.assertEbpf(run)
+        # 4 calls from main + 3 threads x 5 calls
+        self.assertOutput(run, r"Collected 19 trace frames")
+        self.assertOutput(run, r"hits 19, frames 19, drops 0, errors 0")
+        ids = set(int(x) for x in re.findall(r"^\$\d+ = (\d+)", run.output, re.M))
+        self.assertTrue(ids, run.transcript())
+
+    def test_tracee_exits_while_probed(self):
+        run = run_gdb(EBPF + ["trace probe_me", "actions", "collect i", "end", "tstart",
+                              "monitor gdbtrace status", "continue", "tstatus", "tfind 2", "print i"],
+                      program="trace_loop", args=(3,))
+        self.assertEbpf(run)
+        self.assertOrdered(run, [r"exited normally|exited with code", r"Collected 3 trace frames",
+                                 r"Found trace frame 2", r"\$1 = 2"])
+
+
+class ErrorsAreClear(EbpfTestCase):
+    def test_while_stepping_is_refused_in_plain_words(self):
+        run = run_gdb(PROLOGUE + ["trace step_me", "actions", "collect a", "while-stepping 2",
+                                  "collect $pc", "end", "end", "tstart", "tstatus"],
+                      program="trace_loop", args=(2,))
+        self.assertOutput(run, r"while-stepping needs the ptrace collector")
+
+    def test_unreadable_memory_in_condition_stops_with_error(self):
+        run = run_gdb(PROLOGUE + ["trace probe_me if *(int *) 16 == 0", "actions", "collect i", "end",
+                                  "tstart", "continue", "tstatus"],
+                      program="trace_loop", args=(3,))
+        self.assertOutput(run, r"(?i)Trace stopped by an error.*memory")
+
+
+class StubKilled(EbpfTestCase):
+    """SIGKILL of the stub: the kernel closes its fds, so the uprobes and programs go away and the
+    tracee (attached, so not killed with the stub) keeps running."""
+
+    def test_sigkill_detaches_probes(self):
+        before = descendants()
+        tmp = tempfile.TemporaryDirectory(prefix="gdbtest-bpf-")
+        heartbeat = Path(tmp.name) / "hb"
+        tracee = Tracee(program("loop"), args=(str(heartbeat), 120))
+        try:
+            deadline = time.time() + 5
+            while not heartbeat.exists() and time.time() < deadline:
+                time.sleep(0.02)
+            with Server("attach", pid=tracee.pid) as server:
+                run = run_gdb(EBPF + ["trace tick", "actions", "collect ticks", "end", "tstart",
+                                      "monitor gdbtrace status",
+                                      f"shell kill -9 {server.proc.pid}"],
+                              program="loop", server=server)
+                self.assertEbpf(run)
+                server.proc.wait(timeout=10)
+            # The tracee was stopped under ptrace when the stub died; it must not be dead.
+            os.kill(tracee.pid, 18)  # SIGCONT, in case the tracer's death left it group-stopped
+            time.sleep(0.3)
+            self.assertIsNone(tracee.proc.poll(), "tracee died with the stub")
+            first = heartbeat.read_text()
+            time.sleep(0.5)
+            self.assertNotEqual(first, heartbeat.read_text(), "tracee is not running")
+            progs = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
+            self.assertNotRegex(progs, r"name gdbtrace_tp", "BPF programs outlived the stub")
+        finally:
+            tracee.kill()
+            tmp.cleanup()
+            kill_new_processes(before)
+
+
+if __name__ == "__main__":
+    unittest.main()
