@@ -3,8 +3,8 @@ callable taking the packet bytes and returning the reply bytes, or None for an
 empty reply -- exactly what gdb.RemoteTargetConnection.send_packet does).
 
   qGdbtrace.status          -> hex-encoded JSON
-  qGdbtrace.frames:OFF,LEN  -> 'm' | 'l' + raw frame-stream bytes from byte OFF (hex numbers);
-                               'l' marks the last chunk
+  qGdbtrace.frames:OFF,LEN  -> 'm' | 'l' + frame-stream bytes from byte OFF (hex numbers),
+                               binary-escaped; 'l' marks the last chunk
   qTStatus, qTfP/qTsP, qTfV/qTsV, qTP  (standard; used for the tfile header)
 """
 
@@ -15,6 +15,21 @@ NOT_GDBTRACE = (
     "the remote stub does not answer qGdbtrace.* packets: the gdbtrace plugin needs "
     "gdbtrace-server (stock gdbserver has no bulk trace access)"
 )
+
+
+def unescape_binary(data):
+    """Undo the RSP binary escaping ('}' then the byte xor 0x20 for '#', '$', '}', '*').
+
+    gdb's send_packet expands run-length encoding but leaves escapes in place.
+    Every '}' of escaped data starts an escape, and the escaped bytes are not
+    '}', so four replacements do it at C speed; '}]' -> '}' goes last so that
+    no '}' it produces is taken for the start of another escape."""
+    if b"}" not in data:
+        return data
+    if data.endswith(b"}"):
+        raise StubError("binary reply ends inside an escape")
+    return (data.replace(b"}\x03", b"#").replace(b"}\x04", b"$").replace(b"}\x0a", b"*")
+            .replace(b"}]", b"}"))
 
 
 class StubError(Exception):
@@ -69,7 +84,7 @@ class Stub:
         kind = reply[:1]
         if kind not in (b"m", b"l"):
             raise StubError("qGdbtrace.frames: unexpected reply %r" % reply[:40])
-        return reply[1:], kind == b"l"
+        return unescape_binary(reply[1:]), kind == b"l"
 
     def iter_stream(self, offset=0, length=None):
         """Yields (offset, bytes) chunks from OFFSET to the current end of the buffer."""

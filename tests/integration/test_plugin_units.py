@@ -455,6 +455,17 @@ class InfoTracepointsTest(unittest.TestCase):
                          ["a", "b[1,2]", "'x,y'", '"p,q"', "s.t"])
 
 
+def escape(data):
+    """RSP binary escaping, as the stub sends qGdbtrace.frames replies."""
+    out = bytearray()
+    for c in data:
+        if c in b"#$}*":
+            out += bytes([0x7D, c ^ 0x20])
+        else:
+            out.append(c)
+    return bytes(out)
+
+
 class MockStub:
     """A fake send_packet: serves a JSON status and a frame stream in chunks of `chunk` bytes."""
 
@@ -471,7 +482,7 @@ class MockStub:
             off, length = (int(x, 16) for x in p.split(":")[1].split(","))
             length = min(length, self.chunk or length)
             data = self.stream[off:off + length]
-            return (b"l" if off + len(data) >= len(self.stream) else b"m") + data
+            return (b"l" if off + len(data) >= len(self.stream) else b"m") + escape(data)
         if p == "qTStatus":
             return b"T1;tnotrun:0;tframes:2;tcreated:2;tfree:1000;tsize:2000;circular:0"
         return None
@@ -490,7 +501,7 @@ class TransportTest(unittest.TestCase):
         self.assertIn("no trace buffer", str(cm.exception))
 
     def test_stream_in_chunks(self):
-        stream = b"".join(frames.build_frame(1, mem=[(0x1000 + i, bytes([i]) * 3)]) for i in range(50))
+        stream = b"".join(frames.build_frame(1, mem=[(0x1000 + i, bytes([i, 0x7D, 0x23])) ]) for i in range(50))
         mock = MockStub(stream, chunk=37)
         stub = transport.Stub(mock)
         parser = frames.FrameParser(560)
@@ -498,9 +509,15 @@ class TransportTest(unittest.TestCase):
         for _off, chunk in stub.iter_stream(0):
             got += parser.feed(chunk)
         self.assertEqual(len(got), 50)
-        self.assertEqual(got[49].mem, [(0x1000 + 49, bytes([49]) * 3)])
+        self.assertEqual(got[49].mem, [(0x1000 + 49, bytes([49, 0x7D, 0x23]))])
         self.assertEqual(mock.sent[0], b"qGdbtrace.frames:0,10000")
         self.assertEqual(list(transport.Stub(MockStub(b"")).iter_stream(0)), [])
+
+    def test_unescape(self):
+        for data in (b"", b"plain", b"}", b"}}}}", b"#$*}", b"}\x03", b"}]", b"a}#b*}$c", bytes(range(256)) * 3):
+            self.assertEqual(transport.unescape_binary(escape(data)), data, data)
+        with self.assertRaises(transport.StubError):
+            transport.unescape_binary(b"abc}")
 
     def test_trace_status(self):
         running, fields, body = transport.Stub(MockStub()).trace_status()
