@@ -1,0 +1,94 @@
+#!/bin/bash
+# eBPF collector rows: gdbtrace-server with `monitor gdbtrace backend ebpf`, driven by stock gdb as in
+# /work/shared/ANCHORS.md, beside the raw uprobe floor (tracefs `p:grp/ev /path:0xOFF`, no fetch args)
+# on the same instruction, in the same run:
+#   p_nop1  (bench_sites 1): first instruction `nop`, emulated by the kernel at a uprobe
+#   probe_me (bench_loop):   first instruction `mov disp(%rip),%rax`, single-stepped out of line
+# ns/hit = traced ns/iter - untraced ns/iter (one hit per iteration); tstatus must count every hit.
+set -uo pipefail
+. "$(dirname "$0")/_lib.sh"
+
+loop=$BENCH_PROGRAMS/bench_loop
+sites=$BENCH_PROGRAMS/bench_sites
+for p in "$loop" "$sites"; do
+  [ -x "$p" ] || { echo "missing $p (build tests/programs first)" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/gdbtrace-bench-ebpf.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+n=$(bench_n 200000 2000)
+n_untraced=$(bench_n 2000000 20000)
+
+untraced_loop=$(bench_untraced "$loop" "$n_untraced")
+untraced_sites=$(bench_untraced "$sites" 1 "$n_untraced")
+bench_row untraced bench_loop "$untraced_loop" unit=ns_per_iter n="$n_untraced"
+bench_row untraced bench_sites:p_nop1 "$untraced_sites" unit=ns_per_iter n="$n_untraced"
+
+# uprobe_floor WORKLOAD PROGRAM SYMBOL UNTRACED ARGS...: tracefs uprobe on SYMBOL's first instruction.
+uprobe_floor() {
+  local workload=$1 prog=$2 sym=$3 untraced=$4
+  shift 4
+  local tracefs off group=gdbtrace_bench event=ebpf_${sym}_$$ out traced
+  tracefs=$(bench_tracefs) || { bench_row uprobe-tracefs "$workload" NA reason=tracefs_unavailable; return; }
+  off=$(bench_file_offset "$prog" "$sym") || { bench_row uprobe-tracefs "$workload" NA reason=no_symbol; return; }
+  if ! echo "p:$group/$event $prog:$off" >>"$tracefs/uprobe_events" 2>"$work/uprobe.err"; then
+    bench_row uprobe-tracefs "$workload" NA reason=uprobe_events_rejected
+    return
+  fi
+  echo 1 >"$tracefs/events/$group/$event/enable"
+  out=$("$prog" "$@")
+  echo 0 >"$tracefs/events/$group/$event/enable"
+  echo "-:$group/$event" >>"$tracefs/uprobe_events"
+  traced=$(bench_ns_per_iter "$out")
+  bench_row uprobe-tracefs "$workload" "$(bench_sub "$traced" "$untraced")" traced_ns_per_iter="$traced"
+}
+
+# ebpf_row WORKLOAD PROGRAM SYMBOL COLLECT UNTRACED ARGS...: gdbtrace-server, backend ebpf.
+ebpf_row() {
+  local workload=$1 prog=$2 sym=$3 collect=$4 untraced=$5
+  shift 5
+  if [ ! -x "$GDBTRACE_SERVER" ]; then
+    bench_row gdbtrace-ebpf "$workload" NA reason=no_gdbtrace-server
+    return
+  fi
+  cat >"$work/ebpf.gdb" <<GDB
+set trace-buffer-size 200000000
+file $prog
+target extended-remote | $GDBTRACE_SERVER --once - $prog $*
+break main
+continue
+break exit
+monitor gdbtrace backend ebpf
+trace $sym
+actions
+collect $collect
+end
+tstart
+info tracepoints
+continue
+tstatus
+GDB
+  local out traced frames
+  out=$(bench_gdb_session "$work/ebpf.gdb")
+  echo "$out" >"$work/ebpf-$sym.log"
+  traced=$(bench_ns_per_iter "$out")
+  frames=$(bench_frames "$out")
+  if ! grep -q 'backend ebpf' <<<"$out" && ! grep -qi 'ebpf' <<<"$out"; then
+    bench_row gdbtrace-ebpf "$workload" NA reason=ebpf_backend_not_used
+    return
+  fi
+  if [ -z "$traced" ] || [ -z "$frames" ] || [ "$frames" = 0 ]; then
+    local why
+    why=$(grep -m1 -iE "error|refused|cannot|not supported" <<<"$out" | tr -s ' \t' '__' | tr -d '"' | cut -c1-100)
+    bench_row gdbtrace-ebpf "$workload" NA reason="${why:-no_frames}"
+    return
+  fi
+  bench_row gdbtrace-ebpf "$workload" "$(bench_sub "$traced" "$untraced")" frames="$frames" n="$n" \
+    complete=$([ "$frames" = "$n" ] && echo yes || echo no) traced_ns_per_iter="$traced"
+}
+
+uprobe_floor p_nop1 "$sites" p_nop1 "$untraced_sites" 1 "$n"
+ebpf_row 'p_nop1:sink' "$sites" p_nop1 sink "$untraced_sites" 1 "$n"
+ebpf_row 'p_nop1:$regs' "$sites" p_nop1 '$regs' "$untraced_sites" 1 "$n"
+uprobe_floor probe_me "$loop" probe_me "$untraced_loop" "$n"
+ebpf_row 'probe_me:$regs' "$loop" probe_me '$regs' "$untraced_loop" "$n"
