@@ -2,6 +2,7 @@
 
 #include <asio.hpp>
 #include <cstdio>
+#include <cstring>
 
 #include "rsp/hex.h"
 #include "server/packet_parsers.h"
@@ -97,6 +98,12 @@ void GdbServer::on_packet(std::string_view packet) {
   } catch (const std::exception& e) {
     // A handler must never take the server down; report the failure instead.
     reply = std::string("E.internal error: ") + e.what();
+  }
+  if (reply && reply->size() > 2 && reply->compare(0, 2, "E.") == 0) {
+    // Error texts travel unescaped: keep framing and run-length characters out.
+    for (size_t i = 2; i < reply->size(); i++)
+      if (std::strchr("#$*}", (*reply)[i]))
+        (*reply)[i] = '?';
   }
   if (reply)
     send(*reply);

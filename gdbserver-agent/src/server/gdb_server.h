@@ -89,6 +89,7 @@ private:
   Reply handle_thread_info(bool first);
   Reply handle_qxfer(std::string_view packet);
   Result<std::string> xfer_document(const std::string& object, const std::string& annex);
+  Reply handle_siginfo_write(std::string_view packet);
   Reply handle_rcmd(std::string_view packet);
 
   // handlers_exec.cc: running, stopping, processes

@@ -28,7 +28,8 @@ GdbServer::Reply GdbServer::handle_qsupported(std::string_view packet) {
   std::string r = "PacketSize=" + rsp::hex_number(kPacketSize);
   r += ";QPassSignals+;QProgramSignals+;QStartupWithShell+;QEnvironmentHexEncoded+"
        ";QEnvironmentReset+;QEnvironmentUnset+;QSetWorkingDir+;QCatchSyscalls+"
-       ";qXfer:libraries-svr4:read+;qXfer:auxv:read+;qXfer:features:read+"
+       ";qXfer:libraries-svr4:read+;qXfer:auxv:read+;qXfer:siginfo:read+"
+       ";qXfer:siginfo:write+;qXfer:features:read+"
        ";QStartNoAckMode+;multiprocess+";
   for (const char* f : {"fork-events", "vfork-events", "exec-events"})
     if (gdb_features_.count(f))
@@ -291,6 +292,25 @@ GdbServer::Reply GdbServer::handle_qxfer(std::string_view packet) {
   std::string_view chunk = std::string_view(*doc).substr(req->offset, len);
   bool last = req->offset + chunk.size() >= doc->size();
   return std::string(last ? "l" : "m") + rsp::escape_binary(chunk);
+}
+
+// qXfer:siginfo:write::OFFSET:DATA — patches the stopped thread's siginfo.
+GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view packet) {
+  std::string_view rest = packet.substr(std::string_view("qXfer:siginfo:write:").size());
+  auto parts = split(rest, ':');
+  if (parts.size() < 3 || !parts[0].empty()) return "E.malformed qXfer write";
+  auto offset = rsp::parse_hex_u64(parts[1]);
+  size_t data_pos = rest.find(':', parts[0].size() + 1 + parts[1].size()) + 1;
+  auto data = rsp::unescape_binary(rest.substr(data_pos));
+  if (!offset || !data) return "E.malformed qXfer write";
+  ThreadId t = general_thread();
+  auto current = target_.read_siginfo(t);
+  if (!current) return "E." + current.error().message;
+  if (*offset + data->size() > current->size()) return "E.write beyond siginfo";
+  current->replace(*offset, data->size(), *data);
+  auto w = target_.write_siginfo(t, *current);
+  if (!w) return "E." + w.error().message;
+  return rsp::hex_number(data->size());
 }
 
 GdbServer::Reply GdbServer::handle_rcmd(std::string_view packet) {

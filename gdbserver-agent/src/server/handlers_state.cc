@@ -55,15 +55,11 @@ GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
   auto bytes = rsp::from_hex(packet.substr(1));
   if (!bytes)
     return "E.malformed G packet";
-  unsigned size = gt_reg_offset(num_regs());
-  if (bytes->size() > size)
-    return "E.G packet too long";
+  // gdb always sends the whole block; anything else is a malformed packet.
+  if (bytes->size() != gt_reg_offset(num_regs())) return "E.G packet has the wrong size";
   RegisterBlock regs;
   std::memcpy(regs.bytes.data(), bytes->data(), bytes->size());
-  // Only registers fully present in the packet are written.
-  for (unsigned r = 0; r < num_regs(); r++)
-    if (gt_reg_offset(r) + gt_reg_size(r) <= bytes->size())
-      regs.valid.set(r);
+  for (unsigned r = 0; r < num_regs(); r++) regs.valid.set(r);
   auto w = target_.write_registers(t, regs);
   return w ? "OK" : "E." + w.error().message;
 }

@@ -58,7 +58,7 @@ std::string libraries_svr4_xml(const std::vector<LibraryInfo>& libraries, uint64
   out += ">";
   for (const auto& lib : libraries) {
     out += "<library name=\"" + xml_escape(lib.name) + "\" lm=\"" + hex(lib.lm) + "\" l_addr=\"" +
-           hex(lib.l_addr) + "\" l_ld=\"" + hex(lib.l_ld) + "\" lmid=\"0x0\"/>";
+           hex(lib.l_addr) + "\" l_ld=\"" + hex(lib.l_ld) + "\" lmid=\"" + hex(lib.lmid) + "\"/>";
   }
   out += "</library-list-svr4>";
   return out;

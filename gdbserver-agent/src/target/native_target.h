@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/register_block.h"
@@ -176,6 +177,16 @@ public:
   virtual Result<std::string> auxv(Pid pid) = 0;      // raw bytes
   virtual Result<std::string> exec_file(Pid pid) = 0; // /proc/pid/exe target
   virtual Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) = 0;
+
+  // Raw siginfo_t (128 bytes, PTRACE_GETSIGINFO) of the signal THREAD stopped with, for
+  // qXfer:siginfo:read ($_siginfo); write replaces it (PTRACE_SETSIGINFO) before the resume.
+  // Added by the server helper (see docs/handoff/server.md); the defaults report "unsupported".
+  virtual Result<std::string> read_siginfo(ThreadId thread) {
+    return make_error(ENOSYS, "siginfo is not supported by this target");
+  }
+  virtual Result<void> write_siginfo(ThreadId thread, std::string_view data) {
+    return make_error(ENOSYS, "siginfo is not supported by this target");
+  }
 };
 
 // Creates the Linux ptrace implementation.
