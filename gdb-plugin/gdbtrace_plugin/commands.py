@@ -4,6 +4,7 @@ import os
 import re
 import shlex
 import tempfile
+import threading
 import time
 
 import gdb
@@ -387,8 +388,17 @@ def function_range(name):
 
 
 def return_addresses(start, end):
+    """Addresses of FUNCTION's ret instructions. Read from the executable file
+    (trust-readonly-sections): in the process, a probe may have replaced the
+    instruction with a breakpoint."""
     arch = gdb.selected_inferior().architecture()
-    return [insn["addr"] for insn in arch.disassemble(start, end - 1) if latency.is_return(insn["asm"])]
+    previous = gdb.parameter("trust-readonly-sections")
+    gdb.execute("set trust-readonly-sections on", to_string=True)
+    try:
+        insns = arch.disassemble(start, end - 1)
+    finally:
+        gdb.execute("set trust-readonly-sections %s" % ("on" if previous else "off"), to_string=True)
+    return [insn["addr"] for insn in insns if latency.is_return(insn["asm"])]
 
 
 def _source_script(lines):
@@ -506,8 +516,12 @@ Tail calls out of FUNCTION are not returns and are not seen."""
 
 
 def _parse_live_args(arg):
-    opts = {"count": None, "seconds": None, "interval_ms": 200, "from_start": False}
+    opts = {"count": None, "seconds": None, "interval_ms": 200, "from_start": False, "stop": False}
     args = gdb.string_to_argv(arg)
+    usage = "usage: gdbtrace live [-n COUNT] [-t SECONDS] [-i INTERVAL_MS] [-all] | gdbtrace live stop"
+    if args == ["stop"]:
+        opts["stop"] = True
+        return opts
     i = 0
     while i < len(args):
         a = args[i]
@@ -527,7 +541,7 @@ def _parse_live_args(arg):
             else:
                 raise ValueError
         except ValueError:
-            raise UserError("usage: gdbtrace live [-n COUNT] [-t SECONDS] [-i INTERVAL_MS] [-all]")
+            raise UserError(usage)
     if (opts["count"] is not None and opts["count"] <= 0) or (opts["seconds"] is not None and opts["seconds"] <= 0) \
             or opts["interval_ms"] <= 0:
         raise UserError("gdbtrace live: COUNT, SECONDS and INTERVAL_MS must be positive")
@@ -555,85 +569,167 @@ def format_live_row(plan, row):
     return "  ".join(parts) + (": " + "  ".join(shown) if shown else "")
 
 
+class LivePoller:
+    """Polls the stub for new frames and prints them, from gdb's main thread.
+
+    A timer thread posts one poll at a time with gdb.post_event, so the polls
+    run inside gdb's event loop: gdb keeps handling the program's events
+    (shared-library loads, new threads, stops) between them, which a blocking
+    loop inside the command would not allow."""
+
+    current = None
+
+    def __init__(self, opts, stub, runner, offset, ts_tsv):
+        self.opts = opts
+        self.stub = stub
+        self.runner = runner
+        self.offset = offset
+        self.printed = 0
+        self.started = time.monotonic()
+        self.reported = set()
+        self.finished = False
+        self._pending = False
+        self._allstop_noted = False
+        self._lock = threading.Lock()
+
+    def start(self):
+        LivePoller.current = self
+        self._thread = threading.Thread(target=self._timer, name="gdbtrace-live", daemon=True)
+        self._thread.start()
+        exiting = getattr(gdb.events, "gdb_exiting", None)
+        if exiting is not None:
+            exiting.connect(self._on_exit)
+
+    def _on_exit(self, _event):
+        # Stop the timer thread before gdb tears Python down (a late post_event would crash it).
+        self.finished = True
+        self._thread.join(timeout=2)
+
+    def _timer(self):
+        interval = self.opts["interval_ms"] / 1000.0
+        while not self.finished:
+            time.sleep(interval)
+            with self._lock:
+                if self._pending or self.finished:
+                    continue
+                self._pending = True
+            try:
+                gdb.post_event(self._poll)
+            except RuntimeError:
+                return
+
+    def stop(self, reason):
+        if self.finished:
+            return
+        self.finished = True
+        if LivePoller.current is self:
+            LivePoller.current = None
+        gdb.write("gdbtrace live: %d frames shown; %s.\n" % (self.printed, reason))
+        gdb.flush()
+
+    def _poll(self):
+        try:
+            self._poll_once()
+        except StubError as e:
+            if "all-stop mode" in str(e):
+                if not self._allstop_noted:
+                    self._allstop_noted = True
+                    gdb.write("gdbtrace live: the target runs in all-stop mode, so frames are fetched only "
+                              "while it is stopped (`set non-stop on` before connecting for a live view)\n")
+            else:
+                self.stop("error: %s" % e)
+        except gdb.error as e:
+            self.stop("error: %s" % e)
+        finally:
+            with self._lock:
+                self._pending = False
+
+    def _poll_once(self):
+        if self.finished:
+            return
+        while True:
+            data, last = self.stub.frames_chunk(self.offset)
+            self.offset += len(data)
+            for run in self.runner.feed(data):
+                plan = run.plan
+                for expr, message in plan.problems:
+                    if (plan.tp, expr) not in self.reported:
+                        self.reported.add((plan.tp, expr))
+                        gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message))
+                for row in run.rows:
+                    gdb.write(format_live_row(plan, row) + "\n")
+                    self.printed += 1
+                    if self.opts["count"] is not None and self.printed >= self.opts["count"]:
+                        gdb.flush()
+                        return self.stop("%d frames printed" % self.printed)
+            gdb.flush()
+            if last or not data:
+                break
+        if self.opts["seconds"] is not None and time.monotonic() - self.started >= self.opts["seconds"]:
+            return self.stop("time limit (%g s)" % self.opts["seconds"])
+        status = self.stub.status()
+        if not status.get("running"):
+            more, _last = self.stub.frames_chunk(self.offset)
+            if more:
+                return  # frames stored just before the stop: the next poll prints them
+            self.stop("the trace run is not running (%s)" % (status.get("stop_reason") or "stopped"))
+
+
 class LiveCommand(gdb.Command):
-    """Print trace frames as they arrive while the trace runs.
+    """Print trace frames as they arrive while the program runs.
 
 Usage: gdbtrace live [-n COUNT] [-t SECONDS] [-i INTERVAL_MS] [-all]
-Polls the stub every INTERVAL_MS (default 200) for frames after the last one seen
-and prints them decoded, until the trace run stops, COUNT frames were printed,
-SECONDS passed, or Ctrl-C. -all starts with the frames already in the buffer.
-gdb can only talk to the stub while the program runs in non-stop mode:
-`set non-stop on` before connecting, then `tstart` and `continue &`."""
+       gdbtrace live stop
+Starts polling the stub every INTERVAL_MS (default 200) for frames after the last
+one seen, and prints them decoded as they arrive, until the trace run stops,
+COUNT frames were printed, SECONDS passed, or `gdbtrace live stop`. The command
+returns at once; let the program run (`continue`, or `continue &` in non-stop
+mode). -all starts with the frames already in the buffer.
+gdb can talk to the stub while the program runs only in non-stop mode
+(`set non-stop on` before connecting); in all-stop mode frames show whenever the
+program stops."""
 
     def __init__(self):
         super().__init__("gdbtrace live", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_NONE)
 
     def invoke(self, arg, from_tty):
         opts = _parse_live_args(arg)
-        _wrap(lambda: self._run(opts))
+        if opts["stop"]:
+            if LivePoller.current is None:
+                raise UserError("gdbtrace live: not running")
+            LivePoller.current.stop("stopped by `gdbtrace live stop`")
+            return
+        if LivePoller.current is not None:
+            raise UserError("gdbtrace live: already polling (`gdbtrace live stop` first)")
+        _wrap(lambda: self._start(opts))
 
-    def _run(self, opts):
+    def _start(self, opts):
         stub = current_stub()
         status = check_gdbtrace(stub)
         regblock = register_block_size(stub, status)
         tpdefs = tracepoint_defs()
         ts_tsv = decode.timestamp_tsv(any_linespec(tpdefs))
         decoder = decode.Decoder(tpdefs, ts_tsv)
+        decoder.prepare_all()
         threads = Threads()
         runner = batch.Runner(regblock, decoder.plan_for, ts_tsv, by_time=ts_tsv is not None,
                               tid_for_fs=threads.tid_for_fs, tp_map=tracepoint_map(stub, tpdefs))
         offset = 0
         if not opts["from_start"]:
-            # Start after what is already there (frame headers are enough to count it).
-            counter = frames_mod.FrameCounter()
-            for _off, chunk in stub.iter_stream(0):
-                counter.feed(chunk)
-            offset, runner.next_index = counter.complete_bytes, counter.frames
-        printed = 0
-        started = time.monotonic()
-        reported = set()
-        reason = None
-        gdb.write("gdbtrace live: polling every %d ms%s (Ctrl-C to stop)\n" % (
-            opts["interval_ms"], "" if runner.next_index == 0 else
-            ", after the %d frames already in the buffer" % runner.next_index))
-        gdb.flush()
-        try:
-            while reason is None:
-                data, last = stub.frames_chunk(offset)
-                offset += len(data)
-                for run in runner.feed(data):
-                    plan = run.plan
-                    for expr, message in plan.problems:
-                        if (plan.tp, expr) not in reported:
-                            reported.add((plan.tp, expr))
-                            gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message))
-                    for row in run.rows:
-                        gdb.write(format_live_row(plan, row) + "\n")
-                        printed += 1
-                        if opts["count"] is not None and printed >= opts["count"]:
-                            reason = "%d frames printed" % printed
-                            break
-                    if reason:
-                        break
-                gdb.flush()
-                if reason or (data and not last):
-                    continue
-                if opts["seconds"] is not None and time.monotonic() - started >= opts["seconds"]:
-                    reason = "time limit (%g s)" % opts["seconds"]
-                    break
-                running, fields, _ = stub.trace_status()
-                if not running:
-                    more, _last = stub.frames_chunk(offset)
-                    if more:
-                        continue  # frames written just before the stop: print them first
-                    stop = next((k for k in fields if k.startswith("t") and k not in
-                                 ("tframes", "tcreated", "tsize", "tfree")), "stopped")
-                    reason = "the trace run stopped (%s)" % stop
-                    break
-                time.sleep(opts["interval_ms"] / 1000.0)
-        except KeyboardInterrupt:
-            reason = "interrupted"
-        gdb.write("gdbtrace live: %d frames shown; %s.\n" % (printed, reason))
+            buf = status.get("buffer") or {}
+            if isinstance(buf.get("used"), int) and isinstance(buf.get("frames"), int):
+                offset, runner.next_index = buf["used"], buf["frames"]
+            else:  # count what is there from the frame headers
+                counter = frames_mod.FrameCounter()
+                for _off, chunk in stub.iter_stream(0):
+                    counter.feed(chunk)
+                offset, runner.next_index = counter.complete_bytes, counter.frames
+        poller = LivePoller(opts, stub, runner, offset, ts_tsv)
+        gdb.write("gdbtrace live: polling every %d ms%s; frames print as they arrive "
+                  "(`gdbtrace live stop` ends it)\n" % (
+                      opts["interval_ms"], "" if runner.next_index == 0 else
+                      ", after the %d frames already in the buffer" % runner.next_index))
+        poller.start()
 
 
 def register():

@@ -103,7 +103,7 @@ class Scope:
         self.address = address
         self.linespec = linespec
         self.framed = framed
-        self.approximate = False
+        self.approximate = False  # some register-relative location was compiled at another pc
 
     def agent_eval(self, expr):
         if self.framed:
@@ -119,8 +119,10 @@ class Scope:
                 return ax.parse_listing(listing)
         if not listings:
             raise gdb.error("gdb produced no bytecode for `%s`" % expr)
-        self.approximate = True
-        return ax.parse_listing(listings[0])
+        ops = ax.parse_listing(listings[0])
+        if any(op.name == "reg" for op in ops):
+            self.approximate = True
+        return ops
 
     def type_of(self, expr):
         if self.framed:
@@ -295,6 +297,7 @@ class Decoder:
         self.use_tfind = use_tfind and not trace_running()
         self.extra_exprs = extra_exprs  # decode only these expressions (stats), or all collected
         self._plans = {}
+        self.frozen = False
 
     def _exprs(self, tpdef, address, stepping):
         if self.extra_exprs is not None:
@@ -311,8 +314,30 @@ class Decoder:
         key = (frame.tp, rip)
         plan = self._plans.get(key)
         if plan is None:
+            if self.frozen:
+                plan = self._plans.get((frame.tp, self._first_address(frame.tp)))
+                if plan is None or rip is not None:
+                    plan = Plan(frame.tp, rip, [], [("*", "frame at 0x%x: no plan prepared for it (while-stepping "
+                                                     "frames are not decoded live)" % (rip or 0))])
+                self._plans[key] = plan
+                return plan
             plan = self._plans[key] = self._build(frame.tp, rip)
         return plan
+
+    def _first_address(self, tp_number):
+        tpdef = self.tpdefs.get(tp_number)
+        return tpdef.locations[0].address if tpdef and tpdef.locations else None
+
+    def prepare_all(self):
+        """Build the plan of every tracepoint location now and ask gdb nothing
+        afterwards (the live view decodes from inside gdb's event loop, where
+        running gdb commands would disturb a foreground `continue`)."""
+        for tp, tpdef in self.tpdefs.items():
+            for loc in tpdef.locations:
+                key = (tp, loc.address)
+                if key not in self._plans:
+                    self._plans[key] = self._build(tp, loc.address)
+        self.frozen = True
 
     def plans(self):
         return list(self._plans.values())
