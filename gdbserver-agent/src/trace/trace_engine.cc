@@ -116,8 +116,28 @@ void TraceEngine::Impl::console(const std::string& text) {
 VerifyEnv TraceEngine::Impl::verify_env() const {
   VerifyEnv env;
   env.num_regs = num_regs();
-  env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
+  if (running) env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
   return env;
+}
+
+Result<void> TraceEngine::Impl::check_tsv_references(const Tracepoint& tp) const {
+  VerifyEnv env;
+  env.num_regs = num_regs();
+  env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
+  std::string what = "tracepoint " + std::to_string(tp.number);
+  auto check = [&](const AgentExpr& e, bool cond, const std::string& kind) -> Result<void> {
+    if (!e.info.uses_tsv) return ok();
+    auto r = verify_expr(e.code, cond, env, what + " " + kind);
+    if (!r) return r.error();
+    return ok();
+  };
+  if (tp.has_condition)
+    if (auto r = check(tp.condition, true, "condition"); !r) return r;
+  for (const auto* list : {&tp.actions, &tp.step_actions})
+    for (const auto& a : *list)
+      if (auto* x = std::get_if<CollectExpr>(&a))
+        if (auto r = check(x->expr, false, "action"); !r) return r;
+  return ok();
 }
 
 TracepointEntry* TraceEngine::Impl::find(uint32_t number, uint64_t address) {
@@ -188,15 +208,13 @@ void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint3
   stop_pending = false;
   stop_time = trace_timestamp();
   stop_reason = reason;
-  stop_text = reason == TraceStopReason::Requested && text.empty() ? stop_note : std::move(text);
+  stop_text = std::move(text);
   stop_tp = tp;
   drain_timer.cancel();
   for (auto& c : collectors)
     c->remove_all();
-  for (auto& e : tracepoints) {
-    e->installed = false;
-    e->collector = nullptr;
-  }
+  // Keep e->collector: status and qTP still report the backend and its counts.
+  for (auto& e : tracepoints) e->installed = false;
 }
 
 TraceStatus TraceEngine::Impl::status() const {
@@ -204,7 +222,9 @@ TraceStatus TraceEngine::Impl::status() const {
   st.running = running;
   st.ever_ran = ever_ran;
   st.reason = stop_reason;
-  st.stop_text = stop_text;
+  // gdb sends the tstop note (QTNotes:tstop:) after QTStop: read it now, as gdbserver does.
+  st.stop_text =
+      stop_reason == TraceStopReason::Requested && stop_text.empty() ? stop_note : stop_text;
   st.stop_tp = stop_tp;
   st.frames = buffer.frame_count();
   st.created = buffer.frames_created();

@@ -84,7 +84,10 @@ struct TraceEngine::Impl : TraceContext {
   void stop_run(TraceStopReason reason, std::string text = {}, uint32_t tp = 0);
   void arm_drain_timer();
   void drain_all();
+  // gdb downloads TSVs after tracepoints: their numbers are checked at QTStart
+  // (and at once for tracepoints defined during a run).
   VerifyEnv verify_env() const;
+  Result<void> check_tsv_references(const Tracepoint& tp) const;
   uint32_t num_regs() const;
   TraceStatus status() const;
   TracepointEntry* find(uint32_t number, uint64_t address);

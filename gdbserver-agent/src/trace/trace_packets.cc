@@ -295,6 +295,11 @@ std::string TraceEngine::Impl::cmd_qtstart() {
     if (!e->complete)
       return error_reply("tracepoint " + std::to_string(e->tp.number) +
                          " is incompletely defined (its last QTDP packet is missing)");
+  for (auto& e : tracepoints)
+    if (auto r = check_tsv_references(e->tp); !r) {
+      console("gdbtrace: " + r.error().message + "\n");
+      return error_reply(r.error().message);
+    }
   counters.clear();
   // Collectors may report frames from install() on: be running while installing.
   running = true;
