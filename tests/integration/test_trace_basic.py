@@ -240,15 +240,20 @@ class Disconnected(GdbTestCase):
                              "end", "set disconnected-tracing on", "tstart", "continue", "disconnect"],
                             program="trace_loop", server=srv)
             self.assertOrdered(first, [r"Breakpoint 1, step_me \(a=3\)"])
-            second = run_gdb(["tstatus", "info tracepoints", "tfind 3", "print i", "print j", "tstop",
-                              "tstatus"],
+            # The new gdb learns the run and the tracepoint (with its actions) from the target,
+            # lets the program go on (more hits), then looks at the frames.
+            second = run_gdb(["tstatus", "info tracepoints", "break done", "continue", "tstatus",
+                              "tstop", "tstatus", "tfind 4", "print i", "print j"],
                              program="trace_loop", server=srv)
             self.assertOrdered(second, [r"Trace is running on the target",
                                         r"Collected 4 trace frames",
                                         r"tracepoint .* in probe_me",
                                         r"collect i, j",
-                                        r"Found trace frame 3", r"\$1 = 3", r"\$2 = 9",
-                                        r"Trace stopped by a tstop command"])
+                                        r"installed on target",
+                                        r"Breakpoint \d+, done",
+                                        r"Collected 5 trace frames",
+                                        r"Trace stopped by a tstop command",
+                                        r"Found trace frame 4", r"\$1 = 4", r"\$2 = 12"])
 
 
 if __name__ == "__main__":
