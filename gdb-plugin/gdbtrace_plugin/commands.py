@@ -110,8 +110,11 @@ def format_status(status):
 
 
 class StatusCommand(gdb.Command):
-    """Per-tracepoint collector backend (module, eBPF, ptrace), hits, frames, drops,
-errors, buffer use and per-hit cost, from the stub (qGdbtrace.status).
+    """Show the trace run: backend, hits, frames, drops, errors per tracepoint, buffer use.
+
+Per tracepoint: the collector serving it (module, ebpf, ptrace), hits, frames,
+drops, errors, bytes and per-hit cost when the stub reports it; buffer use; from
+the stub's qGdbtrace.status.
 
 Usage: gdbtrace status [-json]"""
 

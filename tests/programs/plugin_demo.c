@@ -76,7 +76,7 @@ static int run_threads(int n, int iterations, long delay_us) {
   }
   for (int t = 0; t < n; t++)
     pthread_join(tids[t], NULL);
-  printf("threads done %ld\n", g_total);
+  printf("threads done %ld\n", g_total); /* bp-threads-done */
   return 0;
 }
 
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     uint64_t n = strtoull(argv[2], NULL, 0);
     for (uint64_t i = 0; i < n; i++)
       tiny_probe(i);
-    printf("bench done %llu\n", (unsigned long long)n);
+    printf("bench done %llu\n", (unsigned long long)n); /* bp-bench-done */
     return 0;
   }
   int iterations = argc > 1 ? atoi(argv[1]) : 100;
@@ -98,6 +98,6 @@ int main(int argc, char** argv) {
     snprintf(g_sample.tag, sizeof g_sample.tag, "s%d", i % 100);
     work(i, delay_us);
   }
-  printf("done %ld\n", g_total);
+  printf("done %ld\n", g_total); /* bp-done */
   return 0;
 }

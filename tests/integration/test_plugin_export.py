@@ -1,0 +1,203 @@
+"""gdbtrace plugin end to end: the real gdb 13 with gdb-plugin/gdbtrace.py sourced, driving
+gdbtrace-server; `gdbtrace status` and `gdbtrace export` (perfetto, csv, jsonl, tfile) of frames
+whose values are known (tests/programs/plugin_demo.c: at tp-work, scaled == 3*i,
+g_sample = {i, i*0.5, "s<i>"}, delay_us == the delay argument). Also the shared helpers of the
+other test_plugin_* files."""
+
+import csv
+import json
+import os
+import re
+import tempfile
+import unittest
+from pathlib import Path
+
+from gdbtest import GdbTestCase, Server, is_stock_gdbserver, program, run_gdb
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "gdb-plugin" / "gdbtrace.py"
+SOURCE = REPO / "tests" / "programs" / "plugin_demo.c"
+
+
+def line_of(marker):
+    for number, text in enumerate(SOURCE.read_text().splitlines(), 1):
+        if marker in text:
+            return number
+    raise AssertionError("marker %r not in %s" % (marker, SOURCE))
+
+
+LINE_WORK = line_of("/* tp-work */")
+LINE_DONE = line_of("/* bp-done */")
+LINE_THREADS_DONE = line_of("/* bp-threads-done */")
+
+# Tracepoint 1 at tp-work; the run ends at bp-done with the process alive.
+WORK_TRACEPOINT = ["trace plugin_demo.c:%d" % LINE_WORK, "actions",
+                   "collect scaled, i, g_sample, delay_us, $rsp", "collect $trace_timestamp", "end"]
+RUN_TO_DONE = ["break plugin_demo.c:%d" % LINE_DONE, "tstart", "continue", "tstop"]
+# The same, with `gdbtrace status` while the run is still on (collectors attached).
+RUN_TO_DONE_STATUS = RUN_TO_DONE[:3] + ["gdbtrace status"] + RUN_TO_DONE[3:]
+
+needs_gdbtrace = unittest.skipIf(is_stock_gdbserver(), "needs gdbtrace-server (qGdbtrace packets)")
+
+
+def plugin_run(commands, args=(20, 100), **kw):
+    """gdb with the plugin sourced, against a fresh stub running plugin_demo ARGS."""
+    return run_gdb(["source %s" % PLUGIN] + list(commands), program="plugin_demo", args=args, **kw)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class PluginTestCase(GdbTestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="gdbtrace-plugin-")
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def assertNoPythonErrors(self, run):
+        self.assertNoOutput(run, r"Python Exception|Traceback|Error occurred in Python",
+                            "the plugin raised instead of reporting")
+
+
+@needs_gdbtrace
+class Export(PluginTestCase):
+    def test_all_formats_hold_the_known_values(self):
+        files = {fmt: self.dir / ("out." + fmt) for fmt in ("csv", "jsonl", "json", "tf")}
+        run = plugin_run(WORK_TRACEPOINT + RUN_TO_DONE_STATUS + [
+            "gdbtrace status",
+            "gdbtrace export csv %s" % files["csv"],
+            "gdbtrace export jsonl %s" % files["jsonl"],
+            "gdbtrace export perfetto %s" % files["json"],
+            "gdbtrace export tfile %s" % files["tf"]])
+        self.assertNoPythonErrors(run)
+        self.assertOrdered(run, [r"Trace run: running",
+                                 r"Buffer: .* 20 frames",
+                                 r"^tp\s+address\s+backend\s+hits\s+frames\s+drops\s+errors\s+bytes\s+cost/hit",
+                                 r"^1\s+0x[0-9a-f]+\s+(ebpf|ptrace|module)\s+20\s+20\s+0\s+0",
+                                 r"Trace run: stopped \(tstop\)",
+                                 r"Exported 20 frames to .*out\.csv \(csv\)",
+                                 r"ts = \$trace_timestamp"])
+
+        rows = read_csv(files["csv"])
+        self.assertEqual(len(rows), 20, "one CSV row per frame")
+        self.assertEqual(list(rows[0])[:4], ["frame", "tracepoint", "ts_us", "thread"])
+        for n, row in enumerate(rows):
+            self.assertEqual(int(row["frame"]), n)
+            self.assertEqual(int(row["tracepoint"]), 1)
+            self.assertEqual(int(row["i"]), n)
+            self.assertEqual(int(row["scaled"]), 3 * n)
+            self.assertEqual(int(row["g_sample.id"]), n)
+            self.assertEqual(float(row["g_sample.value"]), n * 0.5)
+            self.assertEqual(row["g_sample.tag"], "s%d" % n)
+            self.assertEqual(int(row["delay_us"]), 100)
+            self.assertRegex(row["$rsp"], r"^0x7ff[0-9a-f]+$")
+            self.assertEqual(row["ts_us"], row["$trace_timestamp"])
+        stamps = [int(r["ts_us"]) for r in rows]
+        self.assertEqual(stamps, sorted(stamps))
+        self.assertGreaterEqual(stamps[-1] - stamps[0], 19 * 100, "19 busy waits of 100 us in between")
+
+        lines = [json.loads(line) for line in files["jsonl"].read_text().splitlines()]
+        self.assertEqual(len(lines), 20)
+        self.assertEqual(lines[7]["values"]["scaled"], 21)
+        self.assertEqual(lines[7]["values"]["g_sample.tag"], "s7")
+        self.assertEqual(lines[7]["ts_us"], stamps[7])
+
+        doc = json.loads(files["json"].read_text())
+        events = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+        self.assertEqual(len(events), 20)
+        for n, e in enumerate(events):
+            for key in ("name", "ph", "ts", "pid", "tid", "args"):
+                self.assertIn(key, e)
+            self.assertEqual(e["ph"], "i")
+            self.assertEqual(e["ts"], stamps[n])
+            self.assertEqual(e["args"]["i"], n)
+            self.assertEqual(e["args"]["frame"], n)
+            self.assertGreater(e["pid"], 1)
+        self.assertRegex(events[0]["name"], r"^tp 1 work \(plugin_demo\.c:%d\)$" % LINE_WORK)
+
+        # The exported tfile reads back in gdb like one `tsave` wrote (the PIE loaded where it ran).
+        runtime = int(re.search(r"Tracepoint 1 at (0x[0-9a-f]+)", run.stdout).group(1), 16)
+        static = run_gdb(["info line plugin_demo.c:%d" % LINE_WORK], program="plugin_demo", connect=False)
+        offset = runtime - int(re.search(r"starts at address (0x[0-9a-f]+)", static.stdout).group(1), 16)
+        back = run_gdb(["symbol-file -o 0x%x %s" % (offset, program("plugin_demo")), "target tfile %s" % files["tf"],
+                        "tstatus", "tfind 5", "print scaled", "print g_sample", "tfind 19", "print i"],
+                       connect=False)
+        self.assertOrdered(back, [r"Collected 20 trace frames", r"Found trace frame 5",
+                                  r"\$1 = 15", r"\$2 = \{id = 5, value = 2\.5, tag = \"s5",
+                                  r"Found trace frame 19", r"\$3 = 19"])
+
+    def test_values_agree_with_gdb_tfind(self):
+        out = self.dir / "frames.csv"
+        checks = []
+        for frame in (0, 7, 19):
+            checks += ["tfind %d" % frame, "print i", "print scaled", "print g_sample.value", "print $rsp"]
+        run = plugin_run(WORK_TRACEPOINT + RUN_TO_DONE + ["gdbtrace export csv %s" % out] + checks + ["tfind none"])
+        self.assertNoPythonErrors(run)
+        rows = read_csv(out)
+        printed = re.findall(r"^\$\d+ = (.*)$", run.stdout, re.MULTILINE)
+        self.assertEqual(len(printed), 12, run.transcript())
+        for k, frame in enumerate((0, 7, 19)):
+            i, scaled, value, rsp = printed[4 * k: 4 * k + 4]
+            self.assertEqual(rows[frame]["i"], i)
+            self.assertEqual(rows[frame]["scaled"], scaled)
+            self.assertEqual(float(rows[frame]["g_sample.value"]), float(value))
+            self.assertEqual(int(rows[frame]["$rsp"], 16), int(rsp.split()[-1], 16))
+
+    def test_batch_and_general_decoding_agree(self):
+        fast, slow = self.dir / "fast.csv", self.dir / "slow.csv"
+        run = plugin_run(WORK_TRACEPOINT + RUN_TO_DONE + ["gdbtrace export csv %s" % fast,
+                                                          "gdbtrace export csv -slow %s" % slow])
+        self.assertNoPythonErrors(run)
+        self.assertEqual(fast.read_text(), slow.read_text())
+        self.assertEqual(len(read_csv(fast)), 20)
+
+    def test_tracepoint_without_timestamp_uses_frame_order(self):
+        out = self.dir / "order.csv"
+        perfetto = self.dir / "order.json"
+        run = plugin_run(["trace plugin_demo.c:%d" % LINE_WORK, "actions", "collect i", "end"] + RUN_TO_DONE +
+                         ["gdbtrace export csv %s" % out, "gdbtrace export perfetto %s" % perfetto])
+        self.assertOutput(run, r"ts = frame index")
+        rows = read_csv(out)
+        self.assertEqual([int(r["order"]) for r in rows], list(range(20)))
+        doc = json.loads(perfetto.read_text())
+        self.assertIn("frame index", doc["otherData"]["timestamps"])
+        self.assertEqual([e["ts"] for e in doc["traceEvents"] if e["ph"] == "i"], list(range(20)))
+
+    def test_bad_arguments(self):
+        run = plugin_run(WORK_TRACEPOINT + RUN_TO_DONE + [
+            "gdbtrace export", "gdbtrace export xml %s" % (self.dir / "x"),
+            "gdbtrace export csv %s" % (self.dir / "no" / "such" / "dir.csv"),
+            "gdbtrace status extra"])
+        self.assertNoPythonErrors(run)
+        self.assertOrdered(run, [r"usage: gdbtrace export FORMAT FILE",
+                                 r"unknown format `xml` \(choose perfetto, csv, jsonl, tfile\)",
+                                 r"directory .*no/such does not exist",
+                                 r"usage: gdbtrace status"])
+
+
+class WithoutGdbtrace(PluginTestCase):
+    def test_stock_gdbserver_is_a_clear_error(self):
+        with Server("once", program=program("plugin_demo"), args=(5, 10), binary="/usr/bin/gdbserver") as srv:
+            run = run_gdb(["source %s" % PLUGIN] + WORK_TRACEPOINT + RUN_TO_DONE + [
+                "gdbtrace status", "gdbtrace export csv %s" % (self.dir / "x.csv"), "gdbtrace stats i",
+                "gdbtrace live"], program="plugin_demo", server=srv)
+        self.assertNoPythonErrors(run)
+        self.assertEqual(len(re.findall(r"does not answer qGdbtrace\.\* packets", run.output)), 4,
+                         run.transcript())
+        self.assertFalse((self.dir / "x.csv").exists())
+
+    def test_not_connected(self):
+        run = run_gdb(["source %s" % PLUGIN, "help gdbtrace", "gdbtrace status", "gdbtrace export csv x.csv"],
+                      program="plugin_demo", connect=False)
+        self.assertNoPythonErrors(run)
+        self.assertOrdered(run, [r"gdbtrace export -- ", r"gdbtrace latency -- ", r"gdbtrace live -- ",
+                                 r"gdbtrace plot -- ", r"gdbtrace stats -- ", r"gdbtrace status -- ",
+                                 r"not connected to a target", r"not connected to a target"])
+
+
+if __name__ == "__main__":
+    unittest.main()
