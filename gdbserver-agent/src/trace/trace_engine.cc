@@ -116,7 +116,8 @@ void TraceEngine::Impl::console(const std::string& text) {
 VerifyEnv TraceEngine::Impl::verify_env() const {
   VerifyEnv env;
   env.num_regs = num_regs();
-  if (running) env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
+  if (running)
+    env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
   return env;
 }
 
@@ -126,17 +127,21 @@ Result<void> TraceEngine::Impl::check_tsv_references(const Tracepoint& tp) const
   env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
   std::string what = "tracepoint " + std::to_string(tp.number);
   auto check = [&](const AgentExpr& e, bool cond, const std::string& kind) -> Result<void> {
-    if (!e.info.uses_tsv) return ok();
+    if (!e.info.uses_tsv)
+      return ok();
     auto r = verify_expr(e.code, cond, env, what + " " + kind);
-    if (!r) return r.error();
+    if (!r)
+      return r.error();
     return ok();
   };
   if (tp.has_condition)
-    if (auto r = check(tp.condition, true, "condition"); !r) return r;
+    if (auto r = check(tp.condition, true, "condition"); !r)
+      return r;
   for (const auto* list : {&tp.actions, &tp.step_actions})
     for (const auto& a : *list)
       if (auto* x = std::get_if<CollectExpr>(&a))
-        if (auto r = check(x->expr, false, "action"); !r) return r;
+        if (auto r = check(x->expr, false, "action"); !r)
+          return r;
   return ok();
 }
 
@@ -214,7 +219,8 @@ void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint3
   for (auto& c : collectors)
     c->remove_all();
   // Keep e->collector: status and qTP still report the backend and its counts.
-  for (auto& e : tracepoints) e->installed = false;
+  for (auto& e : tracepoints)
+    e->installed = false;
 }
 
 TraceStatus TraceEngine::Impl::status() const {

@@ -177,7 +177,7 @@ Result<bool> parse_actions(std::string_view s, bool& stepping, Tracepoint& tp,
       break;
     }
     case 'L':
-      return bad(what + ": static tracepoint data ($_sdata) is not supported; "
+      return bad(what + ": static tracepoint data (_sdata) is not supported; "
                         "gdbtrace has no static tracepoints");
     case '-':
       if (!s.empty())

@@ -373,3 +373,14 @@ TEST_F(EngineTest, StaticTracepointsAreRefused) {
   EXPECT_EQ(send("qTfSTM").substr(0, 2), "E.");
   EXPECT_EQ(send("qTMinFTPILen"), "1");
 }
+
+TEST_F(EngineTest, UndefinedTsvRefusedAtStart) {
+  // gdb sends QTDV after the tracepoints, so the reference is checked at QTStart.
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:X4,2e000927"});
+  std::string r = send("QTStart");
+  EXPECT_EQ(r.substr(0, 2), "E.");
+  EXPECT_NE(r.find("tracepoint 1 action"), std::string::npos) << r;
+  EXPECT_FALSE(engine->running());
+  define({"QTDV:9:0:0:79", "QTStart"});
+  EXPECT_TRUE(engine->running());
+}

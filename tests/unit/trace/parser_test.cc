@@ -130,7 +130,7 @@ TEST(QtdpActions, Errors) {
   bool stepping = false;
   auto sdata = parse_actions("L", stepping, tp, env());
   ASSERT_FALSE(sdata);
-  EXPECT_NE(sdata.error().message.find("$_sdata"), std::string::npos);
+  EXPECT_NE(sdata.error().message.find("_sdata"), std::string::npos);
   EXPECT_FALSE(parse_actions("M99,0,4", stepping, tp, env()));    // basereg beyond registers
   EXPECT_FALSE(parse_actions("M-1,1000,0", stepping, tp, env())); // empty range
   EXPECT_FALSE(parse_actions("Q", stepping, tp, env()));

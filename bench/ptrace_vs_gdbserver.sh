@@ -1,0 +1,61 @@
+#!/bin/bash
+# gdbtrace's ptrace collector beside stock gdbserver 13.1's regular (trap) tracepoint, one run,
+# same tracee (bench_loop: probe_me(i, 3*i) n times, ns/iter measured inside the tracee), same gdb
+# script (/work/shared/ANCHORS.md method: 200 MB trace buffer so every hit is collected, break main,
+# trace probe_me, collect, tstart, run to exit, tstatus).
+#   ns/hit = (traced ns/iter - untraced ns/iter) * n / frames   (frames from tstatus)
+# Prints ROW lines (bench/README.md) and a two-line summary.
+set -uo pipefail
+. "$(dirname "$0")/_lib.sh"
+
+prog=$BENCH_PROGRAMS/bench_loop
+[ -x "$prog" ] || { echo "missing $prog (build tests/programs first)" >&2; exit 1; }
+work=$(mktemp -d /tmp/gdbtrace-bench-ptrace.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+n=$(bench_n 20000 200)
+untraced=$(bench_untraced "$prog" "$(bench_n 2000000 20000)")
+bench_row untraced bench_loop "$untraced" unit=ns_per_iter
+
+# row MECHANISM SERVER COLLECT [server options...]: one traced run, one ROW line.
+row() {
+  local mech=$1 server=$2 collect=$3
+  shift 3
+  if [ ! -x "$server" ]; then
+    bench_row "$mech" "probe_me:$collect" NA reason=no_server_binary
+    return
+  fi
+  # TCP, not stdio: the tracee's own output (its ns_per_iter line) goes to the server's log.
+  local port=$((20000 + RANDOM % 20000))
+  "$server" --once "$@" ":$port" "$prog" "$n" >"$work/server.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.05; done
+  bench_tracepoint_script "target extended-remote :$port" "$prog" "trace probe_me" "$collect" \
+    >"$work/session.gdb"
+  local out traced frames
+  out=$(bench_gdb_session "$work/session.gdb")
+  wait "$pid" 2>/dev/null
+  out+=$'\n'$(cat "$work/server.log")
+  echo "$out" >"$work/$mech.log"
+  traced=$(bench_ns_per_iter "$out")
+  frames=$(bench_frames "$out")
+  if [ -z "$traced" ] || [ -z "$frames" ] || [ "$frames" = 0 ]; then
+    bench_row "$mech" "probe_me:$collect" NA reason=no_frames n="$n"
+    grep -m3 -iE "error|cannot" <<<"$out" >&2
+    return
+  fi
+  local per_hit
+  per_hit=$(awk -v t="$traced" -v u="$untraced" -v n="$n" -v f="$frames" \
+    'BEGIN { printf "%.1f", (t - u) * n / f }')
+  bench_row "$mech" "probe_me:$collect" "$per_hit" frames="$frames" n="$n" \
+    complete=$([ "$frames" = "$n" ] && echo yes || echo no) traced_ns_per_iter="$traced"
+  printf '%-24s %-16s %12s ns/hit  (%s frames of %s hits)\n' "$mech" "collect $collect" "$per_hit" \
+    "$frames" "$n" >>"$work/summary"
+}
+
+for collect in '$regs' 'i'; do
+  row gdbtrace-ptrace "$GDBTRACE_SERVER" "$collect"
+  row gdbserver-trace /usr/bin/gdbserver "$collect"
+done
+[ -f "$work/summary" ] && cat "$work/summary"
+exit 0
