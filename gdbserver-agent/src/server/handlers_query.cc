@@ -298,18 +298,23 @@ GdbServer::Reply GdbServer::handle_qxfer(std::string_view packet) {
 GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view packet) {
   std::string_view rest = packet.substr(std::string_view("qXfer:siginfo:write:").size());
   auto parts = split(rest, ':');
-  if (parts.size() < 3 || !parts[0].empty()) return "E.malformed qXfer write";
+  if (parts.size() < 3 || !parts[0].empty())
+    return "E.malformed qXfer write";
   auto offset = rsp::parse_hex_u64(parts[1]);
   size_t data_pos = rest.find(':', parts[0].size() + 1 + parts[1].size()) + 1;
   auto data = rsp::unescape_binary(rest.substr(data_pos));
-  if (!offset || !data) return "E.malformed qXfer write";
+  if (!offset || !data)
+    return "E.malformed qXfer write";
   ThreadId t = general_thread();
   auto current = target_.read_siginfo(t);
-  if (!current) return "E." + current.error().message;
-  if (*offset + data->size() > current->size()) return "E.write beyond siginfo";
+  if (!current)
+    return "E." + current.error().message;
+  if (*offset + data->size() > current->size())
+    return "E.write beyond siginfo";
   current->replace(*offset, data->size(), *data);
   auto w = target_.write_siginfo(t, *current);
-  if (!w) return "E." + w.error().message;
+  if (!w)
+    return "E." + w.error().message;
   return rsp::hex_number(data->size());
 }
 

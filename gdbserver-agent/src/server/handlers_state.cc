@@ -56,10 +56,12 @@ GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
   if (!bytes)
     return "E.malformed G packet";
   // gdb always sends the whole block; anything else is a malformed packet.
-  if (bytes->size() != gt_reg_offset(num_regs())) return "E.G packet has the wrong size";
+  if (bytes->size() != gt_reg_offset(num_regs()))
+    return "E.G packet has the wrong size";
   RegisterBlock regs;
   std::memcpy(regs.bytes.data(), bytes->data(), bytes->size());
-  for (unsigned r = 0; r < num_regs(); r++) regs.valid.set(r);
+  for (unsigned r = 0; r < num_regs(); r++)
+    regs.valid.set(r);
   auto w = target_.write_registers(t, regs);
   return w ? "OK" : "E." + w.error().message;
 }

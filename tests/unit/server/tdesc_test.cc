@@ -1,0 +1,101 @@
+// The target description must put every register at the 'g' offset
+// ax/amd64_regs.h gives it; gdb itself is the judge of how it reads the XML.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+#include "ax/amd64_regs.h"
+#include "server/tdesc.h"
+
+using namespace gdbtrace;
+
+struct XmlReg {
+  std::string name;
+  unsigned bitsize, regnum;
+};
+
+static std::vector<XmlReg> regs_in(const std::string& xml) {
+  std::vector<XmlReg> out;
+  std::regex re(R"re(<reg name="([^"]+)" bitsize="(\d+)" type="[^"]+" regnum="(\d+)")re");
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), re); it != std::sregex_iterator();
+       ++it)
+    out.push_back({(*it)[1], static_cast<unsigned>(std::stoul((*it)[2])),
+                   static_cast<unsigned>(std::stoul((*it)[3]))});
+  return out;
+}
+
+TEST(Tdesc, RegistersInContractOrder) {
+  for (bool avx : {false, true}) {
+    auto regs = regs_in(target_xml(avx));
+    unsigned expected = avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+    ASSERT_EQ(regs.size(), expected);
+    unsigned total = 0;
+    for (unsigned i = 0; i < regs.size(); i++) {
+      EXPECT_EQ(regs[i].regnum, i) << regs[i].name;
+      EXPECT_EQ(regs[i].bitsize, gt_reg_size(i) * 8) << regs[i].name;
+      total += regs[i].bitsize / 8;
+    }
+    EXPECT_EQ(total, avx ? GT_REGBLOCK_SIZE_AVX : GT_REGBLOCK_SIZE_NOAVX);
+  }
+  auto regs = regs_in(target_xml(true));
+  EXPECT_EQ(regs[GT_RIP].name, "rip");
+  EXPECT_EQ(regs[GT_EFLAGS].name, "eflags");
+  EXPECT_EQ(regs[GT_ORIG_RAX].name, "orig_rax");
+  EXPECT_EQ(regs[GT_FS_BASE].name, "fs_base");
+  EXPECT_EQ(regs[GT_YMM0H].name, "ymm0h");
+}
+
+TEST(Tdesc, FeaturesPresent) {
+  std::string xml = target_xml(true);
+  for (const char* f : {"org.gnu.gdb.i386.core", "org.gnu.gdb.i386.sse", "org.gnu.gdb.i386.linux",
+                        "org.gnu.gdb.i386.segments", "org.gnu.gdb.i386.avx"})
+    EXPECT_NE(xml.find(f), std::string::npos) << f;
+  EXPECT_EQ(target_xml(false).find("org.gnu.gdb.i386.avx"), std::string::npos);
+  EXPECT_NE(xml.find("<architecture>i386:x86-64</architecture>"), std::string::npos);
+  EXPECT_NE(xml.find("<osabi>GNU/Linux</osabi>"), std::string::npos);
+}
+
+// gdb reads the XML and prints each register's remote number and 'g' offset.
+TEST(Tdesc, GdbAgreesWithGLayout) {
+  if (access("/usr/bin/gdb", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/gdb";
+  for (bool avx : {false, true}) {
+    char path[] = "/tmp/gdbtrace-tdesc-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    std::string xml = target_xml(avx);
+    ASSERT_EQ(write(fd, xml.data(), xml.size()), static_cast<ssize_t>(xml.size()));
+    close(fd);
+    std::string cmd = std::string("/usr/bin/gdb -nx -batch -ex 'set tdesc filename ") + path +
+                      "' -ex 'maint print remote-registers' 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p))
+      out.append(buf, n);
+    pclose(p);
+    unlink(path);
+    // " rax  0  0  0  8 int64_t  0  0": name, ..., size, type, remote nr, g offset.
+    std::regex row(R"(^ (\S+)\s+\d+\s+\d+\s+\d+\s+(\d+)\s+\S+\s+(\d+)\s+(\d+)\s*$)");
+    std::map<unsigned, std::pair<unsigned, unsigned>> seen; // remote nr -> (size, offset)
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (std::regex_match(line, m, row))
+        seen[std::stoul(m[3])] = {static_cast<unsigned>(std::stoul(m[2])),
+                                  static_cast<unsigned>(std::stoul(m[4]))};
+    }
+    unsigned n = avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+    ASSERT_EQ(seen.size(), n) << out;
+    for (unsigned r = 0; r < n; r++) {
+      EXPECT_EQ(seen[r].first, gt_reg_size(r)) << "regnum " << r;
+      EXPECT_EQ(seen[r].second, gt_reg_offset(r)) << "regnum " << r;
+    }
+  }
+}
