@@ -208,6 +208,18 @@ class DuringRun(GdbTestCase):
                                  r"\$4 = \(void \(\*\)\(\)\) 0x[0-9a-f]+ <step_me\+\d+>"])
 
 
+class Redefinition(GdbTestCase):
+    def test_tstart_before_libraries_load(self):
+        # At the entry point libc is not loaded yet; when it is, gdb 13 re-sends QTDP for the
+        # tracepoint during the run. Stock gdbserver answers E01 (see ANCHORS.md); we accept it.
+        run = run_gdb(["trace probe_me", "actions", "collect i", "end", "tstart", "break done",
+                       "continue", "tstatus", "tstop", "tfind 2", "print i"],
+                      program="trace_loop", args=(3,))
+        self.assertNotRegex(run.output, r"Target returns error|Error on target")
+        self.assertOrdered(run, [r"Breakpoint \d+, done", r"Collected 3 trace frames",
+                                 r"Found trace frame 2", r"\$1 = 2"])
+
+
 class Threads(GdbTestCase):
     def test_threads_hit_one_tracepoint(self):
         run = run_gdb(traced(["collect i, j"], after=["tstop", "tstatus", "monitor gdbtrace status"]),

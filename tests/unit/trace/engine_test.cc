@@ -384,3 +384,77 @@ TEST_F(EngineTest, UndefinedTsvRefusedAtStart) {
   define({"QTDV:9:0:0:79", "QTStart"});
   EXPECT_TRUE(engine->running());
 }
+
+namespace {
+// A collector like the kernel ones: refuses while-stepping, keeps frames until drained,
+// has no FPU registers.
+class FakeKernelCollector : public Collector {
+public:
+  std::vector<std::vector<uint8_t>> pending;
+  TraceContext* ctx = nullptr;
+  std::string name() const override { return "fakekernel"; }
+  Result<void> check(const Tracepoint& tp) const override {
+    if (tp.step_count)
+      return make_error(EINVAL, "single-step (while-stepping)");
+    return {};
+  }
+  Result<void> install(Pid, const Tracepoint& tp, TraceContext& c) override {
+    ctx = &c;
+    std::vector<bool> valid(GT_NUM_REGS_AVX, false);
+    for (unsigned i = 0; i <= GT_GS; ++i)
+      valid[i] = true;
+    c.set_register_availability(tp.number, valid);
+    return {};
+  }
+  Result<void> set_enabled(uint32_t, uint64_t, bool) override { return {}; }
+  void remove_all() override {}
+  void drain() override {
+    for (auto& f : pending)
+      ctx->append_frame(f);
+    pending.clear();
+  }
+  CollectorStats stats(uint32_t) const override { return {}; }
+};
+} // namespace
+
+TEST_F(EngineTest, FallbackMessageDrainAndRegisterAvailability) {
+  auto kernel = std::make_unique<FakeKernelCollector>();
+  auto* k = kernel.get();
+  // A fresh engine with the kernel-like collector preferred over ptrace.
+  TraceEngine::Hooks hooks;
+  hooks.console = [this](const std::string& s) { console += s; };
+  hooks.current_pid = [] { return Pid(1); };
+  TraceEngine eng(io, target, hooks);
+  eng.add_collector(std::move(kernel));
+  eng.add_collector(make_ptrace_collector(target));
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:1:0-",
+                 "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
+    ASSERT_EQ(eng.handle_packet(p).value_or("?"), "OK") << p;
+  EXPECT_NE(
+      console.find("tracepoint 2: fakekernel cannot single-step (while-stepping); using ptrace"),
+      std::string::npos)
+      << console;
+  EXPECT_EQ(target.trace_bps.count(0x401000), 0u); // tracepoint 1 went to the kernel collector
+  EXPECT_EQ(target.trace_bps.count(0x402000), 1u);
+  // The kernel collector's frame arrives when the engine drains (qTStatus drains first).
+  FrameBuilder f(1);
+  auto regs = make_regs(0x401000);
+  f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+  auto bytes = f.finish();
+  k->pending.emplace_back(bytes.begin(), bytes.end());
+  EXPECT_NE(eng.handle_packet("qTStatus")->find("tframes:1;"), std::string::npos);
+  ASSERT_EQ(eng.handle_packet("QTFrame:0").value_or("?"), "F0T1");
+  RegisterBlock r = eng.frame_registers();
+  EXPECT_TRUE(r.valid.test(GT_RIP));
+  EXPECT_EQ(r.pc(), 0x401000u);
+  EXPECT_FALSE(r.valid.test(GT_XMM0)); // the collector said it has no FPU/SSE state
+  // While running, the engine also drains by itself every 50 ms (QTFrame does not drain).
+  k->pending.emplace_back(bytes.begin(), bytes.end());
+  EXPECT_EQ(eng.handle_packet("QTFrame:1").value_or("?"), "F-1");
+  io.restart();
+  io.run_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(eng.handle_packet("QTFrame:1").value_or("?"), "F1T1");
+  auto mon = eng.handle_monitor("gdbtrace backend ptrace");
+  ASSERT_TRUE(mon);
+  EXPECT_NE(mon->find("backend selection: ptrace"), std::string::npos);
+}
