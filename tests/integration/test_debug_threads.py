@@ -89,6 +89,36 @@ class NonStop(GdbTestCase):
             ticks2 = mi.send("-data-evaluate-expression ticks")
             self.assertGreaterEqual(int(ticks2.results["value"]), int(ticks.results["value"]))
 
+    def test_non_stop_cli_commands(self):
+        """The CLI spelling (`continue &`, `interrupt`, `info threads`) through MI's console interpreter."""
+        with mi_connected("threads", args=(3,), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
+            mi.send('-interpreter-exec console "break thread_marker"')
+            mark = len(mi.records)
+            mi.send('-interpreter-exec console "run"')
+            stop = mi.wait_stopped(mark)
+            while stop.results.get("reason") != "breakpoint-hit":
+                stop = mi.wait_stopped(mi.records.index(stop) + 1)
+            mi.send('-interpreter-exec console "delete"')
+            time.sleep(0.3)
+            mark = len(mi.records)
+            mi.send('-interpreter-exec console "info threads"')
+            listing = "".join(r.cls for r in mi.records[mark:] if r.kind == "~")
+            self.assertRegex(listing, r"\(running\)", listing)  # main is still in pthread_join
+            self.assertRegex(listing, r"thread_marker \(index=\d\)", listing)
+            # Resume everything in the background, then interrupt everything.
+            mark = len(mi.records)
+            self.assertEqual(mi.send('-interpreter-exec console "continue -a &"').cls, "running")
+            mi.wait_for("*", "running", since=mark)
+            mark = len(mi.records)
+            mi.send('-interpreter-exec console "interrupt -a"')
+            mi.wait_stopped(mark)
+            time.sleep(0.3)
+            mark = len(mi.records)
+            mi.send('-interpreter-exec console "info threads"')
+            listing = "".join(r.cls for r in mi.records[mark:] if r.kind == "~")
+            self.assertNotRegex(listing, r"\(running\)", listing)
+            self.assertRegex(listing, r"(?m)^\*?\s+1\s+Thread", listing)
+
     def test_non_stop_threads_stop_independently(self):
         with mi_connected("threads", args=(2,), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
             mi.send("-break-insert thread_marker")
