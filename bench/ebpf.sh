@@ -51,10 +51,15 @@ ebpf_row() {
     bench_row gdbtrace-ebpf "$workload" NA reason=no_gdbtrace-server
     return
   fi
+  # TCP, not stdio: the tracee's output (its ns_per_iter line) lands in the server's log.
+  local port=$((20000 + RANDOM % 20000))
+  "$GDBTRACE_SERVER" --once ":$port" "$prog" "$@" >"$work/server.log" 2>&1 &
+  local server=$!
+  for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.05; done
   cat >"$work/ebpf.gdb" <<GDB
 set trace-buffer-size 200000000
 file $prog
-target extended-remote | $GDBTRACE_SERVER --once - $prog $*
+target extended-remote :$port
 break main
 continue
 break exit
@@ -64,16 +69,20 @@ actions
 collect $collect
 end
 tstart
-info tracepoints
+monitor gdbtrace status
 continue
 tstatus
+kill
 GDB
   local out traced frames
   out=$(bench_gdb_session "$work/ebpf.gdb")
+  kill "$server" 2>/dev/null
+  wait "$server" 2>/dev/null
+  out+=$'\n'$(cat "$work/server.log")
   echo "$out" >"$work/ebpf-$sym.log"
   traced=$(bench_ns_per_iter "$out")
   frames=$(bench_frames "$out")
-  if ! grep -q 'backend ebpf' <<<"$out" && ! grep -qi 'ebpf' <<<"$out"; then
+  if ! grep -q 'backend ebpf' <<<"$out"; then
     bench_row gdbtrace-ebpf "$workload" NA reason=ebpf_backend_not_used
     return
   fi

@@ -133,6 +133,20 @@ class ConditionsAndCounts(EbpfTestCase):
         self.assertOrdered(run, [r"Found trace frame 2", r"\$1 = 1", r"\$2 = 1"])
 
 
+class InstalledWhereStopped(EbpfTestCase):
+    def test_thread_stopped_at_the_address_does_not_hit_on_resume(self):
+        # gdb steps over a breakpoint at the pc it resumes from; a tracepoint installed at that pc
+        # must not collect the resumption (the uprobe would): step_me(1)..(3) only.
+        run = run_gdb(["break step_me if a == 1", "continue"] + PROLOGUE +
+                      ["delete 1", "trace step_me", "actions", "collect a", "end", "tstart",
+                       "monitor gdbtrace status", "continue", "tstop", "tstatus", "tfind 0",
+                       "print a"],
+                      program="trace_loop", args=(5,))
+        self.assertEbpf(run)
+        self.assertOrdered(run, [r"Breakpoint 1, step_me \(a=1\)", r"Collected 3 trace frames",
+                                 r"Found trace frame 0", r"\$1 = 2"])
+
+
 class BufferAndThreads(EbpfTestCase):
     def test_circular_keeps_newest(self):
         run = run_gdb(traced(["collect $regs, i"],

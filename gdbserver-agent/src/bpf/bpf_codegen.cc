@@ -17,8 +17,9 @@ constexpr int16_t kErrPc = -16;
 constexpr int16_t kKey = -24;     // u32 map key for lookups; also scratch
 constexpr int16_t kErrCond = -32; // 1 when the error happened in the condition
 constexpr int16_t kAddr = -40;    // address of the memory block being collected
-constexpr int16_t kStackBase = -48;
-constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 58
+constexpr int16_t kWake = -48;    // 1: this frame must wake the reader (pass count reached)
+constexpr int16_t kStackBase = -56;
+constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 57
 int16_t slot(uint32_t i) {
   return int16_t(kStackBase - 8 * int(i));
 }
@@ -176,6 +177,7 @@ public:
 private:
   // --- pieces of the program ---
   void prologue();
+  void skip_resumed_thread();
   Result<void> condition();
   void count_hit_and_reserve();
   Result<void> action(const TraceAction& a);
@@ -271,6 +273,28 @@ void Generator::prologue() {
   a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
   a_.emit(ldx(BPF_DW, R0, R9, offsetof(ControlSlot, enabled)));
   a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
+  skip_resumed_thread();
+}
+
+// The first hit of a thread that was stopped at this address when the probe
+// was installed is the resumption gdb steps over: not a hit.
+void Generator::skip_resumed_thread() {
+  int no_skip = a_.new_label();
+  a_.emit(ldx(BPF_DW, R0, R9, offsetof(ControlSlot, skips_pending)));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), no_skip);
+  a_.emit(call(BPF_FUNC_get_current_pid_tgid));
+  a_.emit(alu64_imm(BPF_LSH, R0, 32)); // tid in the high half, slot in the low half
+  a_.emit(alu64_imm(BPF_OR, R0, int32_t(opts_.slot)));
+  a_.emit(stx(BPF_DW, R10, kKey, R0));
+  a_.emit(ld_map_fd(R1, maps_.skip_fd));
+  a_.emit(mov64_reg(R2, R10));
+  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
+  a_.emit(call(BPF_FUNC_map_delete_elem));
+  a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), no_skip); // not this thread
+  a_.emit(mov64_imm(R1, -1));
+  a_.emit(atomic64(BPF_ADD, R9, offsetof(ControlSlot, skips_pending), R1));
+  a_.ja(exit_);
+  a_.bind(no_skip);
 }
 
 Result<void> Generator::condition() {
@@ -287,6 +311,7 @@ Result<void> Generator::condition() {
 void Generator::count_hit_and_reserve() {
   a_.emit(mov64_imm(R1, 1));
   a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
+  a_.emit(st_imm(BPF_DW, R10, kWake, 0));
   if (tp_.pass_count > 0) {
     if (tp_.pass_count <= uint64_t(INT32_MAX)) {
       a_.jump(jmp_imm(BPF_JGE, R1, int32_t(tp_.pass_count), 0), exit_);
@@ -294,6 +319,17 @@ void Generator::count_hit_and_reserve() {
       a_.emit(ld_imm64(R2, tp_.pass_count));
       a_.jump(jmp_reg(BPF_JGE, R1, R2, 0), exit_);
     }
+    // The hit that reaches the pass count stops the run: wake the reader.
+    int not_last = a_.new_label();
+    a_.emit(alu64_imm(BPF_ADD, R1, 1));
+    if (tp_.pass_count <= uint64_t(INT32_MAX)) {
+      a_.jump(jmp_imm(BPF_JNE, R1, int32_t(tp_.pass_count), 0), not_last);
+    } else {
+      a_.emit(ld_imm64(R2, tp_.pass_count));
+      a_.jump(jmp_reg(BPF_JNE, R1, R2, 0), not_last);
+    }
+    a_.emit(st_imm(BPF_DW, R10, kWake, 1));
+    a_.bind(not_last);
   }
   // The reservation size is patched in finish_frame() once the actions are known.
   a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
@@ -323,12 +359,26 @@ Result<void> Generator::action(const TraceAction& act) {
 }
 
 // Write the size, submit. Reached by every path that reserved a frame.
+// Waking the reader for every frame would cost the tracee a context switch per
+// hit on a busy machine: frames are submitted without a wake-up and the engine
+// drains on its timer, unless the ring is filling up (opts.wakeup_bytes) or the
+// frame ends the run (pass count), which must reach the engine at once.
 void Generator::finish_frame() {
+  int submit = a_.new_label();
   a_.emit(mov64_reg(R1, R8));
   a_.emit(alu64_imm(BPF_SUB, R1, 6));
   a_.emit(stx(BPF_W, R7, 2, R1));
+  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
+  a_.emit(ldx(BPF_DW, R0, R10, kWake));
+  a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), submit);
+  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
+  a_.emit(mov64_imm(R2, BPF_RB_AVAIL_DATA));
+  a_.emit(call(BPF_FUNC_ringbuf_query));
+  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
+  a_.jump(jmp_imm(BPF_JGE, R0, int32_t(opts_.wakeup_bytes), 0), submit);
+  a_.emit(mov64_imm(R2, BPF_RB_NO_WAKEUP));
+  a_.bind(submit);
   a_.emit(mov64_reg(R1, R7));
-  a_.emit(mov64_imm(R2, 0));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
   a_.bind(exit_);
   a_.emit(mov64_imm(R0, 0));
@@ -393,7 +443,7 @@ void Generator::error_paths() {
   a_.emit(ldx(BPF_DW, R1, R10, kErrCond));
   a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, in_condition), R1));
   a_.emit(mov64_reg(R1, R0));
-  a_.emit(mov64_imm(R2, 0));
+  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
   a_.ja(exit_);
 }

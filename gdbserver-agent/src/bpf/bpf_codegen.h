@@ -29,6 +29,7 @@ struct CodegenMaps {
   int tsv_fd = -1;
   int stats_fd = -1;
   int ringbuf_fd = -1;
+  int skip_fd = -1; // HASH skip_key -> address (see bpf_layout.h)
 };
 
 struct CodegenOptions {
@@ -42,6 +43,9 @@ struct CodegenOptions {
   // Added to the monotonic µs so $trace_timestamp matches the engine's clock
   // (TraceContext::trace_timestamp() - CLOCK_MONOTONIC µs, taken at install).
   int64_t timestamp_offset_us = 0;
+  // Unconsumed ring-buffer bytes from which a frame wakes the reader (below
+  // that, frames wait for the engine's periodic drain).
+  uint32_t wakeup_bytes = 1u << 20;
   // Offset of thread.fsbase in task_struct (from vmlinux BTF); nullopt: fs_base unavailable.
   std::optional<uint32_t> task_fsbase_offset;
 };

@@ -8,7 +8,10 @@
 #include <time.h>
 
 #include <asio/posix/stream_descriptor.hpp>
+#include <dirent.h>
+
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <vector>
 
@@ -92,6 +95,7 @@ private:
   bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
                                       uint32_t regblock_size) const;
   Result<UniqueFd> attach(const bpf::UprobeLocation& loc, Pid pid, int prog_fd) const;
+  uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   void arm_watch();
   static int on_record(void* self, void* data, size_t size);
   int handle_record(const uint8_t* data, size_t size);
@@ -102,7 +106,8 @@ private:
 
   asio::io_context& io_;
   bpf::KernelSupport support_;
-  UniqueFd control_, tsvs_, stats_, ringbuf_;
+  UniqueFd control_, tsvs_, stats_, ringbuf_, skips_;
+  size_t ring_bytes_ = ringbuf_bytes();
   bpf::Mapping control_mem_, tsv_mem_;
   std::unique_ptr<ring_buffer, RingBufferDeleter> rb_;
   std::unique_ptr<asio::posix::stream_descriptor> watch_;
@@ -141,8 +146,11 @@ Result<void> BpfCollector::init() {
                         bpf::kMaxProbes, nullptr);
   if (!stats)
     return stats.error();
-  auto ring =
-      make_map(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(ringbuf_bytes()), nullptr);
+  auto skips = make_map(BPF_MAP_TYPE_HASH, "gdbtrace_skip", 8, 8, bpf::kMaxSkips, nullptr);
+  if (!skips)
+    return skips.error();
+  skips_ = std::move(*skips);
+  auto ring = make_map(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(ring_bytes_), nullptr);
   if (!ring)
     return ring.error();
   control_ = std::move(*control);
@@ -198,6 +206,7 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   o.regblock_size = regblock_size;
   o.task_fsbase_offset = support_.task_fsbase_offset;
   o.timestamp_tsv = kTimestampTsv;
+  o.wakeup_bytes = uint32_t(ring_bytes_ / 4);
   if (ctx)
     o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
   return o;
@@ -234,6 +243,11 @@ void BpfCollector::start_run(TraceContext& ctx) {
   ctx_ = &ctx;
   run_active_ = true;
   discard_ = false;
+  // Skips left over from the last run (threads that never resumed there).
+  uint64_t key = 0;
+  while (bpf_map_get_next_key(skips_.get(), nullptr, &key) == 0)
+    if (bpf_map_delete_elem(skips_.get(), &key) != 0)
+      break;
   // Per-CPU counters start from zero for every slot.
   std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
   for (uint32_t s = 0; s < bpf::kMaxProbes; s++)
@@ -288,7 +302,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   uint32_t slot = next_slot_;
   bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
   o.tsv_index = [this, &ctx](uint32_t n) { return tsv_index(n, &ctx); };
-  bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), ringbuf_.get()};
+  bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), ringbuf_.get(), skips_.get()};
   auto prog = bpf::generate_program(tp, maps, o);
   if (!prog)
     return prog.error();
@@ -300,6 +314,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
 
   ControlSlot& c = control(slot);
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.skips_pending, mark_threads_at(pid, tp.address, slot), __ATOMIC_RELAXED);
   __atomic_store_n(&c.enabled, tp.enabled ? 1 : 0, __ATOMIC_RELEASE);
   auto event = attach(*loc, pid, loaded->get());
   if (!event)
@@ -318,6 +333,31 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   ctx.set_register_availability(tp.number, regs);
   arm_watch();
   return ok();
+}
+
+// Threads of PID stopped with their pc at ADDRESS (from /proc/PID/task/TID/syscall,
+// "-1 sp pc" for a stopped thread outside a system call) go into the skip map.
+uint64_t BpfCollector::mark_threads_at(Pid pid, uint64_t address, uint32_t slot) {
+  uint64_t marked = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (!d)
+    return 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.')
+      continue;
+    std::ifstream f(dir + "/" + e->d_name + "/syscall");
+    std::string nr, sp, pc;
+    if (!(f >> nr >> sp >> pc) || nr != "-1")
+      continue;
+    if (std::stoull(pc, nullptr, 16) != address)
+      continue;
+    uint64_t key = bpf::skip_key(uint32_t(atoi(e->d_name)), slot), value = address;
+    if (bpf_map_update_elem(skips_.get(), &key, &value, BPF_ANY) == 0)
+      marked++;
+  }
+  closedir(d);
+  return marked;
 }
 
 Probe* BpfCollector::find(uint32_t tp) {

@@ -20,7 +20,8 @@ struct ControlSlot {
   uint64_t hits;    // atomic fetch-add in the program (condition true)
   int64_t last_error;
   uint64_t last_error_pc;
-  uint64_t reserved[4];
+  uint64_t skips_pending; // threads that sat at the address when the probe was installed
+  uint64_t reserved[3];
 };
 static_assert(sizeof(ControlSlot) == 64);
 
@@ -28,6 +29,14 @@ struct StatsSlot {
   uint64_t drops;  // ring buffer full: frame not written
   uint64_t errors; // agent-expression errors at run time
 };
+
+// Key of the skip map: a thread stopped exactly at a tracepoint's address when
+// the probe went in has already "passed" it for gdb (it steps over breakpoints
+// at the pc it resumes from), but the uprobe would fire: its first hit is skipped.
+inline uint64_t skip_key(uint32_t tid, uint32_t slot) {
+  return (uint64_t(tid) << 32) | slot;
+}
+constexpr uint32_t kMaxSkips = 4096;
 
 // A ring-buffer record that is not a frame: u16 marker instead of a tracepoint number.
 constexpr uint16_t kErrorMarker = 0xffff;
