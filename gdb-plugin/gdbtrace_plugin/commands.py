@@ -205,11 +205,12 @@ collect it, frame order is used instead and the output says so."""
         _wrap(lambda: self._export(fmt, path))
 
     def _export(self, fmt, path):
-        start = time.monotonic()
+        start, cpu = time.monotonic(), time.process_time()
         data = TraceData(need_threads=(fmt != "tfile"))
         if fmt == "tfile":
             count = _export_tfile(path, data)
-            gdb.write("Exported %d frames to %s (tfile) in %.2f s.\n" % (count, path, time.monotonic() - start))
+            gdb.write("Exported %d frames to %s (tfile) in %.2f s (cpu %.2f s).\n" % (
+                count, path, time.monotonic() - start, time.process_time() - cpu))
             return
         meta = {"timestamps": data.timestamps, "timestamps_note": data.timestamps_note,
                 "pid": data.pid(), "program": program_name(),
@@ -224,8 +225,8 @@ collect it, frame order is used instead and the output says so."""
                 exporter = exporters.PerfettoExporter(out, meta)
             count = exporters.export_runs(exporter, data.runs(fast=self.fast))
         os.replace(tmp, path)
-        gdb.write("Exported %d frames to %s (%s) in %.2f s; %s.\n" % (
-            count, path, fmt, time.monotonic() - start, data.timestamps_note))
+        gdb.write("Exported %d frames to %s (%s) in %.2f s (cpu %.2f s); %s.\n" % (
+            count, path, fmt, time.monotonic() - start, time.process_time() - cpu, data.timestamps_note))
 
 
 # ---------------------------------------------------------------------------------------------
