@@ -1,0 +1,263 @@
+"""Helpers for the Python bench row scripts (bench/workloads.sh, threads.sh, dataout.sh).
+
+Same conventions as bench/_lib.sh (see bench/README.md): rows go to stdout as JSON lines, which
+bench/run.sh collects; everything else is log. Environment: BENCH_SMOKE, BENCH_BUILD, BENCH_PROGRAMS,
+GDBTRACE_SERVER.
+"""
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BENCH_BUILD") or os.environ.get("BUILD_DIR") or os.path.join(REPO, "build")
+PROGRAMS = os.environ.get("BENCH_PROGRAMS") or os.path.join(BUILD, "tests/programs")
+SERVER = os.environ.get("GDBTRACE_SERVER") or os.path.join(
+    BUILD, "gdbserver-agent/src/server/gdbtrace-server")
+SMOKE = os.environ.get("BENCH_SMOKE", "0") == "1"
+GDB = os.environ.get("BENCH_GDB", "/usr/bin/gdb")
+GDBSERVER = "/usr/bin/gdbserver"
+IPA = "/usr/lib/libinproctrace.so"
+WORK = tempfile.mkdtemp(prefix="gdbtrace-bench-py.")
+
+
+def n(full, smoke):
+    return smoke if SMOKE else full
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def row(mechanism, workload, ns_per_hit, **notes):
+    """One bench row (bench/README.md). ns_per_hit None -> NA (give reason=...)."""
+    r = {"mechanism": mechanism, "workload": workload,
+         "ns_per_hit": None if ns_per_hit is None else round(float(ns_per_hit), 1)}
+    r.update({k: v for k, v in notes.items() if v is not None})
+    print(json.dumps(r), flush=True)
+    return r
+
+
+def program(name):
+    path = os.path.join(PROGRAMS, name)
+    if not os.access(path, os.X_OK):
+        sys.exit(f"missing {path} (build tests/programs first)")
+    return path
+
+
+def phases(text):
+    """{site: ns_per_iter} from the tracee's `phase=<site> n=<n> ns_per_iter=<x>` lines."""
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"phase=(\S+) n=\d+ ns_per_iter=([0-9.]+)", text)}
+
+
+def untraced(argv, parse=phases, runs=3):
+    """Median over `runs` untraced runs of every figure `parse` extracts."""
+    results = [parse(subprocess.run(argv, capture_output=True, text=True, timeout=600).stdout)
+               for _ in range(runs)]
+    return {k: statistics.median(r[k] for r in results if k in r) for k in results[0]}
+
+
+def file_offset(prog, sym):
+    """File offset of SYMBOL in PROG (what a tracefs uprobe wants)."""
+    addr = None
+    for line in subprocess.run(["nm", prog], capture_output=True, text=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == sym:
+            addr = int(parts[0], 16)
+    if addr is None:
+        return None
+    for line in subprocess.run(["readelf", "-lW", prog], capture_output=True,
+                               text=True).stdout.splitlines():
+        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+(0x[0-9a-f]+)", line)
+        if m:
+            off, vaddr, size = (int(x, 16) for x in m.groups())
+            if vaddr <= addr < vaddr + size:
+                return addr - vaddr + off
+    return None
+
+
+def tracefs():
+    for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.exists(f"{d}/uprobe_events"):
+            return d
+    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True)
+    return "/sys/kernel/tracing" if os.path.exists("/sys/kernel/tracing/uprobe_events") else None
+
+
+def tracefs_write(path, text):
+    """Appends to a tracefs control file (python's open(..., "a") seeks, which tracefs refuses)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def with_uprobes(sites, argv):
+    """Runs argv with raw tracefs uprobes (no fetch args) on every (prog, symbol) of `sites`.
+    Returns (tracee stdout, {symbol: hits}) or (None, reason)."""
+    tf = tracefs()
+    if not tf:
+        return None, "tracefs_unavailable"
+    group, events = "gdbtrace_benchpy", {}
+    try:
+        for prog, sym in sites:
+            off = file_offset(prog, sym)
+            if off is None:
+                return None, f"no_symbol_{sym}"
+            ev = f"{sym}_{os.getpid()}"
+            tracefs_write(f"{tf}/uprobe_events", f"p:{group}/{ev} {prog}:{off:#x}\n")
+            events[sym] = ev
+            tracefs_write(f"{tf}/events/{group}/{ev}/enable", "1")
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=900).stdout
+        hits = {}
+        for line in open(f"{tf}/uprobe_profile"):
+            parts = line.split()
+            for sym, ev in events.items():
+                if len(parts) >= 3 and parts[1] == ev:
+                    hits[sym] = int(parts[2])
+        return out, hits
+    except OSError as e:
+        return None, "uprobe_events_rejected:" + str(e).replace(" ", "_")
+    finally:
+        for ev in events.values():
+            try:
+                tracefs_write(f"{tf}/events/{group}/{ev}/enable", "0")
+                tracefs_write(f"{tf}/uprobe_events", f"-:{group}/{ev}\n")
+            except OSError:
+                pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """gdbtrace-server or stock gdbserver on a TCP port (the tracee's stdout lands in its log)."""
+
+    def __init__(self, kind, argv, wrapper=()):
+        self.kind = kind
+        self.port = free_port()
+        self.log_path = os.path.join(WORK, f"server-{self.port}.log")
+        binary = GDBSERVER if kind == "gdbserver" else SERVER
+        cmd = [binary, "--once", *wrapper, f":{self.port}", *argv]
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(200):
+            if "Listening on port" in open(self.log_path).read():
+                break
+            time.sleep(0.05)
+
+    def output(self):
+        return open(self.log_path, errors="replace").read()
+
+    def vm(self, key="VmHWM"):
+        """kB of /proc/PID/status KEY, or None."""
+        try:
+            for line in open(f"/proc/{self.proc.pid}/status"):
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        except OSError:
+            return None
+        return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def gdb(script, timeout=900):
+    """Runs gdb -batch on the script text; returns its stdout+stderr."""
+    path = os.path.join(WORK, f"session-{time.monotonic_ns()}.gdb")
+    with open(path, "w") as f:
+        f.write(script)
+    try:
+        p = subprocess.run([GDB, "-nx", "-batch", "-iex", "set pagination off", "-iex", "set confirm off",
+                            "-iex", "set debuginfod enabled off", "-x", path],
+                           capture_output=True, text=True, timeout=timeout)
+        return p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        return (e.stdout or b"").decode(errors="replace") + "\nTIMEOUT\n"
+
+
+def frames_collected(text):
+    m = re.findall(r"Collected (\d+) trace frames", text)
+    return int(m[-1]) if m else None
+
+
+def stub_status(text):
+    """{address: {hits, frames, drops, errors, backend}} from `monitor gdbtrace status` (last one)."""
+    out = {}
+    for m in re.finditer(r"tracepoint (\d+) at (0x[0-9a-f]+)[^:]*: backend (\S+), hits (\d+), "
+                         r"frames (\d+), drops (\d+), errors (\d+)", text):
+        out[int(m.group(1))] = {"address": m.group(2), "backend": m.group(3), "hits": int(m.group(4)),
+                                "frames": int(m.group(5)), "drops": int(m.group(6)),
+                                "errors": int(m.group(7))}
+    return out
+
+
+def first_error(text):
+    for line in text.splitlines():
+        if re.search(r"error|refused|cannot|not supported|too far|unable", line, re.I) and \
+                "Error in sourced command file" not in line:
+            line = re.sub(r"^Target returns error code '\.?", "", line).rstrip("'.")
+            return re.sub(r"\s+", "_", line.replace('"', ""))[:100]
+    return None
+
+
+def parse_tfile(path):
+    """Frames of a gdb tfile (tsave): list of (tpnum, {'R': bytes, 'M': [(addr, bytes)], 'V': {}})."""
+    data = open(path, "rb").read()
+    if not data.startswith(b"\x7fTRACE0\n"):
+        raise ValueError("not a tfile")
+    pos, regsize = 8, 0
+    while True:
+        end = data.index(b"\n", pos)
+        line = data[pos:end].decode(errors="replace")
+        pos = end + 1
+        if line == "":
+            break
+        if line.startswith("R "):
+            regsize = int(line[2:], 16)
+    frames = []
+    while pos + 6 <= len(data):
+        tp = int.from_bytes(data[pos:pos + 2], "little")
+        size = int.from_bytes(data[pos + 2:pos + 6], "little")
+        pos += 6
+        if tp == 0:
+            break
+        body, pos = data[pos:pos + size], pos + size
+        frame, i = {"R": None, "M": [], "V": {}}, 0
+        while i < len(body):
+            kind = body[i:i + 1]
+            i += 1
+            if kind == b"R":
+                frame["R"], i = body[i:i + regsize], i + regsize
+            elif kind == b"M":
+                addr = int.from_bytes(body[i:i + 8], "little")
+                ln = int.from_bytes(body[i + 8:i + 10], "little")
+                frame["M"].append((addr, body[i + 10:i + 10 + ln]))
+                i += 10 + ln
+            elif kind == b"V":
+                num = int.from_bytes(body[i:i + 4], "little")
+                frame["V"][num] = int.from_bytes(body[i + 4:i + 12], "little", signed=True)
+                i += 12
+            else:
+                raise ValueError(f"bad block {kind!r} in frame {len(frames)}")
+        frames.append((tp, frame))
+    return frames
+
+
+def reg(block, index):
+    """GPR `index` (amd64_regs.h numbering: 0 rax, 3 rdx, 4 rsi, 5 rdi, ...) from an R block."""
+    return int.from_bytes(block[index * 8:index * 8 + 8], "little")

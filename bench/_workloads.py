@@ -1,0 +1,151 @@
+"""Workload matrix (bench/workloads.sh): every mechanism x every workload, one traced run each.
+
+Tracee tests/programs/bench_work.c: one probe site per workload, each called n times in its own
+phase, so one gdb session (all tracepoints defined at once) measures every workload. Per hit:
+ns/hit = phase ns/iter traced - the same phase untraced (median of 3). Tracepoints are placed with
+`trace *SITE` on the site's first instruction, the same instruction the raw uprobe floor uses.
+"""
+import re
+
+import _bench as B
+
+# (site, column, row workload, gdb trace line suffix, actions)
+WORKLOADS = [
+    ("w_regs", "regs", "w_regs:$regs", "", ["collect $regs"]),
+    ("w_args", "args", "w_args:a,b", "", ["collect a, b"]),
+    ("w_struct", "struct64", "w_struct:*p(64B)", "", ["collect *p"]),
+    ("w_cond", "cond1pct", "w_cond:$regs_if_a%100==0", " if (a % 100) == 0", ["collect $regs"]),
+    ("w_tsv", "tsv", "w_tsv:teval_$cnt+1", "", ["teval $cnt = $cnt + 1"]),
+    ("w_step", "stepsite", "w_step:$regs", "", ["collect $regs"]),
+    ("lib_site", "shlib", "lib_site:$regs", "", ["collect $regs"]),
+]
+FIRST_TP = 3  # gdb numbers: 1 = break bench_ready, 2 = break exit, then the tracepoints in order
+
+
+def site_address(site, trace_cmd):
+    """The traced instruction: the site's first one, except for gdb fast tracepoints, which need an
+    instruction of >= 5 bytes to place their jump: the 7-byte mov at +1 (w_step's is at +0)."""
+    return f"*{site}+1" if trace_cmd == "ftrace" and site != "w_step" else f"*{site}"
+
+
+def script(prog, port, workloads, backend=None, trace_cmd="trace", server_pid=None):
+    lines = ["set trace-buffer-size 200000000", f"file {prog}", f"target extended-remote :{port}",
+             "break bench_ready", "continue", "break exit"]
+    if backend:
+        lines.append(f"monitor gdbtrace backend {backend}")
+    lines.append("tvariable $cnt = 0")
+    for site, _, _, cond, actions in workloads:
+        lines += [f"{trace_cmd} {site_address(site, trace_cmd)}{cond}", "actions", *actions, "end"]
+    lines += ["tstart", "continue", "tstatus", "info tracepoints"]
+    if backend:
+        lines.append("monitor gdbtrace status")
+    lines.append("print $cnt")
+    if server_pid:
+        lines.append(f"shell grep -E 'VmHWM|VmRSS' /proc/{server_pid}/status")
+    lines.append("kill")
+    return "\n".join(lines) + "\n"
+
+
+def gdb_hits(text):
+    """{tracepoint number: hits} from `info tracepoints`."""
+    hits, current = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(\d+)\s+(?:fast )?tracepoint\s", line)
+        if m:
+            current = int(m.group(1))
+        m = re.search(r"tracepoint already hit (\d+) times?", line)
+        if m and current is not None:
+            hits[current] = int(m.group(1))
+    return hits
+
+
+def expected_frames(site, n):
+    return (n + 99) // 100 if site == "w_cond" else n
+
+
+def session(mech, kind, prog, n, base, workloads, backend=None, trace_cmd="trace", wrapper=(), tag=""):
+    """One traced run of `prog n <sites>`; prints one row per workload."""
+    sites = [w[0] for w in workloads]
+    server = B.Server(kind, [prog, str(n), *sites], wrapper)
+    text = B.gdb(script(prog, server.port, workloads, backend, trace_cmd, server.proc.pid))
+    server.stop()
+    text += "\n" + server.output()
+    with open(f"{B.WORK}/{mech}{tag}.log", "w") as f:
+        f.write(text)
+    traced = B.phases(text)
+    status = B.stub_status(text) if backend else {}
+    total = B.frames_collected(text)
+    used_backend = {s["backend"] for s in status.values()}
+    for i, (site, column, workload, _, _) in enumerate(workloads):
+        tp = FIRST_TP + i
+        if site not in traced or not total:
+            B.row(mech, workload, None, column=column, n=n,
+                  reason=B.first_error(text) or "no_frames")
+            continue
+        notes = {"column": column, "n": n, "traced_ns_per_iter": traced[site],
+                 "site": site_address(site, trace_cmd)[1:]}
+        if backend:
+            st = status.get(tp, {})
+            notes.update(frames=st.get("frames"), hits=st.get("hits"), drops=st.get("drops"),
+                         backend=st.get("backend"))
+            if st.get("backend") != backend:
+                B.row(mech, workload, None, reason=f"backend_{st.get('backend')}_not_{backend}", **notes)
+                continue
+            got = st.get("frames")
+        else:
+            # Stock gdbserver's qTP hit counts are not per-hit here; check the total frame count.
+            got = expected_frames(site, n) if total == sum(expected_frames(w[0], n) for w in workloads) \
+                else None
+            notes["frames_total"] = total
+        if site == "w_tsv":
+            m = re.findall(r"\$\d+ = (\d+)", text)
+            notes["tsv_value"] = m[-1] if m else None
+        notes["complete"] = "yes" if got == expected_frames(site, n) else "no"
+        B.row(mech, workload, traced[site] - base[site], **notes)
+    vm = re.findall(r"(VmHWM|VmRSS):\s+(\d+) kB", text)
+    if vm:
+        B.log(f"{mech}: server {dict(vm)} kB, total frames {total}, backends {used_backend}")
+
+
+def main():
+    prog = B.program("bench_work")
+    nopie = B.program("bench_work-nopie")
+    n_fast = B.n(50000, 500)
+    n_trap = B.n(2000, 50)
+    all_sites = [w[0] for w in WORKLOADS]
+
+    base = B.untraced([prog, str(n_fast)])
+    base_nopie = B.untraced([nopie, str(n_fast)])
+    for site, ns in base.items():
+        B.row("untraced", f"bench_work:{site}", ns, unit="ns_per_iter", n=n_fast)
+
+    out, hits = B.with_uprobes([(prog, s) if s != "lib_site" else (f"{B.PROGRAMS}/libbenchsite.so", s)
+                                for s in all_sites], [prog, str(n_fast)])
+    traced = B.phases(out) if out else {}
+    for site, column, *_ in WORKLOADS:
+        if site in traced:
+            B.row("uprobe-tracefs", site, traced[site] - base[site], column=column, hits=hits.get(site),
+                  n=n_fast, traced_ns_per_iter=traced[site])
+        else:
+            B.row("uprobe-tracefs", site, None, column=column, reason=hits if out is None else "no_phase")
+
+    # Trap-based mechanisms (one ptrace stop per hit): few hits, the cost is ~100 us each.
+    session("gdbserver-trace", "gdbserver", prog, n_trap, base, WORKLOADS)
+    session("gdbtrace-ptrace", "gdbtrace", prog, n_trap, base, WORKLOADS, backend="ptrace")
+    session("gdbtrace-ebpf", "gdbtrace", prog, n_fast, base, WORKLOADS, backend="ebpf")
+
+    # Stock gdbserver fast tracepoints (in-process agent): non-PIE only; the library site on its own
+    # (a refused tracepoint fails the whole tstart); then the PIE refusal.
+    ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
+    exe_sites = [w for w in WORKLOADS if w[0] != "lib_site"]
+    lib_site = [w for w in WORKLOADS if w[0] == "lib_site"]
+    session("gdbserver-ftrace-nopie", "gdbserver", nopie, n_fast, base_nopie, exe_sites,
+            trace_cmd="ftrace", wrapper=ipa)
+    session("gdbserver-ftrace-nopie", "gdbserver", nopie, n_fast, base_nopie, lib_site,
+            trace_cmd="ftrace", wrapper=ipa, tag="-lib")
+    session("gdbserver-ftrace-pie", "gdbserver", prog, n_trap, base, WORKLOADS[:1], trace_cmd="ftrace",
+            wrapper=ipa)
+
+
+if __name__ == "__main__":
+    main()
