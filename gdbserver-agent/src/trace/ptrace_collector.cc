@@ -4,14 +4,13 @@
 #include <map>
 #include <vector>
 
-#include "trace/agent_printf.h"
 #include "trace/frame.h"
 #include "trace/hex_util.h"
 
 namespace gdbtrace {
 namespace {
 
-constexpr uint32_t kMaxPrintfString = 4096;
+constexpr size_t kMaxPrintfOutput = 8192;
 
 // Everything one agent-expression evaluation needs, passed as the VM's opaque pointer.
 struct EvalScope {
@@ -78,27 +77,16 @@ int trace_tsv(void* opaque, uint32_t num) {
   return AX_OK;
 }
 
+// gdb sends the format text raw (escapes unprocessed): ax_format renders it the
+// way gdbserver does, %s strings read through the tracee's memory.
 int do_printf(void* opaque, const char* fmt, uint32_t fmt_len, uint32_t nargs,
               const uint64_t* args) {
   auto* s = static_cast<EvalScope*>(opaque);
-  std::string_view format(fmt, fmt_len && fmt[fmt_len - 1] == 0 ? fmt_len - 1 : fmt_len);
-  auto text = agent_printf(format, {args, nargs}, [s](uint64_t addr) -> Result<std::string> {
-    std::string out;
-    uint8_t chunk[64];
-    while (out.size() < kMaxPrintfString) {
-      auto r = s->target.read_memory(s->pid, addr + out.size(), chunk);
-      if (!r || *r == 0)
-        return make_error(EFAULT, "printf %s: unreadable string");
-      auto* end = std::find(chunk, chunk + *r, 0);
-      out.append(chunk, end);
-      if (end != chunk + *r)
-        break;
-    }
-    return out;
-  });
-  if (!text)
-    return AX_ERR_BAD_PRINTF;
-  s->ctx.console(*text);
+  char out[kMaxPrintfOutput];
+  int n = ax_format(out, sizeof out, fmt, fmt_len, nargs, args, read_mem, opaque);
+  if (n < 0)
+    return n;
+  s->ctx.console(std::string(out, size_t(n)));
   return AX_OK;
 }
 

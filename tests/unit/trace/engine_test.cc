@@ -267,6 +267,27 @@ TEST_F(EngineTest, AgentPrintfReachesConsole) {
   EXPECT_NE(console.find("hi 7\n"), std::string::npos) << console;
 }
 
+TEST_F(EngineTest, AgentPrintfEscapesAndStrings) {
+  // gdb sends the format raw: "%s=%d\n" with a backslash-n; %s reads the tracee.
+  const char name[] = "count";
+  target.poke(0x3000, name, sizeof name);
+  // const8 42; const32 0x3000 (gdb pushes the last argument first); const8 0 (channel);
+  // const8 0 (function); printf nargs=2, u16 length, "%s=%d\\n" NUL; end
+  std::string fmt = "%s=%d\\n";
+  std::string code = "222a"
+                     "2400003000"
+                     "2200"
+                     "2200"
+                     "3402"
+                     "00" +
+                     hex::encode(std::string(1, char(fmt.size() + 1))) + hex::encode(fmt) + "00" +
+                     "27";
+  define({"QTinit", "QTDP:1:401000:E:0:0-",
+          "QTDP:-1:401000:X" + hex::u64(code.size() / 2) + "," + code, "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  EXPECT_NE(console.find("count=42\n"), std::string::npos) << console;
+}
+
 TEST_F(EngineTest, WhileSteppingCollectsEachStep) {
   define(
       {"QTinit", "QTDP:3:402000:E:2:0-", "QTDP:-3:402000:R01-", "QTDP:-3:402000:SR01", "QTStart"});
