@@ -662,6 +662,11 @@ class MiSession:
             except (BrokenPipeError, subprocess.TimeoutExpired, OSError):
                 self.proc.kill()
                 self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
 
     def __enter__(self):
         return self

@@ -49,7 +49,7 @@ class Threads(GdbTestCase):
         run = run_gdb(["break thread_marker", "continue", "set scheduler-locking on", "next", "info threads",
                        "set scheduler-locking off", "delete", "continue"],
                       program="threads", args=(2,))
-        self.assertOrdered(run, [r"hit Breakpoint 1, thread_marker", r"^worker \(arg=0x[01]\) at .*threads\.c:18",
+        self.assertOrdered(run, [r"hit Breakpoint 1, thread_marker", r"^worker \(arg=0x[01]\) at .*threads\.c:\d+",
                                  r"^\*\s+\d+\s+Thread .* worker \(arg=0x[01]\)", r"exited normally"])
 
 
@@ -91,7 +91,7 @@ class NonStop(GdbTestCase):
 
     def test_non_stop_cli_commands(self):
         """The CLI spelling (`continue &`, `interrupt`, `info threads`) through MI's console interpreter."""
-        with mi_connected("threads", args=(3,), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
+        with mi_connected("threads", args=(3, 30), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
             mi.send('-interpreter-exec console "break thread_marker"')
             mark = len(mi.records)
             mi.send('-interpreter-exec console "run"')
