@@ -1,0 +1,118 @@
+"""Threads (bench/threads.sh): 1, 2 and 4 threads hitting the same tracepoint.
+
+Tracee tests/programs/bench_threads.c. Per mechanism and thread count: throughput (hits/s, wall time
+measured inside the tracee from a start barrier to the last join), ns/hit (traced - untraced wall time,
+divided by hits per thread, i.e. the latency one thread sees), drops (hits without a frame), and torn
+frames: the buffer is saved with `tsave` and every frame is checked (rdi = tid, rsi = i, rdx = p, the
+64 bytes at p all = tid << 32 | i; no (tid, i) twice).
+"""
+import os
+import re
+
+import _bench as B
+
+THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
+
+
+def parse(text):
+    m = re.search(r"threads=(\d+) n=(\d+) hits=(\d+) wall_ns=(\d+) hits_per_s=(\d+)", text)
+    return {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5))} if m else {}
+
+
+def check_tfile(path, threads, n):
+    """(frames, torn, duplicates) after walking every frame of the saved buffer."""
+    frames, torn, seen = 0, 0, set()
+    for _, f in B.parse_tfile(path):
+        frames += 1
+        regs = f["R"]
+        if regs is None or len(f["M"]) != 1:
+            torn += 1
+            continue
+        tid, i, p = B.reg(regs, 5), B.reg(regs, 4), B.reg(regs, 3)
+        addr, data = f["M"][0]
+        word = (tid << 32 | i).to_bytes(8, "little")
+        if not (1 <= tid <= threads and 0 <= i < n and addr == p and data == word * 8):
+            torn += 1
+        seen.add((tid, i))
+    return frames, torn, frames - torn - len(seen)
+
+
+def script(prog, port, trace_cmd, site, backend, tfile):
+    lines = ["set trace-buffer-size 200000000", f"file {prog}", f"target extended-remote :{port}",
+             "break main", "continue", "break exit"]
+    if backend:
+        lines.append(f"monitor gdbtrace backend {backend}")
+    lines += [f"{trace_cmd} {site}", "actions", "collect $regs, *p", "end", "tstart", "continue", "tstop",
+              "tstatus"]
+    if backend:
+        lines.append("monitor gdbtrace status")
+    lines += [f"tsave {tfile}", "kill"]
+    return "\n".join(lines) + "\n"
+
+
+def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=()):
+    site = "*t_site+1" if trace_cmd == "ftrace" else "*t_site"
+    workload = f"t_site:{threads}thr:$regs+*p"
+    server = B.Server(kind, [prog, str(threads), str(n)], wrapper)
+    tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf")
+    text = B.gdb(script(prog, server.port, trace_cmd, site, backend, tfile))
+    server.stop()
+    text += "\n" + server.output()
+    with open(f"{B.WORK}/{mech}-{threads}.log", "w") as f:
+        f.write(text)
+    traced = parse(text)
+    total = B.frames_collected(text)
+    if not traced or not total:
+        return B.row(mech, workload, None, column=f"threads{threads}", threads=threads, n=n,
+                     reason=B.first_error(text) or "no_frames")
+    status = B.stub_status(text) if backend else {}
+    st = next(iter(status.values()), {})
+    if backend and st.get("backend") != backend:
+        return B.row(mech, workload, None, column=f"threads{threads}", threads=threads,
+                     reason=f"backend_{st.get('backend')}_not_{backend}")
+    try:
+        walked, torn, dups = check_tfile(tfile, threads, n)
+    except (OSError, ValueError) as e:
+        walked, torn, dups = None, None, f"tsave_failed:{e}".replace(" ", "_")
+    hits = threads * n
+    per_hit = (traced["wall_ns"] - base[threads]["wall_ns"]) / n
+    return B.row(mech, workload, per_hit, column=f"threads{threads}", threads=threads, n=n,
+                 hits_per_s=round(traced["hits_per_s"]), hits=hits, frames=total,
+                 drops=st.get("drops", hits - total), frames_walked=walked, torn=torn, duplicates=dups,
+                 complete="yes" if total == hits else "no")
+
+
+def main():
+    prog = B.program("bench_threads")
+    nopie = B.program("bench_threads-nopie")
+    n_fast = B.n(25000, 300)
+    n_trap = B.n(500, 20)
+    base = {t: B.untraced([prog, str(t), str(n_fast)], parse=parse) for t in THREADS}
+    base_trap = {t: B.untraced([prog, str(t), str(n_trap)], parse=parse) for t in THREADS}
+    base_nopie = {t: B.untraced([nopie, str(t), str(n_fast)], parse=parse) for t in THREADS}
+    for t in THREADS:
+        B.row("untraced", f"bench_threads:{t}thr", base[t]["wall_ns"] / n_fast, unit="ns_per_iter",
+              hits_per_s=round(base[t]["hits_per_s"]), threads=t, n=n_fast)
+    for t in THREADS:
+        out, hits = B.with_uprobes([(prog, "t_site")], [prog, str(t), str(n_fast)])
+        traced = parse(out or "")
+        if not traced:
+            B.row("uprobe-tracefs", f"t_site:{t}thr", None, column=f"threads{t}", reason=hits)
+            continue
+        B.row("uprobe-tracefs", f"t_site:{t}thr", (traced["wall_ns"] - base[t]["wall_ns"]) / n_fast,
+              column=f"threads{t}", threads=t, n=n_fast, hits=hits.get("t_site"),
+              hits_per_s=round(traced["hits_per_s"]))
+    ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
+    for t in THREADS:
+        session("gdbtrace-ebpf", "gdbtrace", prog, t, n_fast, base, backend="ebpf")
+    for t in THREADS:
+        session("gdbserver-ftrace-nopie", "gdbserver", nopie, t, n_fast, base_nopie, trace_cmd="ftrace",
+                wrapper=ipa)
+    for t in THREADS:
+        session("gdbtrace-ptrace", "gdbtrace", prog, t, n_trap, base_trap, backend="ptrace")
+    for t in THREADS:
+        session("gdbserver-trace", "gdbserver", prog, t, n_trap, base_trap)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+/* Bench tracee for multi-threaded tracepoint throughput (bench/threads.sh): <threads> threads each
+ * call t_site(tid, i, &blob) n times, all on the same probe site. Before each call the thread fills
+ * its own 64-byte blob with (tid << 32 | i) in every word, so a collected frame of `$regs, *p` is
+ * consistent only if rdi = tid, rsi = i, rdx = p and all 8 words of *p = tid << 32 | i: a torn
+ * frame (data from two hits, or a blob read while being rewritten) breaks that. t_site starts with
+ * `nop` (emulated at a uprobe) then a 7-byte rip-relative mov (fast tracepoints go at +1). Usage:
+ * bench_threads <threads> <n per thread>; prints wall time and hits per second. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct blob64 {
+  long v[8];
+};
+
+volatile long sink;
+static long n_per_thread;
+static pthread_barrier_t start;
+
+__attribute__((noinline)) void t_site(long tid, long i, struct blob64* p) {
+  asm volatile("nop; mov sink(%%rip), %%rax" ::"D"(tid), "S"(i), "d"(p) : "rax", "memory");
+}
+
+static void* worker(void* arg) {
+  long tid = (long)arg;
+  struct blob64 blob;
+  pthread_barrier_wait(&start);
+  for (long i = 0; i < n_per_thread; i++) {
+    for (int k = 0; k < 8; k++)
+      ((volatile long*)blob.v)[k] = tid << 32 | i;
+    t_site(tid, i, &blob);
+  }
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : 1;
+  n_per_thread = argc > 2 ? atol(argv[2]) : 100000;
+  pthread_t t[64];
+  if (threads < 1 || threads > 64)
+    return 2;
+  pthread_barrier_init(&start, NULL, threads + 1);
+  for (long k = 0; k < threads; k++)
+    pthread_create(&t[k], NULL, worker, (void*)(k + 1));
+  struct timespec a, b;
+  pthread_barrier_wait(&start);
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int k = 0; k < threads; k++)
+    pthread_join(t[k], NULL);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+  long hits = threads * n_per_thread;
+  printf("threads=%d n=%ld hits=%ld wall_ns=%.0f hits_per_s=%.0f ns_per_iter=%.1f\n", threads,
+         n_per_thread, hits, ns, hits / ns * 1e9, ns / n_per_thread);
+  fflush(stdout);
+  return 0;
+}
