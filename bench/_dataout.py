@@ -1,0 +1,146 @@
+"""Buffer and data path out (bench/dataout.sh), gdbtrace-server beside stock gdbserver:
+
+  fill:$regs        frames per second sustained until a 64 MB (traps: 2 MB) buffer fills: frames
+                    collected / (tstatus stop time - start time), with `collect $regs` on w_regs
+  memory:$regs      the stub's peak RSS (VmHWM) after that fill, its growth over the run, and bytes
+                    of trace buffer per frame (tstatus used bytes / frames)
+  tfind-tdump       gdb walks every frame of a ~3000-frame buffer (`tfind N` + `tdump`), timed in gdb
+  tsave-1M          `tsave` of a buffer holding 1 M frames (`collect sink`), timed in gdb
+Rows carry unit= (ns_per_frame, bytes_per_frame) so bench/run.sh keeps them out of the per-hit ratios.
+"""
+import re
+
+import _bench as B
+
+WALK_PY = """python
+import gdb, time
+t0 = time.monotonic(); c0 = time.process_time()
+count = 0
+for i in range({frames}):
+    gdb.execute("tfind %d" % i, to_string=True)
+    gdb.execute("tdump", to_string=True)
+    count += 1
+print("WALK frames=%d seconds=%.3f cpu=%.3f" % (count, time.monotonic() - t0, time.process_time() - c0))
+end"""
+
+TSAVE_PY = """python
+import gdb, os, time
+t0 = time.monotonic(); c0 = time.process_time()
+gdb.execute("tsave {path}", to_string=True)
+print("TSAVE seconds=%.3f cpu=%.3f bytes=%d" % (time.monotonic() - t0, time.process_time() - c0,
+                                                os.path.getsize("{path}")))
+end"""
+
+
+def script(prog, port, site, collect, buffer_size, backend, trace_cmd, pid, after):
+    lines = [f"set trace-buffer-size {buffer_size}", f"file {prog}", f"target extended-remote :{port}",
+             "break bench_ready", "continue", "break exit",
+             f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/START /'"]
+    if backend:
+        lines.append(f"monitor gdbtrace backend {backend}")
+    lines += [f"{trace_cmd} {site}", "actions", f"collect {collect}", "end", "tstart", "continue",
+              "tstop", "tstatus"]
+    if backend:
+        lines.append("monitor gdbtrace status")
+    lines += [f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/END /'", *after, "kill"]
+    return "\n".join(lines) + "\n"
+
+
+def run(mech, kind, prog, args, site, collect, buffer_size, backend=None, trace_cmd="trace", wrapper=(),
+        after=()):
+    server = B.Server(kind, [prog, *args], wrapper)
+    text = B.gdb(script(prog, server.port, site, collect, buffer_size, backend, trace_cmd, server.proc.pid,
+                        after))
+    server.stop()
+    text += "\n" + server.output()
+    with open(f"{B.WORK}/{mech}-{site}-{len(after)}.log", "w") as f:
+        f.write(text)
+    return text
+
+
+def tstatus_times(text):
+    """(start, stop) seconds from gdb's tstatus, or None."""
+    m = re.search(r"Trace started at ([0-9.]+) secs, stopped ([0-9.]+) secs later", text)
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+def buffer_used(text):
+    m = re.search(r"Trace buffer has (\d+) bytes of (\d+) bytes free", text)
+    return int(m.group(2)) - int(m.group(1)) if m else None
+
+
+def fill(mech, kind, prog, n, buffer_size, **kw):
+    text = run(mech, kind, prog, [str(n), "w_regs"], kw.pop("site", "*w_regs"), "$regs", buffer_size, **kw)
+    frames = B.frames_collected(text)
+    times = tstatus_times(text)
+    full = "buffer was full" in text or "Trace stopped because the buffer was full" in text
+    start = re.search(r"START VmHWM:\s+(\d+)", text)
+    end = re.search(r"END VmHWM:\s+(\d+)", text)
+    used = buffer_used(text)
+    if not frames or not times or times[1] <= 0:
+        B.row(mech, "fill:$regs", None, unit="ns_per_frame", column="fill",
+              reason=B.first_error(text) or ("no_frames" if not frames else "no_tstatus_times"))
+    else:
+        B.row(mech, "fill:$regs", times[1] * 1e9 / frames, unit="ns_per_frame", column="fill",
+              frames_per_s=round(frames / times[1]), frames=frames, seconds=times[1],
+              buffer_bytes=buffer_size, stopped_full="yes" if full else "no")
+    if end:
+        B.row(mech, "memory:$regs", used / frames if used and frames else None, unit="bytes_per_frame",
+              column="memory", vmhwm_kb=int(end.group(1)),
+              vmhwm_growth_kb=int(end.group(1)) - int(start.group(1)) if start else None,
+              frames=frames, buffer_used=used,
+              rss_bytes_per_frame=round((int(end.group(1)) - int(start.group(1))) * 1024 / frames)
+              if start and frames else None)
+
+
+def walk(mech, kind, prog, n, **kw):
+    after = [WALK_PY.format(frames=n)]
+    text = run(mech, kind, prog, [str(n), "w_struct"], kw.pop("site", "*w_struct"), "$regs, *p", 200000000,
+               after=after, **kw)
+    m = re.search(r"WALK frames=(\d+) seconds=([0-9.]+) cpu=([0-9.]+)", text)
+    if not m or int(m.group(1)) == 0:
+        return B.row(mech, f"tfind-tdump:{n}frames", None, unit="ns_per_frame", column="walk",
+                     reason=B.first_error(text) or "walk_failed")
+    frames, secs = int(m.group(1)), float(m.group(2))
+    B.row(mech, f"tfind-tdump:{frames}frames", secs * 1e9 / frames, unit="ns_per_frame", column="walk",
+          seconds=secs, gdb_cpu_seconds=float(m.group(3)), frames=frames,
+          collected=B.frames_collected(text))
+
+
+def tsave(mech, kind, prog, n, **kw):
+    path = f"{B.WORK}/{mech}-1M.tf"
+    text = run(mech, kind, prog, [str(n), "w_args"], kw.pop("site", "*w_args"), "sink", 200000000,
+               after=[TSAVE_PY.format(path=path)], **kw)
+    frames = B.frames_collected(text)
+    m = re.search(r"TSAVE seconds=([0-9.]+) cpu=([0-9.]+) bytes=(\d+)", text)
+    if not m or not frames:
+        return B.row(mech, f"tsave:{n}frames", None, unit="ns_per_frame", column="tsave",
+                     reason=B.first_error(text) or "tsave_failed")
+    secs = float(m.group(1))
+    B.row(mech, f"tsave:{frames}frames", secs * 1e9 / frames, unit="ns_per_frame", column="tsave",
+          seconds=secs, gdb_cpu_seconds=float(m.group(2)), file_bytes=int(m.group(3)), frames=frames,
+          complete="yes" if frames == n else "no")
+
+
+def main():
+    prog = B.program("bench_work")
+    nopie = B.program("bench_work-nopie")
+    ipa = {"trace_cmd": "ftrace", "wrapper": ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")}
+    big, small = B.n(64000000, 1000000), B.n(2000000, 200000)
+    # n: enough hits to fill the buffer (~830 bytes per $regs frame).
+    fill("gdbtrace-ebpf", "gdbtrace", prog, B.n(120000, 2000), big, backend="ebpf")
+    fill("gdbserver-ftrace-nopie", "gdbserver", nopie, B.n(120000, 2000), big, site="*w_regs+1", **ipa)
+    fill("gdbtrace-ptrace", "gdbtrace", prog, B.n(6000, 400), small, backend="ptrace")
+    fill("gdbserver-trace", "gdbserver", prog, B.n(6000, 600), small)
+
+    n_walk = B.n(3000, 100)
+    walk("gdbtrace-ebpf", "gdbtrace", prog, n_walk, backend="ebpf")
+    walk("gdbserver-ftrace-nopie", "gdbserver", nopie, n_walk, site="*w_struct+1", **ipa)
+
+    n_save = B.n(1000000, 5000)
+    tsave("gdbtrace-ebpf", "gdbtrace", prog, n_save, backend="ebpf")
+    tsave("gdbserver-ftrace-nopie", "gdbserver", nopie, n_save, site="*w_args+1", **ipa)
+
+
+if __name__ == "__main__":
+    main()
