@@ -1,0 +1,205 @@
+"""bench/run.sh's report: reads the collected rows (rows.txt: "<script>\t<ROW line or JSON>"), adds
+ratios, writes results.json and results.md (matrix per workload, target PASS/MISS lines, every row).
+
+Usage: python3 _report.py ROWS_TXT OUT_DIR SMOKE(0|1) [HEADER_TEXT]
+"""
+import json
+import shlex
+import sys
+
+raw, out, smoke = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+header_text = sys.argv[4] if len(sys.argv) > 4 else ""
+
+rows = []
+for line in open(raw):
+    script, _, text = line.rstrip("\n").partition("\t")
+    if text.startswith("{"):
+        row = json.loads(text)
+    else:
+        parts = shlex.split(text[4:]) if '"' in text else text[4:].split()
+        row = {"mechanism": parts[0], "workload": parts[1], "ns_per_hit": parts[2]}
+        for kv in parts[3:]:
+            key, _, value = kv.partition("=")
+            row[key] = value
+    try:
+        row["ns_per_hit"] = float(row.get("ns_per_hit"))
+    except (TypeError, ValueError):
+        row["ns_per_hit"] = None
+    row["script"] = script
+    rows.append(row)
+
+
+def per_hit(row):
+    return row["ns_per_hit"] is not None and row.get("unit", "ns_per_hit") == "ns_per_hit"
+
+
+def function(row):
+    return row["workload"].split(":")[0]
+
+
+def find(mech, pred):
+    for r in rows:
+        if r["mechanism"] == mech and per_hit(r) and pred(r):
+            return r
+    return None
+
+
+def reference(mech, r):
+    """The `mech` row to compare r with: same script and column, else same workload, else same
+    function, else probe_me."""
+    for pred in (lambda x: x["script"] == r["script"] and "column" in r and x.get("column") == r["column"],
+                 lambda x: x["workload"] == r["workload"],
+                 lambda x: function(x) == function(r),
+                 lambda x: function(x) == "probe_me" and mech != "gdbserver-trace",
+                 lambda x: x["workload"] == "probe_me:$regs"):
+        hit = find(mech, pred)
+        if hit:
+            return hit
+    return None
+
+
+for r in rows:
+    if not per_hit(r):
+        continue
+    slow = reference("gdbserver-trace", r)
+    floor = reference("uprobe-tracefs", r)
+    if slow and r["ns_per_hit"] > 0:
+        r["speedup_vs_gdbserver_trace"] = round(slow["ns_per_hit"] / r["ns_per_hit"], 1)
+    if floor and floor["ns_per_hit"] > 0:
+        r["x_uprobe_floor"] = round(r["ns_per_hit"] / floor["ns_per_hit"], 2)
+
+
+def fmt(v, digits=0):
+    return "NA" if v is None else f"{v:,.{digits}f}"
+
+
+# --- matrix: mechanism x workload column (rows that carry column=) -------------------------------
+COLUMNS = [("regs", "collect $regs"), ("args", "2 args"), ("struct64", "64 B via ptr"),
+           ("cond1pct", "cond 1% true"), ("tsv", "TSV only"), ("stepsite", "single-step site $regs"),
+           ("shlib", "shared lib $regs"), ("threads1", "1 thr"), ("threads2", "2 thr"), ("threads4", "4 thr")]
+mechs = []
+for r in rows:
+    if "column" in r and r["mechanism"] not in mechs and r.get("unit", "ns_per_hit") == "ns_per_hit":
+        mechs.append(r["mechanism"])
+
+
+def cell(mech, column):
+    for r in rows:
+        if r["mechanism"] == mech and r.get("column") == column and r.get("unit", "ns_per_hit") == "ns_per_hit":
+            if r["ns_per_hit"] is None:
+                return "NA"
+            text = fmt(r["ns_per_hit"])
+            if column.startswith("threads") and r.get("hits_per_s"):
+                text = f"{fmt(float(r['hits_per_s']) / 1e3)} k/s"
+                if r.get("torn") not in (None, 0, "0"):
+                    text += f" torn={r['torn']}"
+                return text
+            if "x_uprobe_floor" in r:
+                text += f" ({r['x_uprobe_floor']}x)"
+            if r.get("complete") == "no":
+                text += " inc."
+            return text
+    return ""
+
+
+lines = []
+if mechs:
+    lines += ["### ns per hit (x raw uprobe floor on the same instruction); threads: throughput hits/s",
+              "", "| mechanism | " + " | ".join(c[1] for c in COLUMNS) + " |",
+              "|---|" + "---:|" * len(COLUMNS)]
+    for m in mechs:
+        lines.append(f"| {m} | " + " | ".join(cell(m, c[0]) for c in COLUMNS) + " |")
+    lines.append("")
+
+# --- data path out -------------------------------------------------------------------------------
+out_rows = [r for r in rows if r.get("column") in ("fill", "memory", "walk", "tsave")
+            or r["mechanism"].startswith("plugin-export")]
+if out_rows:
+    lines += ["### buffer and data path out", "", "| mechanism | what | value | notes |", "|---|---|---:|---|"]
+    for r in out_rows:
+        unit = r.get("unit", "")
+        value = "NA" if r["ns_per_hit"] is None else f"{fmt(r['ns_per_hit'], 1)} {unit.replace('_', ' ')}"
+        keys = ("frames_per_s", "frames", "seconds", "vmhwm_kb", "vmhwm_growth_kb", "rss_bytes_per_frame",
+                "gdb_cpu_seconds", "cpu_seconds", "file_bytes", "backend", "stopped_full", "reason")
+        notes = " ".join(f"{k}={r[k]}" for k in keys if k in r)
+        lines.append(f"| {r['mechanism']} | {r['workload']} | {value} | {notes} |")
+    lines.append("")
+
+
+# --- targets -------------------------------------------------------------------------------------
+targets = []
+
+
+def target(ok, text):
+    targets.append({"result": "NA" if ok is None else ("PASS" if ok else "MISS"), "text": text})
+
+
+def column_row(mech, column, script=None):
+    for r in rows:
+        if r["mechanism"] == mech and r.get("column") == column and (script is None or r["script"] == script):
+            return r
+    return None
+
+
+in_kernel = [m for m in mechs if m.startswith(("gdbtrace-ebpf", "gdbtrace-kmod", "gdbtrace-module"))]
+for m in in_kernel:
+    for column in ("regs", "struct64", "cond1pct"):
+        r = column_row(m, column)
+        if not r or r["ns_per_hit"] is None or "x_uprobe_floor" not in r:
+            target(None, f"{m} {column} <= 1.5x uprobe floor: no measurement"
+                   f" ({(r or {}).get('reason', 'no row')})")
+            continue
+        target(r["x_uprobe_floor"] <= 1.5, f"{m} {r['workload']} <= 1.5x uprobe floor: "
+               f"{fmt(r['ns_per_hit'])} ns = {r['x_uprobe_floor']}x")
+    r = column_row(m, "regs")
+    if r and r.get("speedup_vs_gdbserver_trace"):
+        slow = reference("gdbserver-trace", r)
+        target(r["speedup_vs_gdbserver_trace"] >= 20,
+               f"{m} >= 20x cheaper than stock gdbserver trap tracepoint on the emulated site: "
+               f"{fmt(r['ns_per_hit'])} vs {fmt(slow['ns_per_hit'])} ns = {r['speedup_vs_gdbserver_trace']}x")
+    else:
+        target(None, f"{m} >= 20x cheaper than gdbserver trap tracepoint: no measurement")
+    emu, step = column_row(m, "regs"), column_row(m, "stepsite")
+    if emu and step and emu["ns_per_hit"] and step["ns_per_hit"] is not None:
+        ratio = step["ns_per_hit"] / emu["ns_per_hit"]
+        target(ratio <= 2.0, f"{m} single-step site <= 2x emulated site: {fmt(step['ns_per_hit'])} vs "
+               f"{fmt(emu['ns_per_hit'])} ns = {ratio:.2f}x"
+               + (" (eBPF cannot write pt_regs on this kernel: no emulation)" if "ebpf" in m else ""))
+    t1, t2 = column_row(m, "threads1"), column_row(m, "threads2")
+    if t1 and t2 and t1.get("hits_per_s") and t2.get("hits_per_s"):
+        ratio = float(t2["hits_per_s"]) / float(t1["hits_per_s"])
+        torn = sum(int(r.get("torn") or 0) for r in rows if r["mechanism"] == m and "torn" in r)
+        drops = sum(int(r.get("drops") or 0) for r in rows if r["mechanism"] == m and "threads" in r)
+        target(ratio >= 1.8 and torn == 0,
+               f"{m} 2 threads >= 1.8x one thread's throughput, zero torn frames: "
+               f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x, "
+               f"torn {torn}, drops {drops}")
+
+if targets:
+    lines += ["### targets", ""] + [f"- **{t['result']}** {t['text']}" for t in targets] + [""]
+
+# --- every row -----------------------------------------------------------------------------------
+lines += ["### all rows", "",
+          "| script | mechanism | workload | value | vs gdbserver trap tracepoint | x uprobe floor | notes |",
+          "|---|---|---|---:|---:|---:|---|"]
+for r in rows:
+    value = "NA" if r["ns_per_hit"] is None else f"{r['ns_per_hit']:,.1f}"
+    if r.get("unit"):
+        value += " " + r["unit"].replace("_", " ").replace("ns per hit", "").strip()
+    notes = " ".join(f"{k}={v}" for k, v in r.items()
+                     if k not in ("mechanism", "workload", "ns_per_hit", "script", "unit",
+                                  "speedup_vs_gdbserver_trace", "x_uprobe_floor"))
+    speed = r.get("speedup_vs_gdbserver_trace")
+    lines.append(f"| {r['script']} | {r['mechanism']} | {r['workload']} | {value} | "
+                 f"{'' if speed is None else f'{speed:,.1f}x faster'} | {r.get('x_uprobe_floor', '')} | {notes} |")
+
+table = "\n".join(lines) + "\n"
+if header_text:
+    table = header_text + "\n\n" + table
+if smoke:
+    table = "(smoke run: tiny iteration counts, numbers not meaningful)\n\n" + table
+json.dump({"smoke": smoke, "header": header_text, "targets": targets, "rows": rows},
+          open(f"{out}/results.json", "w"), indent=1)
+open(f"{out}/results.md", "w").write(table)
+print(table)
+print(f"results: {out}/results.json {out}/results.md")
