@@ -8,6 +8,7 @@
   tsave-1M          `tsave` of a buffer holding 1 M frames (`collect sink`), timed in gdb
 Rows carry unit= (ns_per_frame, bytes_per_frame) so bench/run.sh keeps them out of the per-hit ratios.
 """
+import os
 import re
 
 import _bench as B
@@ -21,6 +22,21 @@ for i in range({frames}):
     gdb.execute("tdump", to_string=True)
     count += 1
 print("WALK frames=%d seconds=%.3f cpu=%.3f" % (count, time.monotonic() - t0, time.process_time() - c0))
+end"""
+
+# First and last frame's $trace_timestamp (microseconds, gdbserver's builtin TSV): the collection rate
+# itself, free of the latency with which the stub notices the full buffer.
+STAMPS_PY = """python
+import gdb, re
+m = re.search(r"Collected (\\d+) trace frames", gdb.execute("tstatus", to_string=True))
+if m and int(m.group(1)) > 1:
+    last = int(m.group(1)) - 1
+    gdb.execute("tfind 0", to_string=True)
+    t0 = int(gdb.parse_and_eval("$trace_timestamp"))
+    gdb.execute("tfind %d" % last, to_string=True)
+    t1 = int(gdb.parse_and_eval("$trace_timestamp"))
+    gdb.execute("tfind none", to_string=True)
+    print("STAMPS first=%d last=%d frames=%d" % (t0, t1, last + 1))
 end"""
 
 TSAVE_PY = """python
@@ -42,7 +58,11 @@ def script(prog, port, site, collect, buffer_size, backend, trace_cmd, pid, afte
               "tstop", "tstatus"]
     if backend:
         lines.append("monitor gdbtrace status")
-    lines += [f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/END /'", *after, "kill"]
+    lines += [f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/END /'",
+              # Where the stub's resident memory is (anonymous heap vs the mmap'ed BPF ring, ...).
+              "shell awk '/^[0-9a-f]+-/ { name = ($6 == \"\") ? \"anon\" : $6 } /^Rss:/ { rss[name] += $2 } "
+              f"END {{ for (n in rss) if (rss[n] > 1024) print \"SMAPS\", rss[n], n }}' /proc/{pid}/smaps",
+              *after, "kill"]
     return "\n".join(lines) + "\n"
 
 
@@ -70,7 +90,8 @@ def buffer_used(text):
 
 
 def fill(mech, kind, prog, n, buffer_size, **kw):
-    text = run(mech, kind, prog, [str(n), "w_regs"], kw.pop("site", "*w_regs"), "$regs", buffer_size, **kw)
+    text = run(mech, kind, prog, [str(n), "w_regs"], kw.pop("site", "*w_regs"), "$regs, $trace_timestamp",
+               buffer_size, after=[STAMPS_PY], **kw)
     frames = B.frames_collected(text)
     times = tstatus_times(text)
     full = "buffer was full" in text or "Trace stopped because the buffer was full" in text
@@ -81,16 +102,24 @@ def fill(mech, kind, prog, n, buffer_size, **kw):
         B.row(mech, "fill:$regs", None, unit="ns_per_frame", column="fill",
               reason=B.first_error(text) or ("no_frames" if not frames else "no_tstatus_times"))
     else:
-        B.row(mech, "fill:$regs", times[1] * 1e9 / frames, unit="ns_per_frame", column="fill",
-              frames_per_s=round(frames / times[1]), frames=frames, seconds=times[1],
+        stamps = re.search(r"STAMPS first=(\d+) last=(\d+) frames=(\d+)", text)
+        span_us = int(stamps.group(2)) - int(stamps.group(1)) if stamps else 0
+        # ns/frame from the frames' own timestamps when they span time, else from tstatus.
+        ns = span_us * 1e3 / (frames - 1) if span_us > 0 else times[1] * 1e9 / frames
+        B.row(mech, "fill:$regs", ns, unit="ns_per_frame", column="fill",
+              frames_per_s=round(1e9 / ns), frames=frames, stamp_span_s=span_us / 1e6 if stamps else None,
+              tstatus_seconds=times[1], tstatus_frames_per_s=round(frames / times[1]),
               buffer_bytes=buffer_size, stopped_full="yes" if full else "no")
+    smaps = sorted(((int(kb), name) for kb, name in re.findall(r"^SMAPS (\d+) (\S+)", text, re.M)),
+                   reverse=True)
     if end:
         B.row(mech, "memory:$regs", used / frames if used and frames else None, unit="bytes_per_frame",
               column="memory", vmhwm_kb=int(end.group(1)),
               vmhwm_growth_kb=int(end.group(1)) - int(start.group(1)) if start else None,
               frames=frames, buffer_used=used,
               rss_bytes_per_frame=round((int(end.group(1)) - int(start.group(1))) * 1024 / frames)
-              if start and frames else None)
+              if start and frames else None,
+              rss_kb_by_mapping=",".join(f"{os.path.basename(name)}:{kb}" for kb, name in smaps[:3]) or None)
 
 
 def walk(mech, kind, prog, n, **kw):
