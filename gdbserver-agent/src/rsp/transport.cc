@@ -2,6 +2,7 @@
 
 #include <array>
 #include <asio.hpp>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace gdbtrace::rsp {
@@ -82,16 +83,28 @@ private:
 
 } // namespace
 
-Result<std::unique_ptr<Transport>> make_stdio_transport(asio::io_context& io) {
-  int in_fd = ::dup(STDIN_FILENO), out_fd = ::dup(STDOUT_FILENO);
-  if (in_fd < 0 || out_fd < 0)
+Result<StdioChannel> take_stdio_channel() {
+  StdioChannel ch;
+  ch.in_fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  ch.out_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (ch.in_fd < 0 || ch.out_fd < 0)
     return make_error(errno, "cannot duplicate stdin/stdout");
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+    return make_error(errno, "cannot redirect stdin/stdout");
+  if (null_fd != STDIN_FILENO)
+    ::close(null_fd);
+  return ch;
+}
+
+Result<std::unique_ptr<Transport>> make_stdio_transport(asio::io_context& io,
+                                                        StdioChannel channel) {
   std::error_code ec;
   auto in = std::make_unique<asio::posix::stream_descriptor>(io);
   auto out = std::make_unique<asio::posix::stream_descriptor>(io);
-  in->assign(in_fd, ec);
+  in->assign(channel.in_fd, ec);
   if (!ec)
-    out->assign(out_fd, ec);
+    out->assign(channel.out_fd, ec);
   if (ec)
     return make_error(ec.value(), "stdin/stdout: " + ec.message());
   return std::unique_ptr<Transport>(

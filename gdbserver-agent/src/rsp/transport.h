@@ -30,8 +30,15 @@ public:
   virtual void close() = 0;
 };
 
-// stdin/stdout of this process (gdb's "target remote | gdbtrace-server - prog").
-Result<std::unique_ptr<Transport>> make_stdio_transport(asio::io_context& io);
+// gdb's "target remote | gdbtrace-server - prog": the protocol runs over the
+// pipe that was stdin/stdout. Moves it to new descriptors and points our fd 0
+// at /dev/null and fd 1 at stderr, so inferiors we start (which inherit 0-2)
+// cannot read or write the protocol stream. Call before starting programs.
+struct StdioChannel {
+  int in_fd = -1, out_fd = -1;
+};
+Result<StdioChannel> take_stdio_channel();
+Result<std::unique_ptr<Transport>> make_stdio_transport(asio::io_context& io, StdioChannel channel);
 // A serial line / tty device, opened raw.
 Result<std::unique_ptr<Transport>> make_serial_transport(asio::io_context& io,
                                                          const std::string& device);

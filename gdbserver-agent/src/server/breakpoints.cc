@@ -1,7 +1,5 @@
 #include "server/breakpoints.h"
 
-#include "trace/agent_printf.h"
-
 namespace gdbtrace {
 
 bool BreakpointTable::contains(Pid pid, int type, uint64_t address) const {
@@ -72,26 +70,13 @@ int read_mem(void* opaque, uint64_t addr, void* buf, uint32_t len) {
 int do_printf(void* opaque, const char* fmt, uint32_t fmt_len, uint32_t nargs,
               const uint64_t* args) {
   auto* ctx = static_cast<EvalContext*>(opaque);
-  std::string_view format(fmt, fmt_len && fmt[fmt_len - 1] == '\0' ? fmt_len - 1 : fmt_len);
-  auto read_string = [ctx](uint64_t addr) -> Result<std::string> {
-    std::string s;
-    uint8_t chunk[64];
-    while (s.size() < 4096) {
-      auto n = ctx->target->read_memory(ctx->thread.pid, addr + s.size(), chunk);
-      if (!n || *n == 0)
-        return s.empty() ? Result<std::string>(make_error(EIO, "unreadable string")) : s;
-      for (size_t i = 0; i < *n; i++) {
-        if (chunk[i] == 0)
-          return s;
-        s.push_back(static_cast<char>(chunk[i]));
-      }
-    }
-    return s;
-  };
-  auto text = agent_printf(format, std::span<const uint64_t>(args, nargs), read_string);
-  if (!text)
-    return AX_ERR_BAD_PRINTF;
-  ctx->output += *text;
+  // ax_format processes gdb's raw escapes (\n) and reads %s strings through read_mem.
+  std::string buf(8192, '\0');
+  int n = ax_format(buf.data(), static_cast<uint32_t>(buf.size()), fmt, fmt_len, nargs, args,
+                    read_mem, opaque);
+  if (n < 0)
+    return n;
+  ctx->output.append(buf.data(), static_cast<size_t>(n));
   return AX_OK;
 }
 

@@ -261,6 +261,11 @@ void GdbServer::forget_process(Pid pid) {
 }
 
 void GdbServer::on_target_event(const StopEvent& event) {
+  if (options_.debug)
+    debug("target event kind " + std::to_string(static_cast<int>(event.kind)) + " thread " +
+          std::to_string(event.thread.pid) + "." + std::to_string(event.thread.tid) + " signal " +
+          std::to_string(event.signal) + " reason " +
+          std::to_string(static_cast<int>(event.reason)));
   if (filter_conditional_breakpoint(event))
     return;
 

@@ -62,8 +62,8 @@ void add_collectors(TraceEngine& engine, NativeTarget& target, asio::io_context&
 // Serves connections until the server should exit (see gdbserver's main loop).
 class Service {
 public:
-  Service(asio::io_context& io, GdbServer& server, const CliOptions& opts)
-      : io_(io), server_(server), opts_(opts) {
+  Service(asio::io_context& io, GdbServer& server, const CliOptions& opts, rsp::StdioChannel stdio)
+      : io_(io), server_(server), opts_(opts), stdio_(stdio) {
     server_.on_connection_closed = [this] { connection_closed(); };
   }
 
@@ -82,7 +82,7 @@ public:
       return 0;
     }
     case CommSpec::Kind::Stdio: {
-      auto t = rsp::make_stdio_transport(io_);
+      auto t = rsp::make_stdio_transport(io_, stdio_);
       if (!t) {
         std::fprintf(stderr, "%s\nExiting\n", t.error().message.c_str());
         return 1;
@@ -151,6 +151,7 @@ private:
   asio::io_context& io_;
   GdbServer& server_;
   const CliOptions& opts_;
+  rsp::StdioChannel stdio_;
   std::unique_ptr<rsp::TcpListener> listener_;
 };
 
@@ -178,6 +179,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   install_noop_handler(SIGPIPE); // a vanished gdb must not kill us mid-write
+  rsp::StdioChannel stdio;
+  if (opts.comm.kind == CommSpec::Kind::Stdio) {
+    // Before any inferior exists: it must not inherit the protocol pipe as stdin/stdout.
+    auto ch = rsp::take_stdio_channel();
+    if (!ch) {
+      std::fprintf(stderr, "%s\nExiting\n", ch.error().message.c_str());
+      return 1;
+    }
+    stdio = *ch;
+  }
 
   asio::io_context io;
   std::unique_ptr<NativeTarget> target = make_linux_target(io);
@@ -221,7 +232,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  Service service(io, server, opts);
+  Service service(io, server, opts, stdio);
   if (int rc = service.open(); rc != 0) {
     server.detach_or_kill_all();
     return rc;
