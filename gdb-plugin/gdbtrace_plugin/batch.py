@@ -325,14 +325,16 @@ class Runner:
         i0 = self.next_index
         self.next_index += n
         self.frames_fast += n
-        index_iter = itertools.count(i0)
+        # Every iterator below is finite (n items): zip stops at the shortest, and a run
+        # without any value (no leaves, no ts, no tid) must still have n rows.
+        index_iter = range(i0, i0 + n)
         if self.by_time:
             ts_iter = map(operator.itemgetter(layout.ts_idx), tuples) if layout.ts_idx is not None else \
-                itertools.repeat(None)
+                itertools.repeat(None, n)
         else:
-            ts_iter = itertools.count(i0)
+            ts_iter = range(i0, i0 + n)
         has_tid = False
-        tid_iter = itertools.repeat(None)
+        tid_iter = itertools.repeat(None, n)
         if layout.fs_idx is not None and self.tid_for_fs is not None:
             fs_list = list(map(operator.itemgetter(layout.fs_idx), tuples))
             mapping = {fs: self.tid_for_fs(fs) for fs in set(fs_list)}
@@ -340,7 +342,7 @@ class Runner:
             tid_iter = map(mapping.__getitem__, fs_list)
         idx = layout.leaf_idx
         if not idx:
-            vals = itertools.repeat(())
+            vals = itertools.repeat((), n)
         elif len(idx) == 1:
             vals = zip(map(operator.itemgetter(idx[0]), tuples))
         else:

@@ -242,7 +242,7 @@ def _split_by(arg):
 
 def collect_values(expr, group=None):
     """[(group_key, ts_or_index, value)] of EXPR over all frames that hold it."""
-    data = TraceData(exprs=[expr], need_threads=(group == "thread"))
+    data = TraceData(exprs=[expr], need_threads=(group == "thread"), report=False)
     out = []
     checked = set()
     for run in data.runs():

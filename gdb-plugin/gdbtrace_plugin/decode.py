@@ -232,7 +232,8 @@ def build_column(expr, scope):
     try:
         program = ax.Program(scope.agent_eval(expr))
     except (gdb.error, ax.AxError) as e:
-        return Column(expr, "value", None, 0, [], "%s; %s" % (address_error, e))
+        message = address_error if str(e) == address_error else "%s; %s" % (address_error, e)
+        return Column(expr, "value", None, 0, [], message)
     if gtype is not None:
         leaf = leaves_for_type(expr, gtype)[0]
         if not leaf.numeric or leaf.kind == "float":

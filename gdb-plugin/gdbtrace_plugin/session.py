@@ -169,7 +169,7 @@ class Threads:
 class TraceData:
     """Decoded records from the stub's buffer, for exports and statistics."""
 
-    def __init__(self, exprs=None, need_threads=True):
+    def __init__(self, exprs=None, need_threads=True, report=True):
         self.stub = current_stub()
         self.status = check_gdbtrace(self.stub)
         self.regblock_size = register_block_size(self.stub, self.status)
@@ -180,6 +180,7 @@ class TraceData:
         self.decoder = decode.Decoder(self.tpdefs, self.ts_tsv, extra_exprs=exprs)
         self.timestamps = "trace_timestamp" if self._all_collect_timestamp() else "order"
         self.problems_reported = set()
+        self.report = report  # print decoding problems as they appear (stats reports them only on failure)
 
     def _all_collect_timestamp(self):
         if self.ts_tsv is None or not self.tpdefs:
@@ -201,6 +202,8 @@ class TraceData:
         return iter_frames(self.stub, self.regblock_size, tp_map=self.tp_map)
 
     def report_problems(self, plan):
+        if not self.report:
+            return
         for expr, message in plan.problems:
             key = (plan.tp, expr)
             if key not in self.problems_reported:

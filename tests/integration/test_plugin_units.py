@@ -343,6 +343,15 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(slow[5], (5, 5005, 101, -5, 50, 5005))
         self.assertEqual([r[0] for r in fast], list(range(40)))
 
+    def test_plan_without_values(self):
+        # a tracepoint whose expressions could not be compiled still yields one row per frame
+        empty = model.Plan(1, 0x401000, [], [("x", "no symbol")])
+        stream = b"".join(frames.build_frame(1, mem=[(0x1000, b"ab")]) for _ in range(9))
+        runner = batch.Runner(560, lambda f: empty, fast=True)
+        rows = [row for run in runner.feed(stream) for row in run.rows]
+        self.assertEqual(rows, [(i, i, None) for i in range(9)])
+        self.assertGreater(runner.frames_fast, 0)
+
     def test_layout_rejects_other_shapes(self):
         plan = self.local_plan()
         other = frames.build_frame(1, regs=regblock(rbp=0x1000, rip=0x401000), mem=[(0x404060, struct.pack("<q", 3))],
