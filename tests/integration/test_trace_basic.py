@@ -50,6 +50,14 @@ class Collect(GdbTestCase):
             r"i = 3", r"j = 9", r"global_counter = 12",
         ])
 
+    def test_collection_larger_than_one_block(self):
+        run = run_gdb(traced(["collect big_buffer"],
+                             after=["tstop", "tfind 1", "print big_buffer[0]", "print big_buffer[70000]",
+                                    "print big_buffer[99999]", "print message"]),
+                      program="trace_loop", args=(2,))
+        self.assertOrdered(run, [r"Found trace frame 1", r"\$1 = 0", r"\$2 = 222", r"\$3 = 101",
+                                 r"\$4 = <unavailable>"])
+
     def test_sdata_is_a_clear_error(self):
         run = run_gdb(traced(["collect $_sdata"], after=["tstatus"]), program="trace_loop", args=(2,))
         self.assertRegex(run.output, r"(?i)static|sdata")

@@ -20,6 +20,7 @@ long global_array[8] = {10, 20, 30, 40, 50, 60, 70, 80};
 struct point global_point = {7, 8, "origin"};
 struct point *global_ptr = &global_point;
 char message[32] = "hello trace";
+unsigned char big_buffer[100000]; /* big_buffer[k] == k % 251 (more than one 'M' block) */
 
 __attribute__((noinline)) int probe_me(int i, int j) {
   int local = i + j;
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 10;
   int threads = argc > 2 ? atoi(argv[2]) : 0;
   int total = 0;
+  for (int k = 0; k < (int)sizeof big_buffer; k++) big_buffer[k] = (unsigned char)(k % 251);
   for (int i = 0; i < n; i++) {
     total += probe_me(i, 3 * i);
     total += step_me(i);

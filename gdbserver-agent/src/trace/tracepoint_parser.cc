@@ -8,6 +8,8 @@
 namespace gdbtrace {
 namespace {
 
+constexpr uint64_t kMaxMemoryAction = 16u << 20;
+
 Error bad(std::string text) {
   return make_error(EINVAL, std::move(text));
 }
@@ -157,9 +159,10 @@ Result<bool> parse_actions(std::string_view s, bool& stepping, Tracepoint& tp,
       if (m.basereg < -1 || m.basereg >= int(env.num_regs))
         return bad(what + ": M action base register " + std::to_string(m.basereg) +
                    " is not a register (0.." + std::to_string(env.num_regs - 1) + ")");
-      if (len == 0 || len > 0xffff)
-        return bad(what + ": M action length " + std::to_string(len) +
-                   " not in 1..65535 (one 'M' block)");
+      // Frames hold 'M' blocks of at most 65535 bytes; longer ranges become several blocks.
+      if (len == 0 || len > kMaxMemoryAction)
+        return bad(what + ": M action length " + std::to_string(len) + " not in 1.." +
+                   std::to_string(kMaxMemoryAction));
       m.offset = int64_t(offset);
       m.length = uint32_t(len);
       actions.push_back(m);
