@@ -393,6 +393,13 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 	u64 hits;
 	u32 cpu, size;
 
+	/* Another consumer of this uprobe (another session, perf, BPF) already
+	 * emulated the instruction: these registers are not the probe point's.
+	 * No frame (it would be wrong) and certainly no second emulation. */
+	if (regs->ip != p->address) {
+		atomic64_inc(&p->errors);
+		return;
+	}
 	if (!READ_ONCE(p->enabled) || !atomic_read(&s->running))
 		goto emulate;
 	preempt_disable();
@@ -420,6 +427,8 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 out:
 	preempt_enable();
 emulate:
+	/* Only the site's first probe of this session carries the recipe: it was
+	 * registered first, so the kernel calls it after the others. */
 	if (p->emu.op && gt_emu_apply(&p->emu, regs))
 		atomic64_inc(&p->emulated);
 }

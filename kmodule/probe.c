@@ -156,6 +156,17 @@ static int check_emu(struct gt_probe *p, const struct gdbtrace_emu *emu)
 	return gt_emu_check(emu, bytes, n);
 }
 
+static bool site_has_probe(struct gt_session *s, struct gt_probe *p)
+{
+	struct gt_probe *q;
+
+	list_for_each_entry(q, &s->probes, node)
+		if (q->mm == p->mm && q->offset == p->offset &&
+		    file_inode(q->file) == file_inode(p->file))
+			return true;
+	return false;
+}
+
 static int register_probe(struct gt_probe *p)
 {
 	struct inode *inode = file_inode(p->file);
@@ -264,6 +275,11 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	if (ret)
 		goto fail;
 	p->emu = req->emu;
+	/* One emulation per hit: uprobe consumers run newest first, so only the
+	 * oldest probe of this session at this site may move ip (after the
+	 * others collected the unmodified registers). */
+	if (site_has_probe(s, p))
+		p->emu.op = GDBTRACE_EMU_NONE;
 
 	p->id = s->next_id++;
 	ret = register_probe(p);

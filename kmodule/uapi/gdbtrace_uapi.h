@@ -118,7 +118,7 @@ struct gdbtrace_probe_add {
   __s32 pid;          /* in: target process (tgid) */
   __s32 fd;           /* in: open file descriptor of the mapped file */
   __u64 offset;       /* in: file offset of the instruction */
-  __u64 address;      /* in: its virtual address in the target */
+  __u64 address;      /* in: its virtual address in the target (hits elsewhere are refused) */
   __u32 tp_number;    /* in: gdb tracepoint number (u16 in frames) */
   __u32 nr_actions;   /* in */
   __u64 actions;      /* in: user pointer to struct gdbtrace_action[nr_actions] */

@@ -22,7 +22,7 @@ need_pkgs() {
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >&2
   fi
 }
-need_pkgs qemu-system-x86 busybox-static cpio gzip build-essential kmod
+need_pkgs qemu-system-x86 busybox-static cpio gzip build-essential kmod xz-utils zstd gdb
 
 build_guest_programs() {
   local out=$work/guest
@@ -40,12 +40,13 @@ copy_with_libs() {
   local root=$1 bin=$2 dest=$3
   install -D -m755 "$bin" "$root$dest"
   ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
-    [ -f "$lib" ] && install -D -m644 "$lib" "$root$lib"
+    [ -f "$lib" ] && install -D -m755 "$lib" "$root$lib"
   done
 }
 
 run_series() {
   local s=$1 log=$work/$s/console.log
+  rm -f "$work/$s/gdb.log"
   echo "=== kernel $s ==="
   "$here/fetch_kernels.sh" "$s" || { echo "RESULT $s: FAIL (kernel fetch)"; return 1; }
   # shellcheck disable=SC1090
@@ -70,10 +71,15 @@ run_series() {
   cp "$here/guest/init.sh" "$root/init" && chmod +x "$root/init"
   # NIC driver for the forwarded gdb port (e1000 is a module in Debian's config).
   local e1000; e1000=$(find "$MODDIR" -name 'e1000.ko*' | head -1)
-  [ -n "$e1000" ] && cp "$e1000" "$root/lib/modules/"
+  case "$e1000" in
+    *.xz) xz -dc "$e1000" >"$root/lib/modules/e1000.ko" ;; # busybox insmod cannot decompress
+    *.zst) zstd -qdc "$e1000" >"$root/lib/modules/e1000.ko" ;;
+    ?*) cp "$e1000" "$root/lib/modules/e1000.ko" ;;
+  esac
   local server=${GDBTRACE_BUILD:-$repo/build-kmod}/gdbserver-agent/src/server/gdbtrace-server
   if [ -x "$server" ]; then
     copy_with_libs "$root" "$server" /bin/gdbtrace-server
+    strip --strip-debug "$root/bin/gdbtrace-server"
     [ -d "${GDBTRACE_BUILD:-$repo/build-kmod}/tests/programs" ] &&
       cp -r "${GDBTRACE_BUILD:-$repo/build-kmod}/tests/programs" "$root/programs"
   fi

@@ -30,23 +30,40 @@ namespace {
 // Zydis register -> gdb number (0..15), or -1.
 int gdb_regnum(ZydisRegister r) {
   switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r)) {
-  case ZYDIS_REGISTER_RAX: return 0;
-  case ZYDIS_REGISTER_RBX: return 1;
-  case ZYDIS_REGISTER_RCX: return 2;
-  case ZYDIS_REGISTER_RDX: return 3;
-  case ZYDIS_REGISTER_RSI: return 4;
-  case ZYDIS_REGISTER_RDI: return 5;
-  case ZYDIS_REGISTER_RBP: return 6;
-  case ZYDIS_REGISTER_RSP: return 7;
-  case ZYDIS_REGISTER_R8: return 8;
-  case ZYDIS_REGISTER_R9: return 9;
-  case ZYDIS_REGISTER_R10: return 10;
-  case ZYDIS_REGISTER_R11: return 11;
-  case ZYDIS_REGISTER_R12: return 12;
-  case ZYDIS_REGISTER_R13: return 13;
-  case ZYDIS_REGISTER_R14: return 14;
-  case ZYDIS_REGISTER_R15: return 15;
-  default: return -1;
+  case ZYDIS_REGISTER_RAX:
+    return 0;
+  case ZYDIS_REGISTER_RBX:
+    return 1;
+  case ZYDIS_REGISTER_RCX:
+    return 2;
+  case ZYDIS_REGISTER_RDX:
+    return 3;
+  case ZYDIS_REGISTER_RSI:
+    return 4;
+  case ZYDIS_REGISTER_RDI:
+    return 5;
+  case ZYDIS_REGISTER_RBP:
+    return 6;
+  case ZYDIS_REGISTER_RSP:
+    return 7;
+  case ZYDIS_REGISTER_R8:
+    return 8;
+  case ZYDIS_REGISTER_R9:
+    return 9;
+  case ZYDIS_REGISTER_R10:
+    return 10;
+  case ZYDIS_REGISTER_R11:
+    return 11;
+  case ZYDIS_REGISTER_R12:
+    return 12;
+  case ZYDIS_REGISTER_R13:
+    return 13;
+  case ZYDIS_REGISTER_R14:
+    return 14;
+  case ZYDIS_REGISTER_R15:
+    return 15;
+  default:
+    return -1;
   }
 }
 
@@ -57,7 +74,8 @@ bool is_gpr(const ZydisDecodedOperand& op) {
 
 // [rip+disp] or [gpr+disp], default segment, no index.
 // LEA's operand is an address computation (AGEN), not an access.
-bool simple_mem(const ZydisDecodedOperand& op, bool& rip, int& base, int64_t& disp, bool agen = false) {
+bool simple_mem(const ZydisDecodedOperand& op, bool& rip, int& base, int64_t& disp,
+                bool agen = false) {
   if (op.type != ZYDIS_OPERAND_TYPE_MEMORY || op.mem.index != ZYDIS_REGISTER_NONE)
     return false;
   if (agen ? op.mem.type != ZYDIS_MEMOP_TYPE_AGEN
@@ -81,11 +99,11 @@ std::optional<gdbtrace_emu> make_emu_recipe(std::span<const uint8_t> bytes) {
   if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, bytes.data(), bytes.size(), &insn, ops)))
     return std::nullopt;
   // Any prefix but REX changes what the simple recipes mean.
-  constexpr uint64_t kPrefixes = ZYDIS_ATTRIB_HAS_LOCK | ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE |
-                                 ZYDIS_ATTRIB_HAS_REPNE | ZYDIS_ATTRIB_HAS_BND | ZYDIS_ATTRIB_HAS_XACQUIRE |
-                                 ZYDIS_ATTRIB_HAS_XRELEASE | ZYDIS_ATTRIB_HAS_SEGMENT |
-                                 ZYDIS_ATTRIB_HAS_OPERANDSIZE | ZYDIS_ATTRIB_HAS_ADDRESSSIZE |
-                                 ZYDIS_ATTRIB_HAS_NOTRACK;
+  constexpr uint64_t kPrefixes =
+      ZYDIS_ATTRIB_HAS_LOCK | ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE |
+      ZYDIS_ATTRIB_HAS_REPNE | ZYDIS_ATTRIB_HAS_BND | ZYDIS_ATTRIB_HAS_XACQUIRE |
+      ZYDIS_ATTRIB_HAS_XRELEASE | ZYDIS_ATTRIB_HAS_SEGMENT | ZYDIS_ATTRIB_HAS_OPERANDSIZE |
+      ZYDIS_ATTRIB_HAS_ADDRESSSIZE | ZYDIS_ATTRIB_HAS_NOTRACK;
   if (insn.length > GDBTRACE_MAX_EMU || (insn.attributes & kPrefixes))
     return std::nullopt;
 

@@ -54,11 +54,14 @@ void collect_tsv_numbers(const AgentExpr& e, std::set<uint32_t>& out) {
   }
 }
 
-bool uses_printf(const AgentExpr& e) { return e.info.uses_printf != 0; }
+bool uses_printf(const AgentExpr& e) {
+  return e.info.uses_printf != 0;
+}
 
 class ModuleCollector final : public Collector {
 public:
-  ModuleCollector(asio::io_context& io, ModuleSession session) : io_(io), session_(std::move(session)) {}
+  ModuleCollector(asio::io_context& io, ModuleSession session)
+      : io_(io), session_(std::move(session)) {}
 
   ~ModuleCollector() override {
     if (wakeup_) {
@@ -72,7 +75,7 @@ public:
   std::string name() const override { return "module"; }
 
   std::string describe() const override {
-    std::string d = "module: gdbtrace.ko uprobes, frames built in the kernel";
+    std::string d = "gdbtrace.ko uprobes, frames built in the kernel";
     if (session_.initialized())
       d += ", " + std::to_string(session_.info().nr_rings) + " per-CPU rings of " +
            std::to_string((1u << kRingShift) >> 10) + " KiB";
@@ -95,7 +98,8 @@ public:
         kernel_actions++;
       } else if (auto* m = std::get_if<CollectMemory>(&a)) {
         if (m->basereg >= int(GT_NUM_REGS_NOAVX))
-          return make_error(EINVAL, "memory relative to a vector register needs the ptrace collector");
+          return make_error(EINVAL,
+                            "memory relative to a vector register needs the ptrace collector");
         kernel_actions += (m->length + GDBTRACE_MAX_MEM - 1) / GDBTRACE_MAX_MEM;
       } else {
         kernel_actions++;
@@ -197,13 +201,15 @@ public:
       if (frame.size() >= 6 && ctx_->collecting()) {
         uint16_t tp = uint16_t(frame[0] | frame[1] << 8);
         ctx_->record_hit(tp);
-        ctx_->append_frame(frame); // a full buffer stops the run (engine); later frames are discarded
+        ctx_->append_frame(
+            frame); // a full buffer stops the run (engine); later frames are discarded
       }
       return true;
     });
     // The module stops collecting by itself when a pass count is reached.
     if (run_active_)
-      if (auto st = session_.status(); st && !st->running && st->stop_reason == GDBTRACE_STOP_PASSCOUNT)
+      if (auto st = session_.status();
+          st && !st->running && st->stop_reason == GDBTRACE_STOP_PASSCOUNT)
         ctx_->request_stop(TraceStopReason::PassCount, {}, st->stop_tp);
   }
 
@@ -318,12 +324,13 @@ private:
         return;
       wakeup_.emplace(io_, fd);
     }
-    wakeup_->async_wait(asio::posix::stream_descriptor::wait_read, [this](const asio::error_code& ec) {
-      if (ec)
-        return;
-      drain();
-      arm_wakeup();
-    });
+    wakeup_->async_wait(asio::posix::stream_descriptor::wait_read,
+                        [this](const asio::error_code& ec) {
+                          if (ec)
+                            return;
+                          drain();
+                          arm_wakeup();
+                        });
   }
 
   asio::io_context& io_;

@@ -24,7 +24,8 @@ Result<ModuleSession> ModuleSession::open(const char* path) {
 }
 
 ModuleSession::ModuleSession(ModuleSession&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), init_(other.init_), map_(std::exchange(other.map_, nullptr)) {}
+    : fd_(std::exchange(other.fd_, -1)), init_(other.init_),
+      map_(std::exchange(other.map_, nullptr)) {}
 
 ModuleSession& ModuleSession::operator=(ModuleSession&& other) noexcept {
   if (this != &other) {
@@ -36,7 +37,9 @@ ModuleSession& ModuleSession::operator=(ModuleSession&& other) noexcept {
   return *this;
 }
 
-ModuleSession::~ModuleSession() { release(); }
+ModuleSession::~ModuleSession() {
+  release();
+}
 
 void ModuleSession::release() {
   if (map_)
@@ -79,10 +82,17 @@ Result<uint32_t> ModuleSession::add_probe(gdbtrace_probe_add& req) {
     int e = errno;
     std::string why;
     switch (e) {
-    case EPERM: why = "not permitted to trace this process (ptrace access check)"; break;
-    case EOPNOTSUPP: why = "the kernel module cannot run this bytecode (agent printf)"; break;
-    case EINVAL: why = "rejected by gdbtrace.ko (invalid probe, bytecode or address)"; break;
-    default: why = std::strerror(e);
+    case EPERM:
+      why = "not permitted to trace this process (ptrace access check)";
+      break;
+    case EOPNOTSUPP:
+      why = "the kernel module cannot run this bytecode (agent printf)";
+      break;
+    case EINVAL:
+      why = "rejected by gdbtrace.ko (invalid probe, bytecode or address)";
+      break;
+    default:
+      why = std::strerror(e);
     }
     return make_error(e, "gdbtrace.ko: " + why);
   }
@@ -94,8 +104,12 @@ Result<void> ModuleSession::enable(uint32_t id, bool on) {
   return ioctl_checked(GDBTRACE_IOC_ENABLE, &e, "enable");
 }
 
-Result<void> ModuleSession::start() { return ioctl_checked(GDBTRACE_IOC_START, nullptr, "start"); }
-Result<void> ModuleSession::stop() { return ioctl_checked(GDBTRACE_IOC_STOP, nullptr, "stop"); }
+Result<void> ModuleSession::start() {
+  return ioctl_checked(GDBTRACE_IOC_START, nullptr, "start");
+}
+Result<void> ModuleSession::stop() {
+  return ioctl_checked(GDBTRACE_IOC_STOP, nullptr, "stop");
+}
 Result<void> ModuleSession::remove_all() {
   return ioctl_checked(GDBTRACE_IOC_REMOVE_ALL, nullptr, "remove probes");
 }

@@ -23,8 +23,9 @@ bool parse_maps_line(const std::string& line, MapsLine& m) {
   char perms[8] = {};
   unsigned dev_major = 0, dev_minor = 0;
   int consumed = 0;
-  if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &m.start,
-                  &m.end, perms, &m.pgoff, &dev_major, &dev_minor, &m.inode, &consumed) < 7)
+  if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+                  &m.start, &m.end, perms, &m.pgoff, &dev_major, &dev_minor, &m.inode,
+                  &consumed) < 7)
     return false;
   m.perms = perms;
   m.path = consumed > 0 && size_t(consumed) <= line.size() ? line.substr(size_t(consumed)) : "";
@@ -43,7 +44,7 @@ int open_mapped_file(int pid, const MapsLine& m) {
   }
   if (fd < 0)
     return -1;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_ino != m.inode || !S_ISREG(st.st_mode)) {
     ::close(fd);
     errno = ESTALE;

@@ -10,9 +10,9 @@
 namespace gdbtrace::kmod {
 
 struct ProbeSite {
-  int fd = -1;          // open read-only file descriptor of the mapped file (caller closes)
-  uint64_t offset = 0;  // file offset of the instruction
-  std::string path;     // for messages
+  int fd = -1;         // open read-only file descriptor of the mapped file (caller closes)
+  uint64_t offset = 0; // file offset of the instruction
+  std::string path;    // for messages
 };
 
 // ADDRESS must lie in an executable file-backed mapping of PID.

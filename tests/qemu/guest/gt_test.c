@@ -539,6 +539,11 @@ static void test_emulation(void) {
   CHECK(r == 0, "add emu_fn: %s", strerror(-r));
   r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &load, 8, acts, 2, &id_load);
   CHECK(r == 0, "add probe_me: %s", strerror(-r));
+  // A second probe at the same site: the instruction must still run once and
+  // both probes must see the registers of the probe point.
+  uint32_t id_second;
+  r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &load, 9, acts, 1, &id_second);
+  CHECK(r == 0, "add second probe_me: %s", strerror(-r));
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   int rc = run_tracee(t);
   CHECK(rc == 0, "tracee saw wrong results (exit %d): kernel does not skip the single-step?", rc);
@@ -547,6 +552,7 @@ static void test_emulation(void) {
   CHECK(b.emulated == 500 && b.frames == 500 && (b.flags & GDBTRACE_PST_EMULATING), "probe_me emulated %llu",
         b.emulated);
   struct expect e = {.tp = 8, .rip = (uintptr_t)probe_me, .want_mem = 1};
+  struct expect e9 = {.tp = 9, .rip = (uintptr_t)probe_me};
   long frames8 = 0;
   // Frames of both probes are interleaved: check the tracepoint-8 ones.
   for (uint32_t rr = 0; rr < s.init.nr_rings; rr++) {
@@ -561,11 +567,13 @@ static void test_emulation(void) {
       uint16_t tp;
       memcpy(&tp, data + off + sizeof rec, 2);
       if (tp == 8) { check_frame(data + off + sizeof rec, rec.len, &e); frames8++; }
+      if (tp == 9) check_frame(data + off + sizeof rec, rec.len, &e9);
       tail += (sizeof rec + rec.len + 7) & ~7ull;
     }
     h->tail = tail;
   }
   CHECK(!e.bad && frames8 == 500, "probe_me frames %ld: %s", frames8, e.why);
+  CHECK(!e9.bad && e9.frames == 500, "second probe frames %ld: %s", e9.frames, e9.why);
   close_session(&s);
   OK();
 }

@@ -20,19 +20,25 @@ cd /tmp
 /bin/gt_test || { note_fail "gt_test"; dmesg | grep gdbtrace | tail -20; }
 
 if [ -x /bin/gdbtrace-server ]; then
-  insmod /lib/modules/e1000.ko* 2>/dev/null
+  insmod /lib/modules/e1000.ko || note_fail "insmod e1000"
   ip link set lo up
-  ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0
+  ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2
+  # Wait for the link (e1000 autonegotiation) so the forwarded port reaches us.
+  i=0
+  while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  echo "GT-NET $(cat /sys/class/net/eth0/carrier 2>/dev/null) $(ip -4 addr show eth0 | grep inet)"
   cp -r /programs /tmp/programs 2>/dev/null
-  /bin/gdbtrace-server --multi :1234 >/tmp/server.log 2>&1 &
+  /bin/gdbtrace-server --multi 0.0.0.0:1234 >/tmp/server.log 2>&1 &
   spid=$!
-  sleep 1
+  # Ready once the socket listens (port 1234 = 04D2, state 0A = LISTEN).
+  i=0
+  while ! grep -q ":04D2 00000000:0000 0A" /proc/net/tcp && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
   echo "GT-SERVER-READY"
   # The host drives the server with gdb, then connects to :1234 again with 'monitor exit' or kills it.
   i=0
   while kill -0 $spid 2>/dev/null && [ $i -lt 900 ]; do sleep 0.2; i=$((i + 1)); done
   kill $spid 2>/dev/null
-  grep -qi "error\|abort" /tmp/server.log && sed 's/^/server: /' /tmp/server.log | tail -20
+  sed 's/^/server: /' /tmp/server.log | tail -30
 fi
 
 if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi

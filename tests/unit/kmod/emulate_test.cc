@@ -31,8 +31,8 @@ struct Context {
 class Native {
 public:
   Native() {
-    page_ = static_cast<uint8_t*>(
-        mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    page_ = static_cast<uint8_t*>(mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
+                                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     if (page_ == MAP_FAILED)
       page_ = nullptr;
   }
@@ -51,7 +51,7 @@ public:
     for (int hw : {3, 5, 12, 13, 14, 15, 4})
       mov_store(hw, field(&ctx()->save[hw]));
     rip_op({0xff}, 6, field(&ctx()->in_flags)); // push in_flags
-    code_.push_back(0x9d);                       // popfq
+    code_.push_back(0x9d);                      // popfq
     for (int g = 0; g < 16; g++)
       mov_load(kHwOfGdb[g], field(&ctx()->in[g]));
     pad_to(kInsn);
@@ -59,13 +59,14 @@ public:
     for (int g = 0; g < 16; g++)
       mov_store(kHwOfGdb[g], field(&ctx()->out[g]));
     mov_load(4, field(&ctx()->save[4])); // back to our stack (mov leaves flags alone)
-    code_.push_back(0x9c);                // pushfq
+    code_.push_back(0x9c);               // pushfq
     rip_op({0x8f}, 0, field(&ctx()->out_flags));
     for (int hw : {3, 5, 12, 13, 14, 15})
       mov_load(hw, field(&ctx()->save[hw]));
     code_.push_back(0xc3);
     std::memcpy(page_, code_.data(), code_.size());
-    __builtin___clear_cache(reinterpret_cast<char*>(page_), reinterpret_cast<char*>(page_ + code_.size()));
+    __builtin___clear_cache(reinterpret_cast<char*>(page_),
+                            reinterpret_cast<char*>(page_ + code_.size()));
     reinterpret_cast<void (*)()>(page_)();
   }
 
@@ -88,21 +89,26 @@ private:
     code_.push_back(uint8_t(((reg_field & 7) << 3) | 5));
     disp32_to(target);
   }
-  void mov_store(int hw, uint64_t target) { rip_op({uint8_t(0x48 | (hw >= 8 ? 4 : 0)), 0x89}, hw, target); }
-  void mov_load(int hw, uint64_t target) { rip_op({uint8_t(0x48 | (hw >= 8 ? 4 : 0)), 0x8b}, hw, target); }
+  void mov_store(int hw, uint64_t target) {
+    rip_op({uint8_t(0x48 | (hw >= 8 ? 4 : 0)), 0x89}, hw, target);
+  }
+  void mov_load(int hw, uint64_t target) {
+    rip_op({uint8_t(0x48 | (hw >= 8 ? 4 : 0)), 0x8b}, hw, target);
+  }
 
   uint8_t* page_ = nullptr;
   std::vector<uint8_t> code_;
 };
 
 unsigned long* reg_of(pt_regs& r, int g) {
-  unsigned long* map[16] = {&r.ax, &r.bx, &r.cx, &r.dx, &r.si, &r.di, &r.bp, &r.sp,
+  unsigned long* map[16] = {&r.ax, &r.bx, &r.cx,  &r.dx,  &r.si,  &r.di,  &r.bp,  &r.sp,
                             &r.r8, &r.r9, &r.r10, &r.r11, &r.r12, &r.r13, &r.r14, &r.r15};
   return map[g];
 }
 
 // An instruction with a rip-relative displacement aimed at the scratch area.
-std::vector<uint8_t> with_rip_disp(Native& n, std::vector<uint8_t> bytes, size_t disp_at, int64_t into) {
+std::vector<uint8_t> with_rip_disp(Native& n, std::vector<uint8_t> bytes, size_t disp_at,
+                                   int64_t into) {
   uint64_t next = n.insn_address() + bytes.size();
   int32_t d = int32_t(int64_t(reinterpret_cast<uint64_t>(n.scratch()) + into) - int64_t(next));
   std::memcpy(bytes.data() + disp_at, &d, 4);
@@ -160,7 +166,8 @@ TEST(KmodEmulate, MatchesCpu) {
   ASSERT_TRUE(n.ok()) << "no executable page";
   std::mt19937_64 rng(42);
   for (const Case& c : positive_cases()) {
-    auto bytes = c.rip_disp_at >= 0 ? with_rip_disp(n, c.bytes, size_t(c.rip_disp_at), 64) : c.bytes;
+    auto bytes =
+        c.rip_disp_at >= 0 ? with_rip_disp(n, c.bytes, size_t(c.rip_disp_at), 64) : c.bytes;
     gdbtrace_emu recipe;
     ASSERT_EQ(gt_emu_decode(bytes.data(), uint32_t(bytes.size()), &recipe), 0) << c.name;
     ASSERT_EQ(recipe.insn_len, bytes.size()) << c.name;
@@ -197,8 +204,10 @@ TEST(KmodEmulate, MatchesCpu) {
       ASSERT_TRUE(gt_emu_apply(&recipe, &regs)) << c.name;
       EXPECT_EQ(regs.ip, n.insn_address() + bytes.size()) << c.name;
       for (int g = 0; g < 16; g++)
-        EXPECT_EQ(*reg_of(regs, g), ctx.out[g]) << c.name << " register " << g << " round " << round;
-      EXPECT_EQ(regs.flags & kArithFlags, ctx.out_flags & kArithFlags) << c.name << " round " << round;
+        EXPECT_EQ(*reg_of(regs, g), ctx.out[g])
+            << c.name << " register " << g << " round " << round;
+      EXPECT_EQ(regs.flags & kArithFlags, ctx.out_flags & kArithFlags)
+          << c.name << " round " << round;
       EXPECT_EQ(std::memcmp(mem_native, n.scratch(), sizeof mem_native), 0) << c.name << " memory";
       if (::testing::Test::HasFailure())
         return;
@@ -210,7 +219,8 @@ TEST(KmodEmulate, ModuleDecoderAgreesWithZydisRecipe) {
   Native n;
   ASSERT_TRUE(n.ok());
   for (const Case& c : positive_cases()) {
-    auto bytes = c.rip_disp_at >= 0 ? with_rip_disp(n, c.bytes, size_t(c.rip_disp_at), 64) : c.bytes;
+    auto bytes =
+        c.rip_disp_at >= 0 ? with_rip_disp(n, c.bytes, size_t(c.rip_disp_at), 64) : c.bytes;
     auto padded = bytes;
     padded.resize(16, 0xcc); // what follows the instruction must not matter
     auto stub = gdbtrace::kmod::make_emu_recipe(padded);
@@ -221,17 +231,17 @@ TEST(KmodEmulate, ModuleDecoderAgreesWithZydisRecipe) {
 
 TEST(KmodEmulate, UnsupportedFormsDeclinedByBoth) {
   const std::vector<std::vector<uint8_t>> cases = {
-      {0x55},                                                 // push %rbp (the kernel emulates it itself)
-      {0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0},          // mov %fs:0x28,%rax
-      {0x66, 0x89, 0xc0},                                     // 16-bit mov
-      {0xe8, 0, 0, 0, 0},                                     // call
-      {0x48, 0x8b, 0x04, 0xc8},                               // indexed load
-      {0xc3},                                                 // ret
-      {0x48, 0x01, 0xd0},                                     // add %rdx,%rax
-      {0x88, 0xc8},                                           // 8-bit mov
-      {0xf0, 0x48, 0x83, 0x00, 0x01},                         // lock addq $1,(%rax)
-      {0x48, 0x83, 0x00, 0x01},                               // addq $1,(%rax): memory destination
-      {0x48, 0x8d, 0x04, 0x24},                               // lea (%rsp),%rax: not rip-relative
+      {0x55},                                        // push %rbp (the kernel emulates it itself)
+      {0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0}, // mov %fs:0x28,%rax
+      {0x66, 0x89, 0xc0},                            // 16-bit mov
+      {0xe8, 0, 0, 0, 0},                            // call
+      {0x48, 0x8b, 0x04, 0xc8},                      // indexed load
+      {0xc3},                                        // ret
+      {0x48, 0x01, 0xd0},                            // add %rdx,%rax
+      {0x88, 0xc8},                                  // 8-bit mov
+      {0xf0, 0x48, 0x83, 0x00, 0x01},                // lock addq $1,(%rax)
+      {0x48, 0x83, 0x00, 0x01},                      // addq $1,(%rax): memory destination
+      {0x48, 0x8d, 0x04, 0x24},                      // lea (%rsp),%rax: not rip-relative
   };
   for (const auto& b : cases) {
     auto padded = b;

@@ -10,7 +10,9 @@
 #include "kmod/module_collector.h"
 #include "kmod/probe_site.h"
 
-extern "C" int kmod_site_test_fn() { return 7; }
+extern "C" int kmod_site_test_fn() {
+  return 7;
+}
 
 TEST(KmodCollector, AbsentDeviceIsAClearError) {
   struct stat st;
