@@ -236,6 +236,14 @@ class Threads(GdbTestCase):
                                  r"tracepoint 2 at 0x[0-9a-f]+: backend ptrace, hits 22, frames 22"])
 
 
+    def test_threads_while_stepping(self):
+        # Each thread single-steps on its own after its hit: 22 hits x (1 + 2 steps) frames.
+        run = run_gdb(traced(["collect i", "while-stepping 2", "collect $regs", "end"],
+                             after=["tstop", "tstatus"]),
+                      program="trace_loop", args=(2, 4))
+        self.assertOrdered(run, [r"Collected 66 trace frames"])
+
+
 class Fast(GdbTestCase):
     def test_ftrace_through_ptrace(self):
         run = run_gdb(traced(["collect i, j"], tp="ftrace probe_me",
