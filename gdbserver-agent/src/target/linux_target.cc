@@ -88,11 +88,14 @@ Lwp* LinuxTarget::find_lwp(Tid tid, Process** owner) {
   return nullptr;
 }
 
-Result<Process*> LinuxTarget::stopped_process(Pid pid) {
-  Process* p = find_process(pid);
-  if (!p)
-    return no_process(pid);
-  return p;
+Result<Lwp*> LinuxTarget::stopped_lwp(ThreadId thread) {
+  Process* p = nullptr;
+  Lwp* l = find_lwp(thread.tid, &p);
+  if (!l || p->pid != thread.pid)
+    return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
+  if (l->running)
+    return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
+  return l;
 }
 
 Process& LinuxTarget::add_process(Pid pid, bool attached) {
@@ -262,23 +265,36 @@ void LinuxTarget::set_catch_syscalls(Pid pid, bool enabled, const std::vector<in
 // --- registers ---
 
 Result<RegisterBlock> LinuxTarget::read_registers(ThreadId thread) {
-  Process* p = nullptr;
-  Lwp* l = find_lwp(thread.tid, &p);
-  if (!l || p->pid != thread.pid)
-    return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
-  if (l->running)
-    return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
+  if (auto l = stopped_lwp(thread); !l)
+    return l.error();
   return x86::read_registers(thread.tid, avx_);
 }
 
 Result<void> LinuxTarget::write_registers(ThreadId thread, const RegisterBlock& regs) {
-  Process* p = nullptr;
-  Lwp* l = find_lwp(thread.tid, &p);
-  if (!l || p->pid != thread.pid)
-    return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
-  if (l->running)
-    return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
+  if (auto l = stopped_lwp(thread); !l)
+    return l.error();
   return x86::write_registers(thread.tid, regs, avx_);
+}
+
+Result<std::string> LinuxTarget::read_siginfo(ThreadId thread) {
+  if (auto l = stopped_lwp(thread); !l)
+    return l.error();
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
+    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
+  return std::string(reinterpret_cast<const char*>(&si), sizeof si);
+}
+
+Result<void> LinuxTarget::write_siginfo(ThreadId thread, std::string_view data) {
+  if (auto l = stopped_lwp(thread); !l)
+    return l.error();
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
+    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
+  std::memcpy(&si, data.data(), std::min(data.size(), sizeof si));
+  if (ptrace(PTRACE_SETSIGINFO, thread.tid, nullptr, &si) != 0)
+    return make_error(errno, std::string("PTRACE_SETSIGINFO: ") + std::strerror(errno));
+  return ok();
 }
 
 // --- memory (int3 bytes we inserted are hidden) ---

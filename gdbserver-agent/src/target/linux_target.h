@@ -116,13 +116,15 @@ public:
   Result<std::string> auxv(Pid pid) override;
   Result<std::string> exec_file(Pid pid) override;
   Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) override;
+  Result<std::string> read_siginfo(ThreadId thread) override;
+  Result<void> write_siginfo(ThreadId thread, std::string_view data) override;
 
 private:
   // --- bookkeeping (linux_target.cc) ---
   Process* find_process(Pid pid);
   const Process* find_process(Pid pid) const;
   Lwp* find_lwp(Tid tid, Process** owner = nullptr);
-  Result<Process*> stopped_process(Pid pid);
+  Result<Lwp*> stopped_lwp(ThreadId thread);
   Process& add_process(Pid pid, bool attached);
   void remove_process(Pid pid);
   Result<void> set_ptrace_options(Tid tid, bool attached);

@@ -203,6 +203,10 @@ TEST_F(TargetEventsTest, SignalsReportedDeliveredOrPassed) {
     StopEvent ev = expect_event();
     ASSERT_EQ(ev.kind, StopKind::Signalled);
     ASSERT_EQ(ev.signal, SIGUSR1);
+    auto si = target->read_siginfo(ev.thread);
+    ASSERT_TRUE(si.ok());
+    ASSERT_EQ(si->size(), sizeof(siginfo_t));
+    EXPECT_EQ(reinterpret_cast<const siginfo_t*>(si->data())->si_signo, SIGUSR1);
     // Deliver the first two, suppress the third (gdb's "signal 0").
     int sig = i < 2 ? SIGUSR1 : 0;
     delivered += sig != 0;
