@@ -101,3 +101,28 @@ ebpf_row 'p_nop1:sink' "$sites" p_nop1 sink "$untraced_sites" 1 "$n"
 ebpf_row 'p_nop1:$regs' "$sites" p_nop1 '$regs' "$untraced_sites" 1 "$n"
 uprobe_floor probe_me "$loop" probe_me "$untraced_loop" "$n"
 ebpf_row 'probe_me:$regs' "$loop" probe_me '$regs' "$untraced_loop" "$n"
+
+# --- without gdb or the stub: the collector probing bpf_bench's own `nop` site -------------------
+# bpf_bench (tests/unit/bpf) installs the generated program on itself and times the calls, draining the
+# ring every 4096 calls outside the timed part: the in-kernel cost per hit, beside the tracefs floor on
+# the same instruction, interleaved so load changes hit both alike.
+bench_tool=$BENCH_BUILD/tests/unit/bpf/bpf_bench
+if [ -x "$bench_tool" ]; then
+  untraced_tool=$(bench_ns_per_iter "$("$bench_tool" untraced "$n_untraced")")
+  bench_row untraced bpf_bench:site "$untraced_tool" unit=ns_per_iter n="$n_untraced"
+  floor_runs=() sink_runs=() regs_runs=()
+  for _ in 1 2 3; do
+    out=$(uprobe_floor site "$bench_tool" bpf_test_probe "$untraced_tool" untraced "$n")
+    floor_runs+=("$(awk '{print $4}' <<<"$out")")
+    sink_runs+=("$(bench_ns_per_iter "$("$bench_tool" sink "$n")")")
+    regs_runs+=("$(bench_ns_per_iter "$("$bench_tool" regs "$n")")")
+  done
+  median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+  bench_row uprobe-tracefs 'bpf_test_probe' "$(median "${floor_runs[@]}")" runs="$(IFS=,; echo "${floor_runs[*]}")"
+  bench_row gdbtrace-ebpf-direct 'bpf_test_probe:sink' \
+    "$(bench_sub "$(median "${sink_runs[@]}")" "$untraced_tool")" n="$n"
+  bench_row gdbtrace-ebpf-direct 'bpf_test_probe:$regs' \
+    "$(bench_sub "$(median "${regs_runs[@]}")" "$untraced_tool")" n="$n"
+else
+  bench_row gdbtrace-ebpf-direct 'bpf_test_probe:sink' NA reason=no_tests/unit/bpf/bpf_bench
+fi
