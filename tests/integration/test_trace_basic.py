@@ -58,6 +58,15 @@ class Collect(GdbTestCase):
         self.assertOrdered(run, [r"Found trace frame 1", r"\$1 = 0", r"\$2 = 222", r"\$3 = 101",
                                  r"\$4 = <unavailable>"])
 
+    def test_collect_string_uses_tracenz(self):
+        # An rvalue makes gdb compile bytecode: trace the pointer, then tracenz the string.
+        run = run_gdb(traced(["collect/s greeting + 0"],
+                             after=["tstop", "tfind 0", "print greeting", "print greeting[9]"]),
+                      program="trace_loop", args=(1,))
+        # The string up to and including its NUL was collected; past it nothing.
+        self.assertOrdered(run, [r"Found trace frame 0", r"\$1 = 0x[0-9a-f]+ \"hi there\"",
+                                 r"\$2 = <unavailable>|Cannot access memory"])
+
     def test_sdata_is_a_clear_error(self):
         run = run_gdb(traced(["collect $_sdata"], after=["tstatus"]), program="trace_loop", args=(2,))
         self.assertRegex(run.output, r"(?i)static|sdata")

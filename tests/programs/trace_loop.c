@@ -20,6 +20,7 @@ long global_array[8] = {10, 20, 30, 40, 50, 60, 70, 80};
 struct point global_point = {7, 8, "origin"};
 struct point *global_ptr = &global_point;
 char message[32] = "hello trace";
+const char *greeting = "hi there"; /* collect/s greeting: tracenz */
 unsigned char big_buffer[100000]; /* big_buffer[k] == k % 251 (more than one 'M' block) */
 
 __attribute__((noinline)) int probe_me(int i, int j) {
