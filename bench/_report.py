@@ -109,6 +109,11 @@ if mechs:
               "|---|" + "---:|" * len(COLUMNS)]
     for m in mechs:
         lines.append(f"| {m} | " + " | ".join(cell(m, c[0]) for c in COLUMNS) + " |")
+        prog_ns = {r.get("column"): r["bpf_prog_ns"] for r in rows
+                   if r["mechanism"] == m and r.get("bpf_prog_ns") is not None}
+        if prog_ns:
+            lines.append(f"| ↳ {m}: BPF program alone (kernel bpf_stats) | " +
+                         " | ".join(str(prog_ns.get(c[0], "")) for c in COLUMNS) + " |")
     lines.append("")
 
 # --- data path out -------------------------------------------------------------------------------

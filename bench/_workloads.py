@@ -5,7 +5,10 @@ phase, so one gdb session (all tracepoints defined at once) measures every workl
 ns/hit = phase ns/iter traced - the same phase untraced (median of 3). Tracepoints are placed with
 `trace *SITE` on the site's first instruction, the same instruction the raw uprobe floor uses.
 """
+import json
 import re
+import statistics
+import time
 
 import _bench as B
 
@@ -63,19 +66,35 @@ def expected_frames(site, n):
     return (n + 99) // 100 if site == "w_cond" else n
 
 
-def session(mech, kind, prog, n, base, workloads, backend=None, trace_cmd="trace", wrapper=(), tag=""):
-    """One traced run of `prog n <sites>`; prints one row per workload."""
+def run_once(mech, kind, prog, n, workloads, backend=None, trace_cmd="trace", wrapper=(), tag="",
+             extra=()):
+    """One traced run of `prog n <sites>` under gdb; returns gdb's and the server's output."""
     sites = [w[0] for w in workloads]
     server = B.Server(kind, [prog, str(n), *sites], wrapper)
-    text = B.gdb(script(prog, server.port, workloads, backend, trace_cmd, server.proc.pid))
+    text = B.gdb(script(prog, server.port, workloads, backend, trace_cmd, server.proc.pid).replace(
+        "kill\n", "".join(x + "\n" for x in extra) + "kill\n"))
     server.stop()
     text += "\n" + server.output()
-    with open(f"{B.WORK}/{mech}{tag}.log", "w") as f:
+    with open(f"{B.WORK}/{mech}{tag}-{time.monotonic_ns()}.log", "w") as f:
         f.write(text)
-    traced = B.phases(text)
+    return text
+
+
+def median_phases(texts):
+    """{site: median traced ns/iter over the runs that printed it}, {site: [each run]}."""
+    runs = {}
+    for text in texts:
+        for site, ns in B.phases(text).items():
+            runs.setdefault(site, []).append(ns)
+    return {site: statistics.median(v) for site, v in runs.items()}, runs
+
+
+def emit(mech, texts, n, base, workloads, backend=None, trace_cmd="trace", notes_by_site=None):
+    """One row per workload: median over the runs' ns/iter; frames checked on the last run."""
+    text = texts[-1]
+    traced, runs = median_phases(texts)
     status = B.stub_status(text) if backend else {}
     total = B.frames_collected(text)
-    used_backend = {s["backend"] for s in status.values()}
     for i, (site, column, workload, _, _) in enumerate(workloads):
         tp = FIRST_TP + i
         if site not in traced or not total:
@@ -84,6 +103,9 @@ def session(mech, kind, prog, n, base, workloads, backend=None, trace_cmd="trace
             continue
         notes = {"column": column, "n": n, "traced_ns_per_iter": traced[site],
                  "site": site_address(site, trace_cmd)[1:]}
+        if len(texts) > 1:
+            notes["runs_ns_per_iter"] = ",".join(f"{x:.0f}" for x in runs[site])
+        notes.update((notes_by_site or {}).get(site, {}))
         if backend:
             st = status.get(tp, {})
             notes.update(frames=st.get("frames"), hits=st.get("hits"), drops=st.get("drops"),
@@ -104,7 +126,44 @@ def session(mech, kind, prog, n, base, workloads, backend=None, trace_cmd="trace
         B.row(mech, workload, traced[site] - base[site], **notes)
     vm = re.findall(r"(VmHWM|VmRSS):\s+(\d+) kB", text)
     if vm:
-        B.log(f"{mech}: server {dict(vm)} kB, total frames {total}, backends {used_backend}")
+        B.log(f"{mech}: server {dict(vm)} kB, total frames {total}")
+
+
+def session(mech, kind, prog, n, base, workloads, backend=None, trace_cmd="trace", wrapper=(), tag=""):
+    text = run_once(mech, kind, prog, n, workloads, backend, trace_cmd, wrapper, tag)
+    emit(mech, [text], n, base, workloads, backend, trace_cmd)
+
+
+def bpf_program_ns(prog, n):
+    """{site: ns per run of the site's BPF program} from the kernel's BPF stats (a separate run: the
+    stats cost a little per run, so the timed runs go without them)."""
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+            before = f.read().strip()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+    except OSError:
+        return {}
+    try:
+        text = run_once("bpf-stats", "gdbtrace", prog, n, WORKLOADS, "ebpf",
+                        extra=["shell bpftool -j prog show | sed 's/^/BPFPROGS /'"])
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(before)
+    m = re.search(r"^BPFPROGS (.*)$", text, re.M)
+    status = B.stub_status(text)
+    if not m:
+        return {}
+    out = {}
+    by_name = {p.get("name"): p for p in json.loads(m.group(1))}
+    for i, (site, *_rest) in enumerate(WORKLOADS):
+        # The stub names each program gdbtrace_tp<N> after its tracepoint number; several stubs may
+        # run at once on a shared machine, so only trust a count equal to this run's hits.
+        p = by_name.get(f"gdbtrace_tp{FIRST_TP + i}")
+        hits = status.get(FIRST_TP + i, {}).get("hits")
+        if p and p.get("run_cnt") and p.get("run_cnt") in (hits, n):
+            out[site] = {"bpf_prog_ns": round(p["run_time_ns"] / p["run_cnt"])}
+    return out
 
 
 def main():
@@ -120,20 +179,28 @@ def main():
     for site, ns in base.items():
         B.row("untraced", f"bench_work:{site}", ns, unit="ns_per_iter", n=n_fast)
 
-    out, hits = B.with_uprobes([(prog, s) if s != "lib_site" else (f"{B.PROGRAMS}/libbenchsite.so", s)
-                                for s in all_sites], [prog, str(n_fast)])
-    traced = B.phases(out) if out else {}
+    # The raw uprobe floor and the eBPF collector alternate, 3 runs each (medians): on a shared machine
+    # the cost of a uprobe trap drifts by several x within minutes, and the targets are ratios.
+    floor_texts, ebpf_texts, hits = [], [], {}
+    for _ in range(B.n(3, 1)):
+        out, hits = B.with_uprobes([(prog, s) if s != "lib_site" else (f"{B.PROGRAMS}/libbenchsite.so", s)
+                                    for s in all_sites], [prog, str(n_fast)])
+        floor_texts.append(out or "")
+        ebpf_texts.append(run_once("gdbtrace-ebpf", "gdbtrace", prog, n_fast, WORKLOADS, "ebpf"))
+    traced, runs = median_phases(floor_texts)
     for site, column, *_ in WORKLOADS:
         if site in traced:
             B.row("uprobe-tracefs", site, traced[site] - base[site], column=column, hits=hits.get(site),
-                  n=n_fast, traced_ns_per_iter=traced[site])
+                  n=n_fast, traced_ns_per_iter=traced[site],
+                  runs_ns_per_iter=",".join(f"{x:.0f}" for x in runs[site]))
         else:
-            B.row("uprobe-tracefs", site, None, column=column, reason=hits if out is None else "no_phase")
+            B.row("uprobe-tracefs", site, None, column=column, reason=hits if not floor_texts[-1] else "no_phase")
+    emit("gdbtrace-ebpf", ebpf_texts, n_fast, base, WORKLOADS, "ebpf",
+         notes_by_site=bpf_program_ns(prog, n_fast))
 
     # Trap-based mechanisms (one ptrace stop per hit): few hits, the cost is ~100 us each.
     session("gdbserver-trace", "gdbserver", prog, n_trap, base, WORKLOADS)
     session("gdbtrace-ptrace", "gdbtrace", prog, n_trap, base, WORKLOADS, backend="ptrace")
-    session("gdbtrace-ebpf", "gdbtrace", prog, n_fast, base, WORKLOADS, backend="ebpf")
 
     # Stock gdbserver fast tracepoints (in-process agent): non-PIE only; the library site on its own
     # (a refused tracepoint fails the whole tstart); then the PIE refusal.
