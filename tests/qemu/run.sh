@@ -69,6 +69,7 @@ run_series() {
   cp "$bdir/gdbtrace.ko" "$root/gdbtrace.ko"
   cp "$work"/guest/* "$root/bin/"
   cp "$here/guest/init.sh" "$root/init" && chmod +x "$root/init"
+  cp "$here/guest/gt_bench.sh" "$root/bin/gt_bench.sh" && chmod +x "$root/bin/gt_bench.sh"
   # NIC driver for the forwarded gdb port (e1000 is a module in Debian's config).
   local e1000; e1000=$(find "$MODDIR" -name 'e1000.ko*' | head -1)
   case "$e1000" in
@@ -105,6 +106,7 @@ run_series() {
       sleep 0.5
     done
     if grep -q "GT-SERVER-READY" "$log"; then
+      [ -n "${GT_BENCH:-}" ] && "$here/gdb_bench.sh" "$port" "$work/$s" "$root" "${GT_BENCH_GDB_N:-2000}" >"$work/$s/gdb-bench.log" 2>&1
       "$gdbscript" "$port" "$work/$s" "$root" >"$work/$s/gdb.log" 2>&1
       echo "gdb session exit $?" >>"$work/$s/gdb.log"
     fi
@@ -114,6 +116,7 @@ run_series() {
   echo "boot+tests: $((SECONDS - start)) s (qemu exit $qrc)"
   sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|SKIP\|BENCH\)/p' "$log"
   [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|gdb session\)/p' "$work/$s/gdb.log"
+  [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"
   if grep -q "GT-RESULT PASS" "$log" && ! grep -q "^FAIL" "$work/$s/gdb.log" 2>/dev/null; then
     echo "RESULT $s ($KREL): PASS"
     return 0

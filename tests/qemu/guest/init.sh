@@ -38,7 +38,8 @@ if [ -x /bin/gdbtrace-server ]; then
   i=0
   while kill -0 $spid 2>/dev/null && [ $i -lt 900 ]; do sleep 0.2; i=$((i + 1)); done
   kill $spid 2>/dev/null
-  sed 's/^/server: /' /tmp/server.log | tail -30
+  grep '^BENCH' /tmp/server.log
+  grep -v '^BENCH' /tmp/server.log | sed 's/^/server: /' | tail -30
 fi
 
 if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi

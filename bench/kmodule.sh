@@ -1,0 +1,46 @@
+#!/bin/bash
+# Per-hit cost of the gdbtrace.ko collector inside the QEMU (TCG) guest, next to
+# the raw uprobe floor (tracefs event) and the ptrace collector, on the same
+# loop (tests/qemu/guest/gt_bench.c) in the same guest, for
+#   nop  site: first instruction nop (the kernel emulates it itself)
+#   load site: mov disp(%rip),%rax (single-stepped by the kernel, unless
+#              gdbtrace.ko emulates it and the kernel skips the step)
+# ns/hit = traced ns/iter - untraced ns/iter (one run; compare ratios, not
+# absolute numbers: TCG is slow and noisy).
+#   bench/kmodule.sh [6.1|6.12|all] [N]    (default all, N=20000)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+series=${1:-all}
+n=${2:-20000}
+mkdir -p "$here/results"
+out=$here/results/kmodule-$(date -u +%Y%m%dT%H%M%SZ).txt
+GT_BENCH=$n GT_BENCH_GDB_N=${GT_BENCH_GDB_N:-2000} QEMU_TIMEOUT=${QEMU_TIMEOUT:-900} \
+  GDBTRACE_BUILD=${GDBTRACE_BUILD:-$here/../build-kmod} "$here/../tests/qemu/run.sh" "$series" >"$out.log" 2>&1
+rc=$?
+awk '
+  /^=== kernel/ { kernel = $3 }
+  /^--- console tail/ { exit }
+  /^BENCH/ {
+    what = $2; site = ""; ns = ""; n = ""
+    for (i = 3; i <= NF; i++) {
+      split($i, kv, "=")
+      if (kv[1] == "site") site = kv[2]
+      if (kv[1] == "ns_per_iter") ns = kv[2]
+      if (kv[1] == "n") n = kv[2]
+    }
+    key = kernel " " site
+    if (what == "untraced") base[key] = ns
+    rows[++nrows] = kernel "|" site "|" what "|" n "|" ns
+  }
+  END {
+    printf "%-24s %-5s %-34s %8s %12s %12s\n", "kernel", "site", "mechanism", "hits", "ns/iter", "ns/hit"
+    for (i = 1; i <= nrows; i++) {
+      split(rows[i], r, "|")
+      b = base[r[1] " " r[2]]
+      hit = (r[3] == "untraced" || b == "") ? "-" : sprintf("%.0f", r[5] - b)
+      printf "%-24s %-5s %-34s %8s %12s %12s\n", r[1], r[2], r[3], r[4], r[5], hit
+    }
+  }' "$out.log" | tee "$out"
+grep -E "^(RESULT|gdb bench)" "$out.log"
+echo "full log: $out.log"
+exit $rc
