@@ -61,8 +61,10 @@ def reference(mech, r):
 for r in rows:
     if not per_hit(r):
         continue
-    slow = reference("gdbserver-trace", r)
-    floor = reference("uprobe-tracefs", r)
+    guest = r.get("where") == "qemu-tcg-guest"  # compared only with the same guest's rows
+    slow = None if guest else reference("gdbserver-trace", r)
+    floor = {"ns_per_hit": float(r["floor_ns"])} if r.get("floor_ns") else \
+        (None if guest else reference("uprobe-tracefs", r))
     if slow and r["ns_per_hit"] > 0:
         r["speedup_vs_gdbserver_trace"] = round(slow["ns_per_hit"] / r["ns_per_hit"], 1)
     if floor and floor["ns_per_hit"] > 0:
@@ -146,7 +148,7 @@ def column_row(mech, column, script=None):
     return None
 
 
-in_kernel = [m for m in mechs if m.startswith(("gdbtrace-ebpf", "gdbtrace-kmod", "gdbtrace-module"))]
+in_kernel = [m for m in mechs if m.startswith("gdbtrace-ebpf") or m.endswith("gdbtrace-kmod")]
 for m in in_kernel:
     for column in ("regs", "struct64", "cond1pct"):
         r = column_row(m, column)
@@ -157,17 +159,20 @@ for m in in_kernel:
         target(r["x_uprobe_floor"] <= 1.5, f"{m} {r['workload']} <= 1.5x uprobe floor: "
                f"{fmt(r['ns_per_hit'])} ns = {r['x_uprobe_floor']}x")
     r = column_row(m, "regs")
-    if r and r.get("speedup_vs_gdbserver_trace"):
+    if r and r.get("where") == "qemu-tcg-guest":
+        target(None, f"{m} >= 20x cheaper than stock gdbserver trap tracepoint: stock gdbserver is not "
+               "measured in the guest (host figure: see gdbtrace-ebpf)")
+    elif r and r.get("speedup_vs_gdbserver_trace"):
         slow = reference("gdbserver-trace", r)
         target(r["speedup_vs_gdbserver_trace"] >= 20,
                f"{m} >= 20x cheaper than stock gdbserver trap tracepoint on the emulated site: "
                f"{fmt(r['ns_per_hit'])} vs {fmt(slow['ns_per_hit'])} ns = {r['speedup_vs_gdbserver_trace']}x")
     else:
         target(None, f"{m} >= 20x cheaper than gdbserver trap tracepoint: no measurement")
-    emu, step = column_row(m, "regs"), column_row(m, "stepsite")
+    emu, step = column_row(m, "regs"), column_row(m + "-emulating", "stepsite") or column_row(m, "stepsite")
     if emu and step and emu["ns_per_hit"] and step["ns_per_hit"] is not None:
         ratio = step["ns_per_hit"] / emu["ns_per_hit"]
-        target(ratio <= 2.0, f"{m} single-step site <= 2x emulated site: {fmt(step['ns_per_hit'])} vs "
+        target(ratio <= 2.0, f"{step['mechanism']} single-step site <= 2x emulated site: {fmt(step['ns_per_hit'])} vs "
                f"{fmt(emu['ns_per_hit'])} ns = {ratio:.2f}x"
                + (" (eBPF cannot write pt_regs on this kernel: no emulation)" if "ebpf" in m else ""))
     t1, t2 = column_row(m, "threads1"), column_row(m, "threads2")

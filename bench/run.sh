@@ -52,8 +52,20 @@ for s in "${scripts[@]}"; do
   name=$(basename "$s" .sh)
   echo "--- bench/$name.sh $([ "$BENCH_SMOKE" = 1 ] && echo '(smoke)')" >&2
   start=$SECONDS
-  timeout --kill-after=30 "${BENCH_TIMEOUT:-1800}" bash "$s" >"$out/$name.out" 2>"$out/$name.err"
+  args=()
+  if [ "$name" = kmodule ]; then
+    # Boots QEMU guests (minutes): not in --smoke unless asked; its table becomes rows below.
+    if [ "$BENCH_SMOKE" = 1 ] && [ "${BENCH_KMODULE:-0}" != 1 ]; then
+      echo "    skipped in --smoke (boots QEMU guests; BENCH_KMODULE=1 to run it)" >&2
+      continue
+    fi
+    args=("${BENCH_KMODULE_SERIES:-all}")
+  fi
+  timeout --kill-after=30 "${BENCH_TIMEOUT:-1800}" bash "$s" "${args[@]}" >"$out/$name.out" 2>"$out/$name.err"
   rc=$?
+  if [ "$name" = kmodule ]; then
+    python3 "$here/_kmodule_rows.py" <"$out/$name.out" >"$out/$name.rows" && cat "$out/$name.rows" >>"$out/$name.out"
+  fi
   grep -E '^(ROW |\{)' "$out/$name.out" | sed "s|^|$name\t|" >>"$raw"
   rows=$(grep -cE '^(ROW |\{)' "$out/$name.out")
   echo "    exit $rc, $rows rows, $((SECONDS - start))s (output: $out/$name.out, $out/$name.err)" >&2
