@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
+#include <random>
 
 #include "fake_target.h"
 #include "trace/frame.h"
@@ -478,4 +479,56 @@ TEST_F(EngineTest, FallbackMessageDrainAndRegisterAvailability) {
   auto mon = eng.handle_monitor("gdbtrace backend ptrace");
   ASSERT_TRUE(mon);
   EXPECT_NE(mon->find("backend selection: ptrace"), std::string::npos);
+}
+
+// Malformed and random packets get an error reply (or are not ours); nothing crashes
+// (this suite also runs under ASan/UBSan).
+TEST_F(EngineTest, GarbageNeverCrashes) {
+  const char* bad[] = {"QTDP:",
+                       "QTDP:-",
+                       "QTDP:-1",
+                       "QTDP:-1:401000",
+                       "QTDP:1:401000:E:0:0:X",
+                       "QTDP:1:401000:E:0:0:Xffffffff,00",
+                       "QTDPsrc:",
+                       "QTDPsrc:1:2:at",
+                       "QTDV:",
+                       "QTDV:1:2:3:zz",
+                       "QTro:1",
+                       "QTro:1,",
+                       "QTEnable:",
+                       "QTFrame:",
+                       "QTFrame:pc:",
+                       "QTFrame:range:1",
+                       "QTFrame:tdp:ffffffffffffffffff",
+                       "qTP:",
+                       "qTV:",
+                       "qTBuffer:",
+                       "qTBuffer:1",
+                       "QTBuffer:size:zz",
+                       "QTBuffer:size:ffffffffffffffff",
+                       "QTNotes:user:zz;",
+                       "QTNotes:user:61",
+                       "QTSave:",
+                       "QTSave:2f",
+                       "qGdbtrace.frames:",
+                       "qGdbtrace.frames:1,",
+                       "QTDisconnected:",
+                       "QTBuffer:circular:"};
+  for (const char* p : bad) {
+    auto r = engine->handle_packet(p);
+    ASSERT_TRUE(r) << p;
+    EXPECT_TRUE(r->substr(0, 1) == "E" || *r == "OK" || *r == "F-1") << p << " -> " << *r;
+  }
+  std::mt19937 rng(7);
+  const std::string prefixes[] = {"QTDP:", "QTDP:-1:401000:", "QTFrame:", "qTBuffer:",
+                                  "QTro:", "QTNotes:",        "QTDV:",    "qGdbtrace.frames:"};
+  define({"QTinit", "QTDP:1:401000:E:0:0-"});
+  for (int i = 0; i < 3000; ++i) {
+    std::string p = prefixes[rng() % std::size(prefixes)];
+    int n = int(rng() % 24);
+    for (int k = 0; k < n; ++k)
+      p.push_back("0123456789abcdefXRMSL:,-;"[rng() % 25]);
+    (void)engine->handle_packet(p);
+  }
 }
