@@ -299,6 +299,11 @@ class Runner:
     def pending_bytes(self):
         return len(self._tail)
 
+    def reset(self, next_index):
+        """Forget a partial frame (the stream is picked up elsewhere) and number on from NEXT_INDEX."""
+        self._tail = b""
+        self.next_index = next_index
+
     def _fast_run(self, buf, pos, tp, size):
         key = (tp, size)
         for layout in self._layouts.get(key, ()):

@@ -595,26 +595,53 @@ class LivePoller:
         self._pending = False
         self._allstop_noted = False
         self._lock = threading.Lock()
+        self.discarded = None
 
     def start(self):
         LivePoller.current = self
-        self._thread = threading.Thread(target=self._timer, name="gdbtrace-live", daemon=True)
-        self._thread.start()
+        self.inferior_running = any(t.is_running() for t in gdb.selected_inferior().threads())
+        self._handlers = [(gdb.events.cont, self._on_cont), (gdb.events.stop, self._on_stop),
+                          (gdb.events.exited, self._on_exited)]
         exiting = getattr(gdb.events, "gdb_exiting", None)
         if exiting is not None:
-            exiting.connect(self._on_exit)
+            self._handlers.append((exiting, self._on_exit))
+        for registry, handler in self._handlers:
+            registry.connect(handler)
+        self._thread = threading.Thread(target=self._timer, name="gdbtrace-live", daemon=True)
+        self._thread.start()
+
+    # Polls are posted only while the program runs; a stop or the exit is followed at once by a
+    # poll on the main thread. gdb 13 crashes at exit if a posted event is still queued, so the
+    # timer keeps that window small (one event at a time, none while the program is stopped).
+    def _on_cont(self, _event):
+        self.inferior_running = True
+
+    def _on_stop(self, _event):
+        self.inferior_running = any(t.is_running() for t in gdb.selected_inferior().threads())
+        self._poll_now()
+
+    def _on_exited(self, _event):
+        self.inferior_running = False
+        self._poll_now()
+        self.stop("the program exited")
 
     def _on_exit(self, _event):
-        # Stop the timer thread before gdb tears Python down (a late post_event would crash it).
         self.finished = True
         self._thread.join(timeout=2)
+
+    def _poll_now(self):
+        with self._lock:
+            if self._pending:
+                return  # a posted poll is queued and will run
+            self._pending = True
+        self._poll()
 
     def _timer(self):
         interval = self.opts["interval_ms"] / 1000.0
         while not self.finished:
             time.sleep(interval)
             with self._lock:
-                if self._pending or self.finished:
+                if self._pending or self.finished or not self.inferior_running:
                     continue
                 self._pending = True
             try:
@@ -628,6 +655,11 @@ class LivePoller:
         self.finished = True
         if LivePoller.current is self:
             LivePoller.current = None
+        for registry, handler in getattr(self, "_handlers", []):
+            try:
+                registry.disconnect(handler)
+            except (RuntimeError, ValueError):
+                pass
         gdb.write("gdbtrace live: %d frames shown; %s.\n" % (self.printed, reason))
         gdb.flush()
 
@@ -651,31 +683,53 @@ class LivePoller:
     def _poll_once(self):
         if self.finished:
             return
+        status = self.stub.status()
+        buf = status.get("buffer") or {}
+        discarded = buf.get("discarded")
+        skip_below = None
+        if discarded is not None and self.discarded is not None and discarded != self.discarded:
+            # A circular buffer dropped its oldest frames: byte offsets moved. Read the buffer
+            # again from its start (frame numbers = creation order) and print only new frames.
+            skip_below = self.runner.next_index
+            self.offset = 0
+            self.runner.reset(discarded)
+        rows = []
         while True:
             data, last = self.stub.frames_chunk(self.offset)
             self.offset += len(data)
             for run in self.runner.feed(data):
-                plan = run.plan
-                for expr, message in plan.problems:
-                    if (plan.tp, expr) not in self.reported:
-                        self.reported.add((plan.tp, expr))
-                        gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message))
-                for row in run.rows:
-                    gdb.write(format_live_row(plan, row) + "\n")
-                    self.printed += 1
-                    if self.opts["count"] is not None and self.printed >= self.opts["count"]:
-                        gdb.flush()
-                        return self.stop("%d frames printed" % self.printed)
-            gdb.flush()
+                rows.extend((run.plan, row) for row in run.rows
+                            if skip_below is None or row[0] >= skip_below)
             if last or not data:
                 break
+        after = (self.stub.status().get("buffer") or {}).get("discarded") if discarded is not None else None
+        if after != discarded:
+            # Frames were dropped while we read: what we read may straddle two layouts of the
+            # buffer. Print nothing from it; the next poll starts over.
+            self.discarded = discarded
+            self.runner.next_index = skip_below if skip_below is not None else rows[0][1][0] if rows else \
+                self.runner.next_index
+            return
+        if skip_below is not None:
+            dropped = max(0, discarded - skip_below)
+            if dropped:
+                gdb.write("gdbtrace live: the circular buffer discarded %d frames before they were shown\n"
+                          % dropped)
+        self.discarded = discarded
+        for plan, row in rows:
+            for expr, message in plan.problems:
+                if (plan.tp, expr) not in self.reported:
+                    self.reported.add((plan.tp, expr))
+                    gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message))
+            gdb.write(format_live_row(plan, row) + "\n")
+            self.printed += 1
+            if self.opts["count"] is not None and self.printed >= self.opts["count"]:
+                gdb.flush()
+                return self.stop("%d frames printed" % self.printed)
+        gdb.flush()
         if self.opts["seconds"] is not None and time.monotonic() - self.started >= self.opts["seconds"]:
             return self.stop("time limit (%g s)" % self.opts["seconds"])
-        status = self.stub.status()
-        if not status.get("running"):
-            more, _last = self.stub.frames_chunk(self.offset)
-            if more:
-                return  # frames stored just before the stop: the next poll prints them
+        if not status.get("running") and not rows:
             self.stop("the trace run is not running (%s)" % (status.get("stop_reason") or "stopped"))
 
 
@@ -729,6 +783,7 @@ program stops."""
                     counter.feed(chunk)
                 offset, runner.next_index = counter.complete_bytes, counter.frames
         poller = LivePoller(opts, stub, runner, offset, ts_tsv)
+        poller.discarded = (status.get("buffer") or {}).get("discarded")
         gdb.write("gdbtrace live: polling every %d ms%s; frames print as they arrive "
                   "(`gdbtrace live stop` ends it)\n" % (
                       opts["interval_ms"], "" if runner.next_index == 0 else

@@ -227,6 +227,12 @@ class TraceData:
                 yield run
         if runner.pending_bytes:
             raise StubError("the frame stream ends inside a frame (%d bytes left over)" % runner.pending_bytes)
+        before = (self.status.get("buffer") or {}).get("discarded")
+        if before is not None and self.status.get("running"):
+            after = (self.stub.status().get("buffer") or {}).get("discarded")
+            if after != before:
+                raise StubError("the circular trace buffer discarded frames while they were being read, so "
+                                "the result would mix two states of the buffer; `tstop` first, then try again")
 
     def columns(self):
         """Union of the column names of every tracepoint's main plan (CSV header)."""

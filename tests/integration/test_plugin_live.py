@@ -43,6 +43,19 @@ class Live(PluginTestCase):
         self.assertOutput(run, r"after the 2 frames already in the buffer")
         self.assertEqual(self.live_rows(run), [(n, n, 3 * n) for n in range(2, 5)], run.transcript())
 
+    def test_circular_buffer_never_shows_torn_frames(self):
+        # a 2 KB circular buffer holds 2 frames: polls must resynchronise, never parse mid-frame
+        run = plugin_run(["set circular-trace-buffer on", "set trace-buffer-size 2000"] + WORK_I +
+                         ["tstart", "gdbtrace live -i 30", "continue"], args=(60, 3000), gdb_args=NON_STOP)
+        self.assertNoPythonErrors(run)
+        rows = self.live_rows(run)
+        self.assertTrue(rows, run.transcript())
+        for index, i, scaled in rows:
+            self.assertEqual((index, scaled), (i, 3 * i))
+        self.assertEqual(rows[-1][1], 59, "the last frames are shown when the program exits")
+        self.assertEqual([r[0] for r in rows], sorted(set(r[0] for r in rows)))
+        self.assertOutput(run, r"gdbtrace live: \d+ frames shown; ")
+
     def test_all_stop_note_and_stop(self):
         run = plugin_run(WORK_I + ["break plugin_demo.c:%d" % LINE_DONE, "tstart", "gdbtrace live -i 20",
                                    "continue", "gdbtrace live stop"], args=(30, 10000))
