@@ -16,12 +16,16 @@ import _bench as B
 WALK_PY = """python
 import gdb, time
 t0 = time.monotonic(); c0 = time.process_time()
-count = 0
+count = errors = 0
 for i in range({frames}):
-    gdb.execute("tfind %d" % i, to_string=True)
-    gdb.execute("tdump", to_string=True)
-    count += 1
-print("WALK frames=%d seconds=%.3f cpu=%.3f" % (count, time.monotonic() - t0, time.process_time() - c0))
+    try:
+        gdb.execute("tfind %d" % i, to_string=True)
+        gdb.execute("tdump", to_string=True)
+        count += 1
+    except gdb.error:
+        errors += 1
+print("WALK frames=%d seconds=%.3f cpu=%.3f errors=%d" % (count, time.monotonic() - t0,
+                                                       time.process_time() - c0, errors))
 end"""
 
 # First and last frame's $trace_timestamp (microseconds, gdbserver's builtin TSV): the collection rate
@@ -126,13 +130,13 @@ def walk(mech, kind, prog, n, **kw):
     after = [WALK_PY.format(frames=n)]
     text = run(mech, kind, prog, [str(n), "w_struct"], kw.pop("site", "*w_struct"), "$regs, *p", 200000000,
                after=after, **kw)
-    m = re.search(r"WALK frames=(\d+) seconds=([0-9.]+) cpu=([0-9.]+)", text)
+    m = re.search(r"WALK frames=(\d+) seconds=([0-9.]+) cpu=([0-9.]+) errors=(\d+)", text)
     if not m or int(m.group(1)) == 0:
         return B.row(mech, f"tfind-tdump:{n}frames", None, unit="ns_per_frame", column="walk",
                      reason=B.first_error(text) or "walk_failed")
     frames, secs = int(m.group(1)), float(m.group(2))
     B.row(mech, f"tfind-tdump:{frames}frames", secs * 1e9 / frames, unit="ns_per_frame", column="walk",
-          seconds=secs, gdb_cpu_seconds=float(m.group(3)), frames=frames,
+          seconds=secs, gdb_cpu_seconds=float(m.group(3)), frames=frames, tdump_errors=int(m.group(4)),
           collected=B.frames_collected(text))
 
 
@@ -164,7 +168,7 @@ def main():
 
     n_walk = B.n(3000, 100)
     walk("gdbtrace-ebpf", "gdbtrace", prog, n_walk, backend="ebpf")
-    walk("gdbserver-ftrace-nopie", "gdbserver", nopie, n_walk, site="*w_struct+1", **ipa)
+    walk("gdbserver-trace", "gdbserver", prog, n_walk)
 
     n_save = B.n(1000000, 5000)
     tsave("gdbtrace-ebpf", "gdbtrace", prog, n_save, backend="ebpf")
