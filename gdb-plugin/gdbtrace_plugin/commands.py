@@ -13,7 +13,7 @@ from . import exporters, latency, regs, stats
 from .session import (Threads, TraceData, UserError, any_linespec, check_gdbtrace, current_stub, iter_frames, program_name,
                       register_block_size, tracepoint_defs, tracepoint_map)
 from . import batch, decode, frames as frames_mod
-from .transport import StubError
+from .transport import StubError, TfileSource
 
 
 def _wrap(fn):
@@ -67,6 +67,9 @@ def format_status(status):
         lines.append("Trace run: stopped%s%s" % (" (%s)" % reason if reason else "", ": " + text if text else ""))
     if status.get("source"):
         lines.append("Source: %s" % status["source"])
+    if status.get("collectors_text"):
+        lines.append("Collectors (monitor gdbtrace backend):")
+        lines.extend("  " + line.strip() for line in status["collectors_text"].splitlines() if line.strip())
     buf = status.get("buffer") or {}
     if buf:
         used, size = buf.get("used"), buf.get("size")
@@ -109,6 +112,15 @@ def format_status(status):
     return "\n".join(lines)
 
 
+def _monitor_backends():
+    """The stub's `monitor gdbtrace backend` text (collectors available here), or None."""
+    try:
+        text = gdb.execute("monitor gdbtrace backend", to_string=True)
+    except gdb.error:
+        return None
+    return text.strip() or None
+
+
 class StatusCommand(gdb.Command):
     """Show the trace run: backend, hits, frames, drops, errors per tracepoint, buffer use.
 
@@ -127,7 +139,12 @@ Usage: gdbtrace status [-json]"""
             raise UserError("usage: gdbtrace status [-json]")
 
         def body():
-            status = check_gdbtrace(current_stub())
+            stub = current_stub()
+            status = check_gdbtrace(stub)
+            if not isinstance(stub, TfileSource):
+                collectors = _monitor_backends()
+                if collectors:
+                    status["collectors_text"] = collectors
             if args == ["-json"]:
                 import json
                 gdb.write(json.dumps(status, indent=2, sort_keys=True) + "\n")
