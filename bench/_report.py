@@ -148,8 +148,15 @@ def column_row(mech, column, script=None):
     return None
 
 
-in_kernel = [m for m in mechs if m.startswith("gdbtrace-ebpf") or m.endswith("gdbtrace-kmod")]
-for m in in_kernel:
+in_kernel = [m for m in mechs if m == "gdbtrace-ebpf" or m.endswith("gdbtrace-kmod")]
+for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
+    if m not in in_kernel:  # variants (e.g. a never-true condition): only the thread scaling line
+        t1, t2 = column_row(m, "threads1"), column_row(m, "threads2")
+        if t1 and t2 and t1.get("hits_per_s") and t2.get("hits_per_s"):
+            ratio = float(t2["hits_per_s"]) / float(t1["hits_per_s"])
+            target(ratio >= 1.8, f"{m} 2 threads >= 1.8x one thread's throughput: "
+                   f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x")
+        continue
     for column in ("regs", "struct64", "cond1pct"):
         r = column_row(m, column)
         if not r or r["ns_per_hit"] is None or "x_uprobe_floor" not in r:

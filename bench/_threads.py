@@ -50,8 +50,8 @@ def script(prog, port, trace_cmd, site, backend, tfile):
     return "\n".join(lines) + "\n"
 
 
-def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=()):
-    site = "*t_site+1" if trace_cmd == "ftrace" else "*t_site"
+def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=(), cond=""):
+    site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
     server = B.Server(kind, [prog, str(threads), str(n)], wrapper)
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf")
@@ -62,6 +62,15 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
         f.write(text)
     traced = parse(text)
     total = B.frames_collected(text)
+    if cond:  # a condition that is never true: no frames, only the hit path
+        st = next(iter(B.stub_status(text).values()), {})
+        if not traced or st.get("backend") != backend:
+            return B.row(mech, workload, None, column=f"threads{threads}", threads=threads,
+                         reason=B.first_error(text) or "no_run")
+        return B.row(mech, workload + ":never_true", (traced["wall_ns"] - base[threads]["wall_ns"]) / n,
+                     column=f"threads{threads}", threads=threads, n=n,
+                     hits_per_s=round(traced["hits_per_s"]), hits=threads * n, frames=total or 0,
+                     condition=cond.strip().replace(" ", ""))
     if not traced or not total:
         return B.row(mech, workload, None, column=f"threads{threads}", threads=threads, n=n,
                      reason=B.first_error(text) or "no_frames")
@@ -106,6 +115,9 @@ def main():
     ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
     for t in THREADS:
         session("gdbtrace-ebpf", "gdbtrace", prog, t, n_fast, base, backend="ebpf")
+    # The same with a condition that is never true: the hit path alone (no frame, no ring buffer).
+    for t in THREADS:
+        session("gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf", cond=" if i < 0")
     for t in THREADS:
         session("gdbserver-ftrace-nopie", "gdbserver", nopie, t, n_ftrace, base_nopie, trace_cmd="ftrace",
                 wrapper=ipa)
