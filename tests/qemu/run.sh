@@ -78,11 +78,11 @@ run_series() {
     ?*) cp "$e1000" "$root/lib/modules/e1000.ko" ;;
   esac
   local server=${GDBTRACE_BUILD:-$repo/build-kmod}/gdbserver-agent/src/server/gdbtrace-server
-  if [ -x "$server" ]; then
+  if [ ! -x "$server" ]; then
+    echo "SKIP gdb session: no gdbtrace-server at $server (set GDBTRACE_BUILD)"
+  else
     copy_with_libs "$root" "$server" /bin/gdbtrace-server
     strip --strip-debug "$root/bin/gdbtrace-server"
-    [ -d "${GDBTRACE_BUILD:-$repo/build-kmod}/tests/programs" ] &&
-      cp -r "${GDBTRACE_BUILD:-$repo/build-kmod}/tests/programs" "$root/programs"
   fi
   [ -n "${GT_BENCH:-}" ] && echo "${GT_BENCH}" > "$root/etc/gt_bench"
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/$s/initramfs.gz"

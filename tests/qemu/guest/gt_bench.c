@@ -30,7 +30,9 @@ __asm__(".text\n"
         ".globl site_load\n.type site_load,@function\nsite_load:\n mov bench_var(%rip),%rax\n"
         " add %rdi,%rax\n mov %rax,bench_var(%rip)\n ret\n");
 
-static long (*site_fn(const char* s))(long, long) { return strcmp(s, "nop") == 0 ? site_nop : site_load; }
+static long (*site_fn(const char* s))(long, long) {
+  return strcmp(s, "nop") == 0 ? site_nop : site_load;
+}
 
 static double now_ns(void) {
   struct timespec t;
@@ -40,7 +42,8 @@ static double now_ns(void) {
 
 static double run_loop(long (*fn)(long, long), long n) {
   double t0 = now_ns();
-  for (long i = 0; i < n; i++) fn(i, 3 * i);
+  for (long i = 0; i < n; i++)
+    fn(i, 3 * i);
   return (now_ns() - t0) / n;
 }
 
@@ -55,7 +58,8 @@ static uint64_t file_offset(uintptr_t addr) {
       break;
     }
   }
-  if (f) fclose(f);
+  if (f)
+    fclose(f);
   return off;
 }
 
@@ -69,7 +73,10 @@ static long drain(uint8_t* map, const struct gdbtrace_init* in) {
       struct gdbtrace_record rec;
       uint64_t off = tail % h->data_size;
       memcpy(&rec, data + off, sizeof rec);
-      if (rec.flags & GDBTRACE_REC_PAD) { tail += h->data_size - off; continue; }
+      if (rec.flags & GDBTRACE_REC_PAD) {
+        tail += h->data_size - off;
+        continue;
+      }
       n++;
       tail += (sizeof rec + rec.len + 7) & ~7ull;
     }
@@ -81,33 +88,45 @@ static long drain(uint8_t* map, const struct gdbtrace_init* in) {
 static int module_bench(const char* site, long n, int emulate) {
   long (*fn)(long, long) = site_fn(site);
   int go[2], res[2];
-  if (pipe(go) || pipe(res)) return 1;
+  if (pipe(go) || pipe(res))
+    return 1;
   pid_t child = fork();
   if (child == 0) {
     char c;
-    if (read(go[0], &c, 1) != 1) _exit(1);
+    if (read(go[0], &c, 1) != 1)
+      _exit(1);
     double ns = run_loop(fn, n);
-    if (write(res[1], &ns, sizeof ns) != sizeof ns) _exit(1);
+    if (write(res[1], &ns, sizeof ns) != sizeof ns)
+      _exit(1);
     _exit(0);
   }
   int fd = open(GDBTRACE_DEVICE, O_RDWR);
-  struct gdbtrace_init in = {.version = GDBTRACE_UAPI_VERSION, .regblock_size = 816, .ring_shift = 22};
-  if (fd < 0 || ioctl(fd, GDBTRACE_IOC_INIT, &in)) return perror("init"), 1;
+  struct gdbtrace_init in = {
+      .version = GDBTRACE_UAPI_VERSION, .regblock_size = 816, .ring_shift = 22};
+  if (fd < 0 || ioctl(fd, GDBTRACE_IOC_INIT, &in))
+    return perror("init"), 1;
   uint8_t* map = mmap(NULL, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int exe = open("/proc/self/exe", O_RDONLY);
   struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS};
-  struct gdbtrace_probe_add a = {.pid = child, .fd = exe, .offset = file_offset((uintptr_t)fn),
-                                 .address = (uintptr_t)fn, .tp_number = 1, .nr_actions = 1,
+  struct gdbtrace_probe_add a = {.pid = child,
+                                 .fd = exe,
+                                 .offset = file_offset((uintptr_t)fn),
+                                 .address = (uintptr_t)fn,
+                                 .tp_number = 1,
+                                 .nr_actions = 1,
                                  .actions = (uintptr_t)&act};
   const uint8_t* b = (const uint8_t*)(uintptr_t)fn;
   if (emulate && b[0] == 0x48 && b[1] == 0x8b && b[2] == 0x05) { // mov disp(%rip),%rax
     int32_t d;
     memcpy(&d, b + 3, 4);
-    a.emu = (struct gdbtrace_emu){.op = GDBTRACE_EMU_LOAD_RIP, .insn_len = 7, .dst = 0, .width = 8, .imm = d};
+    a.emu = (struct gdbtrace_emu){
+        .op = GDBTRACE_EMU_LOAD_RIP, .insn_len = 7, .dst = 0, .width = 8, .imm = d};
     memcpy(a.emu.insn, b, 7);
   }
-  if (ioctl(fd, GDBTRACE_IOC_ADD, &a) || ioctl(fd, GDBTRACE_IOC_START)) return perror("add"), 1;
-  if (write(go[1], "g", 1) != 1) return 1;
+  if (ioctl(fd, GDBTRACE_IOC_ADD, &a) || ioctl(fd, GDBTRACE_IOC_START))
+    return perror("add"), 1;
+  if (write(go[1], "g", 1) != 1)
+    return 1;
   long frames = 0;
   double ns = 0;
   for (;;) {
@@ -115,7 +134,8 @@ static int module_bench(const char* site, long n, int emulate) {
     poll(p, 2, 20);
     frames += drain(map, &in);
     if (p[1].revents & POLLIN) {
-      if (read(res[0], &ns, sizeof ns) != sizeof ns) return 1;
+      if (read(res[0], &ns, sizeof ns) != sizeof ns)
+        return 1;
       break;
     }
   }
@@ -140,7 +160,8 @@ int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "run") == 0) {
     long n = atol(argv[3]);
     double ns = run_loop(site_fn(argv[2]), n);
-    printf("BENCH %s site=%s n=%ld ns_per_iter=%.0f\n", argc > 4 ? argv[4] : "untraced", argv[2], n, ns);
+    printf("BENCH %s site=%s n=%ld ns_per_iter=%.0f\n", argc > 4 ? argv[4] : "untraced", argv[2], n,
+           ns);
     return 0;
   }
   if (argc >= 4 && strcmp(argv[1], "module") == 0)

@@ -12,7 +12,9 @@ __attribute__((noinline)) long probe_me(long a, long b) {
   return sink;
 }
 
-__attribute__((noinline)) void done(void) { __asm__ volatile("" ::: "memory"); }
+__attribute__((noinline)) void done(void) {
+  __asm__ volatile("" ::: "memory");
+}
 
 int main(int argc, char** argv) {
   long n = argc > 1 ? atol(argv[1]) : 1000;

@@ -45,7 +45,8 @@ volatile uint8_t marker[32] = "gdbtrace-marker-0123456789abcdef";
 // emu_fn's first instruction (add $1,%rdi) has an emulation recipe; it returns
 // arg + 1 when that instruction runs exactly once.
 long emu_fn(long);
-__asm__(".text\n.globl emu_fn\n.type emu_fn,@function\nemu_fn:\n add $1,%rdi\n mov %rdi,%rax\n ret\n");
+__asm__(
+    ".text\n.globl emu_fn\n.type emu_fn,@function\nemu_fn:\n add $1,%rdi\n mov %rdi,%rax\n ret\n");
 
 __attribute__((noinline)) long probe_me(long a, long b) {
   sink += a + b;
@@ -68,7 +69,8 @@ static uint64_t file_offset_of(pid_t pid, uintptr_t addr) {
       break;
     }
   }
-  if (f) fclose(f);
+  if (f)
+    fclose(f);
   return off;
 }
 
@@ -81,47 +83,60 @@ enum tracee_mode { T_PLAIN, T_FORK, T_EXEC, T_EMU };
 
 static struct tracee start_tracee(long n, enum tracee_mode mode) {
   int p[2], ready[2];
-  if (pipe(p) || pipe(ready)) abort();
+  if (pipe(p) || pipe(ready))
+    abort();
   pid_t pid = fork();
   if (pid == 0) {
     char c;
     // Drop inherited session fds: the tracee must not keep a session alive.
     for (int fd = 3; fd < 256; fd++)
-      if (fd != p[0] && fd != ready[1]) close(fd);
-    if (write(ready[1], "r", 1) != 1) _exit(3); // fds are gone: the parent may close sessions
+      if (fd != p[0] && fd != ready[1])
+        close(fd);
+    if (write(ready[1], "r", 1) != 1)
+      _exit(3); // fds are gone: the parent may close sessions
     close(ready[1]);
-    if (read(p[0], &c, 1) != 1) _exit(3);
+    if (read(p[0], &c, 1) != 1)
+      _exit(3);
     if (mode == T_FORK) {
       pid_t child = fork();
-      for (long i = 0; i < n; i++) probe_me(i, 3 * i);
-      if (child == 0) _exit(sink == 0 ? 4 : 0);
+      for (long i = 0; i < n; i++)
+        probe_me(i, 3 * i);
+      if (child == 0)
+        _exit(sink == 0 ? 4 : 0);
       int st;
       waitpid(child, &st, 0);
       _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5);
     }
     if (mode == T_EMU) {
       for (long i = 0; i < n; i++)
-        if (emu_fn(i) != i + 1) _exit(6);
+        if (emu_fn(i) != i + 1)
+          _exit(6);
     }
     long before = sink;
-    for (long i = 0; i < n; i++) probe_me(i, 3 * i);
-    if (sink != before + 4 * (n * (n - 1) / 2)) _exit(7); // every call's load/add/store happened once
-    if (mode == T_EXEC) execl("/bin/busybox", "true", (char*)NULL);
+    for (long i = 0; i < n; i++)
+      probe_me(i, 3 * i);
+    if (sink != before + 4 * (n * (n - 1) / 2))
+      _exit(7); // every call's load/add/store happened once
+    if (mode == T_EXEC)
+      execl("/bin/busybox", "true", (char*)NULL);
     _exit(0);
   }
   close(p[0]);
   close(ready[1]);
   char c;
-  if (read(ready[0], &c, 1) != 1) abort();
+  if (read(ready[0], &c, 1) != 1)
+    abort();
   close(ready[0]);
   return (struct tracee){pid, p[1]};
 }
 
 static int run_tracee(struct tracee t) {
   int st;
-  if (write(t.go_fd, "g", 1) != 1) return -1;
+  if (write(t.go_fd, "g", 1) != 1)
+    return -1;
   close(t.go_fd);
-  if (waitpid(t.pid, &st, 0) != t.pid) return -1;
+  if (waitpid(t.pid, &st, 0) != t.pid)
+    return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -134,19 +149,23 @@ struct session {
 static int open_session(struct session* s, unsigned ring_shift) {
   memset(s, 0, sizeof *s);
   s->fd = open(GDBTRACE_DEVICE, O_RDWR | O_CLOEXEC);
-  if (s->fd < 0) return -errno;
+  if (s->fd < 0)
+    return -errno;
   s->init.version = GDBTRACE_UAPI_VERSION;
   s->init.regblock_size = REGBLOCK;
   s->init.ring_shift = ring_shift;
-  if (ioctl(s->fd, GDBTRACE_IOC_INIT, &s->init)) return -errno;
+  if (ioctl(s->fd, GDBTRACE_IOC_INIT, &s->init))
+    return -errno;
   s->map = mmap(NULL, s->init.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
-  if (s->map == MAP_FAILED) return -errno;
+  if (s->map == MAP_FAILED)
+    return -errno;
   madvise(s->map, s->init.mmap_size, MADV_DONTFORK);
   return 0;
 }
 
 static void close_session(struct session* s) {
-  if (s->map && s->map != MAP_FAILED) munmap(s->map, s->init.mmap_size);
+  if (s->map && s->map != MAP_FAILED)
+    munmap(s->map, s->init.mmap_size);
   close(s->fd);
 }
 
@@ -168,8 +187,10 @@ static int add_probe(struct session* s, pid_t pid, uintptr_t addr, uint32_t tp,
   int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
   int e = errno;
   close(exe);
-  if (r) return -e;
-  if (id) *id = a.id;
+  if (r)
+    return -e;
+  if (id)
+    *id = a.id;
   return 0;
 }
 
@@ -220,24 +241,29 @@ static void check_frame(const uint8_t* f, uint32_t len, void* arg) {
   e->frames++;
 #define BAD(...)                                                                                   \
   do {                                                                                             \
-    if (!e->bad++) snprintf(e->why, sizeof e->why, __VA_ARGS__);                                   \
+    if (!e->bad++)                                                                                 \
+      snprintf(e->why, sizeof e->why, __VA_ARGS__);                                                \
     return;                                                                                        \
   } while (0)
   uint16_t tp;
   uint32_t size;
   memcpy(&tp, f, 2);
   memcpy(&size, f + 2, 4);
-  if (tp != e->tp || size + 6 != len) BAD("header tp %u size %u len %u", tp, size, len);
+  if (tp != e->tp || size + 6 != len)
+    BAD("header tp %u size %u len %u", tp, size, len);
   const uint8_t *p = f + 6, *end = f + len;
   int regs = 0, mem = 0, stack = 0, tsv = 0;
   uint64_t rdi = 0, rsi = 0, rsp = 0;
   while (p < end) {
     if (*p == 'R') {
-      if (end - p < 1 + REGBLOCK) BAD("short R");
+      if (end - p < 1 + REGBLOCK)
+        BAD("short R");
       const uint8_t* r = p + 1;
       rdi = rd64(r + 5 * 8), rsi = rd64(r + 4 * 8), rsp = rd64(r + 7 * 8);
-      if (rd64(r + OFF_RIP) != e->rip) BAD("rip %#lx want %#lx", (long)rd64(r + OFF_RIP), (long)e->rip);
-      if (rsi != 3 * rdi) BAD("rsi %lu != 3*rdi %lu", (long)rsi, (long)rdi);
+      if (rd64(r + OFF_RIP) != e->rip)
+        BAD("rip %#lx want %#lx", (long)rd64(r + OFF_RIP), (long)e->rip);
+      if (rsi != 3 * rdi)
+        BAD("rsi %lu != 3*rdi %lu", (long)rsi, (long)rdi);
       regs++;
       p += 1 + REGBLOCK;
     } else if (*p == 'M') {
@@ -246,7 +272,8 @@ static void check_frame(const uint8_t* f, uint32_t len, void* arg) {
       memcpy(&n, p + 9, 2);
       if (addr == (uintptr_t)marker) {
         // marker[0] holds the previous call's a (i - 1) at the probe.
-        if (n != sizeof marker || memcmp(p + 11 + 1, (const void*)(marker + 1), n - 1)) BAD("marker bytes");
+        if (n != sizeof marker || memcmp(p + 11 + 1, (const void*)(marker + 1), n - 1))
+          BAD("marker bytes");
         mem++;
       } else if (addr == rsp && n == 8) {
         stack++; // trace_quick of the return address slot
@@ -259,12 +286,18 @@ static void check_frame(const uint8_t* f, uint32_t len, void* arg) {
     } else
       BAD("block type %#x", *p);
   }
-  if (p != end || !regs) BAD("frame layout");
-  if (e->want_mem && !mem) BAD("no marker block");
-  if (e->want_stack && !stack) BAD("no stack block");
-  if (e->want_tsv && !tsv) BAD("no V block");
-  if (rdi % 2) e->seen_odd++;
-  else e->seen_even++;
+  if (p != end || !regs)
+    BAD("frame layout");
+  if (e->want_mem && !mem)
+    BAD("no marker block");
+  if (e->want_stack && !stack)
+    BAD("no stack block");
+  if (e->want_tsv && !tsv)
+    BAD("no V block");
+  if (rdi % 2)
+    e->seen_odd++;
+  else
+    e->seen_even++;
 }
 
 static struct gdbtrace_probe_status probe_status(struct session* s, uint32_t id) {
@@ -277,7 +310,8 @@ static int read_tracee_byte(pid_t pid, uintptr_t addr, uint8_t* b) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/mem", pid);
   int fd = open(path, O_RDONLY);
-  if (fd < 0) return -1;
+  if (fd < 0)
+    return -1;
   int r = pread(fd, b, 1, (off_t)addr) == 1 ? 0 : -1;
   close(fd);
   return r;
@@ -295,14 +329,18 @@ static void test_basic_frames(void) {
   struct tracee t = start_tracee(N, T_PLAIN);
   struct gdbtrace_action acts[3] = {
       {.kind = GDBTRACE_ACT_REGS},
-      {.kind = GDBTRACE_ACT_MEM, .basereg = -1, .offset = (int64_t)(uintptr_t)marker, .len = sizeof marker},
+      {.kind = GDBTRACE_ACT_MEM,
+       .basereg = -1,
+       .offset = (int64_t)(uintptr_t)marker,
+       .len = sizeof marker},
       {.kind = GDBTRACE_ACT_EXPR, .len = sizeof X_STACK, .code = (uintptr_t)X_STACK},
   };
   uint32_t id;
   int r = add_probe(&s, t.pid, (uintptr_t)probe_me, 7, acts, 3, NULL, 0, 0, &id);
   CHECK(r == 0, "add: %s", strerror(-r));
   uint8_t b = 0;
-  CHECK(read_tracee_byte(t.pid, (uintptr_t)probe_me, &b) == 0 && b == 0xcc, "no int3 in tracee (%#x)", b);
+  CHECK(read_tracee_byte(t.pid, (uintptr_t)probe_me, &b) == 0 && b == 0xcc,
+        "no int3 in tracee (%#x)", b);
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   CHECK(run_tracee(t) == 0, "tracee failed");
   struct expect e = {.tp = 7, .rip = (uintptr_t)probe_me, .want_mem = 1, .want_stack = 1};
@@ -313,7 +351,8 @@ static void test_basic_frames(void) {
   CHECK(e.frames == N, "frames %ld want %ld", e.frames, N);
   struct gdbtrace_probe_status st = probe_status(&s, id);
   CHECK(st.hits == (uint64_t)N && st.frames == (uint64_t)N && st.drops == 0 && st.errors == 0,
-        "status hits %llu frames %llu drops %llu errors %llu", st.hits, st.frames, st.drops, st.errors);
+        "status hits %llu frames %llu drops %llu errors %llu", st.hits, st.frames, st.drops,
+        st.errors);
   close_session(&s);
   OK();
 }
@@ -327,8 +366,9 @@ static void test_condition_passcount_tsv(void) {
   static const uint8_t cond[] = {0x26, 0, 5, 0x22, 1, 0x0f, 0x22, 0, 0x13, 0x27};
   // action: getv 3; const8 1; add; setv 3; pop; tracev 3; end
   static const uint8_t incr[] = {0x2c, 0, 3, 0x22, 1, 0x02, 0x2d, 0, 3, 0x29, 0x2e, 0, 3, 0x27};
-  struct gdbtrace_action acts[2] = {{.kind = GDBTRACE_ACT_REGS},
-                                    {.kind = GDBTRACE_ACT_EXPR, .len = sizeof incr, .code = (uintptr_t)incr}};
+  struct gdbtrace_action acts[2] = {
+      {.kind = GDBTRACE_ACT_REGS},
+      {.kind = GDBTRACE_ACT_EXPR, .len = sizeof incr, .code = (uintptr_t)incr}};
   struct tracee t = start_tracee(1000, T_PLAIN);
   uint32_t id;
   int r = add_probe(&s, t.pid, (uintptr_t)probe_me, 2, acts, 2, cond, sizeof cond, 0, &id);
@@ -340,7 +380,8 @@ static void test_condition_passcount_tsv(void) {
   CHECK(!e.bad, "%s", e.why);
   CHECK(e.seen_even == 500 && e.seen_odd == 0, "even %ld odd %ld", e.seen_even, e.seen_odd);
   struct gdbtrace_tsv g = {.num = 3};
-  CHECK(ioctl(s.fd, GDBTRACE_IOC_TSV_GET, &g) == 0 && g.value == 600, "tsv %lld", (long long)g.value);
+  CHECK(ioctl(s.fd, GDBTRACE_IOC_TSV_GET, &g) == 0 && g.value == 600, "tsv %lld",
+        (long long)g.value);
   close_session(&s);
 
   // pass count 10: exactly 10 frames, session stopped for tracepoint 4
@@ -355,8 +396,8 @@ static void test_condition_passcount_tsv(void) {
   struct gdbtrace_session_status ss;
   CHECK(ioctl(s.fd, GDBTRACE_IOC_STATUS, &ss) == 0, "status");
   CHECK(e2.frames == 10 && !e2.bad, "pass count frames %ld", e2.frames);
-  CHECK(!ss.running && ss.stop_reason == GDBTRACE_STOP_PASSCOUNT && ss.stop_tp == 4, "stop %u/%u/%u",
-        ss.running, ss.stop_reason, ss.stop_tp);
+  CHECK(!ss.running && ss.stop_reason == GDBTRACE_STOP_PASSCOUNT && ss.stop_tp == 4,
+        "stop %u/%u/%u", ss.running, ss.stop_reason, ss.stop_tp);
   close_session(&s);
   OK();
 }
@@ -366,13 +407,15 @@ static void count_frame(const uint8_t* f, uint32_t len, void* arg) {
   e->frames++;
   uint32_t size;
   memcpy(&size, f + 2, 4);
-  if (size + 6 != len || f[6] != 'M') e->bad++;
+  if (size + 6 != len || f[6] != 'M')
+    e->bad++;
 }
 
 static void test_overflow_counts_drops(void) {
   struct session s;
   CHECK(open_session(&s, 16) == 0, "open"); // 64 KiB per ring
-  struct gdbtrace_action act = {.kind = GDBTRACE_ACT_MEM, .basereg = -1, .offset = (int64_t)(uintptr_t)big, .len = 4000};
+  struct gdbtrace_action act = {
+      .kind = GDBTRACE_ACT_MEM, .basereg = -1, .offset = (int64_t)(uintptr_t)big, .len = 4000};
   struct tracee t = start_tracee(500, T_PLAIN);
   uint32_t id;
   int r = add_probe(&s, t.pid, (uintptr_t)probe_me, 9, &act, 1, NULL, 0, 0, &id);
@@ -385,8 +428,10 @@ static void test_overflow_counts_drops(void) {
   struct gdbtrace_session_status ss;
   ioctl(s.fd, GDBTRACE_IOC_STATUS, &ss);
   CHECK(!e.bad, "torn frame");
-  CHECK(st.hits == 500 && st.frames == (uint64_t)e.frames && st.drops == 500 - st.frames && ss.drops == st.drops,
-        "hits %llu frames %llu/%ld drops %llu/%llu", st.hits, st.frames, e.frames, st.drops, ss.drops);
+  CHECK(st.hits == 500 && st.frames == (uint64_t)e.frames && st.drops == 500 - st.frames &&
+            ss.drops == st.drops,
+        "hits %llu frames %llu/%ld drops %llu/%llu", st.hits, st.frames, e.frames, st.drops,
+        ss.drops);
   CHECK(e.frames > 0 && e.frames < 500, "frames %ld", e.frames);
   close_session(&s);
   OK();
@@ -402,7 +447,8 @@ static void test_close_removes_probes(void) {
   CHECK(r == 0, "add: %s", strerror(-r));
   CHECK(read_tracee_byte(t.pid, (uintptr_t)probe_me, &b) == 0 && b == 0xcc, "int3 missing");
   close_session(&s);
-  CHECK(read_tracee_byte(t.pid, (uintptr_t)probe_me, &b) == 0 && b == orig, "text not restored: %#x", b);
+  CHECK(read_tracee_byte(t.pid, (uintptr_t)probe_me, &b) == 0 && b == orig,
+        "text not restored: %#x", b);
   CHECK(run_tracee(t) == 0, "tracee after close");
   OK();
 }
@@ -415,7 +461,8 @@ static void test_two_sessions_same_site(void) {
   CHECK(open_session(&dead, 16) == 0, "open dead");
   struct tracee td = start_tracee(3, T_PLAIN);
   struct gdbtrace_action act0 = {.kind = GDBTRACE_ACT_REGS};
-  CHECK(add_probe(&dead, td.pid, (uintptr_t)probe_me, 1, &act0, 1, NULL, 0, 0, NULL) == 0, "add dead");
+  CHECK(add_probe(&dead, td.pid, (uintptr_t)probe_me, 1, &act0, 1, NULL, 0, 0, NULL) == 0,
+        "add dead");
   CHECK(ioctl(dead.fd, GDBTRACE_IOC_START) == 0 && run_tracee(td) == 0, "dead tracee");
   CHECK(open_session(&a, 16) == 0, "open a");
   struct tracee ta = start_tracee(10, T_PLAIN);
@@ -473,8 +520,9 @@ static void test_runaway_bytecode(void) {
   struct session s;
   CHECK(open_session(&s, 16) == 0, "open");
   static const uint8_t loop[] = {0x21, 0, 0}; // goto 0
-  struct gdbtrace_action acts[2] = {{.kind = GDBTRACE_ACT_REGS},
-                                    {.kind = GDBTRACE_ACT_EXPR, .len = sizeof loop, .code = (uintptr_t)loop}};
+  struct gdbtrace_action acts[2] = {
+      {.kind = GDBTRACE_ACT_REGS},
+      {.kind = GDBTRACE_ACT_EXPR, .len = sizeof loop, .code = (uintptr_t)loop}};
   struct tracee t = start_tracee(5, T_PLAIN);
   uint32_t id;
   int r = add_probe(&s, t.pid, (uintptr_t)probe_me, 3, acts, 2, NULL, 0, 0, &id);
@@ -482,14 +530,15 @@ static void test_runaway_bytecode(void) {
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   CHECK(run_tracee(t) == 0, "tracee");
   struct gdbtrace_probe_status st = probe_status(&s, id);
-  CHECK(st.hits == 5 && st.frames == 5 && st.errors == 5, "hits %llu frames %llu errors %llu", st.hits,
-        st.frames, st.errors);
+  CHECK(st.hits == 5 && st.frames == 5 && st.errors == 5, "hits %llu frames %llu errors %llu",
+        st.hits, st.frames, st.errors);
   close_session(&s);
   OK();
 }
 
-static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr, const struct gdbtrace_emu* emu,
-                         uint32_t tp, struct gdbtrace_action* acts, uint32_t nacts, uint32_t* id) {
+static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr,
+                         const struct gdbtrace_emu* emu, uint32_t tp, struct gdbtrace_action* acts,
+                         uint32_t nacts, uint32_t* id) {
   int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   struct gdbtrace_probe_add a = {0};
   a.pid = pid;
@@ -503,8 +552,10 @@ static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr, const str
   int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
   int e = errno;
   close(exe);
-  if (r) return -e;
-  if (id) *id = a.id;
+  if (r)
+    return -e;
+  if (id)
+    *id = a.id;
   return 0;
 }
 
@@ -516,7 +567,8 @@ static void test_emulation(void) {
   CHECK(open_session(&s, 22) == 0, "open");
   const uint8_t* fb = (const uint8_t*)(uintptr_t)emu_fn;
   CHECK(fb[0] == 0x48 && fb[1] == 0x83 && fb[2] == 0xc7 && fb[3] == 0x01, "emu_fn bytes");
-  struct gdbtrace_emu add1 = {.op = GDBTRACE_EMU_ADD_IMM, .insn_len = 4, .dst = 5, .width = 8, .imm = 1};
+  struct gdbtrace_emu add1 = {
+      .op = GDBTRACE_EMU_ADD_IMM, .insn_len = 4, .dst = 5, .width = 8, .imm = 1};
   memcpy(add1.insn, fb, 4);
   // probe_me starts with mov disp32(%rip),%rax (compiled -O2): a load from sink.
   const uint8_t* pb = (const uint8_t*)(uintptr_t)probe_me;
@@ -530,10 +582,13 @@ static void test_emulation(void) {
   struct gdbtrace_emu lie = add1;
   lie.imm = 2;
   struct tracee t = start_tracee(500, T_EMU);
-  struct gdbtrace_action acts[2] = {
-      {.kind = GDBTRACE_ACT_REGS},
-      {.kind = GDBTRACE_ACT_MEM, .basereg = -1, .offset = (int64_t)(uintptr_t)marker, .len = sizeof marker}};
-  CHECK(add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &lie, 1, acts, 1, NULL) == -EINVAL, "lying recipe accepted");
+  struct gdbtrace_action acts[2] = {{.kind = GDBTRACE_ACT_REGS},
+                                    {.kind = GDBTRACE_ACT_MEM,
+                                     .basereg = -1,
+                                     .offset = (int64_t)(uintptr_t)marker,
+                                     .len = sizeof marker}};
+  CHECK(add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &lie, 1, acts, 1, NULL) == -EINVAL,
+        "lying recipe accepted");
   uint32_t id_add, id_load;
   int r = add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &add1, 1, acts, 1, &id_add);
   CHECK(r == 0, "add emu_fn: %s", strerror(-r));
@@ -548,9 +603,10 @@ static void test_emulation(void) {
   int rc = run_tracee(t);
   CHECK(rc == 0, "tracee saw wrong results (exit %d): kernel does not skip the single-step?", rc);
   struct gdbtrace_probe_status a = probe_status(&s, id_add), b = probe_status(&s, id_load);
-  CHECK(a.emulated == 500 && a.frames == 500, "emu_fn emulated %llu frames %llu", a.emulated, a.frames);
-  CHECK(b.emulated == 500 && b.frames == 500 && (b.flags & GDBTRACE_PST_EMULATING), "probe_me emulated %llu",
-        b.emulated);
+  CHECK(a.emulated == 500 && a.frames == 500, "emu_fn emulated %llu frames %llu", a.emulated,
+        a.frames);
+  CHECK(b.emulated == 500 && b.frames == 500 && (b.flags & GDBTRACE_PST_EMULATING),
+        "probe_me emulated %llu", b.emulated);
   struct expect e = {.tp = 8, .rip = (uintptr_t)probe_me, .want_mem = 1};
   struct expect e9 = {.tp = 9, .rip = (uintptr_t)probe_me};
   long frames8 = 0;
@@ -563,11 +619,18 @@ static void test_emulation(void) {
       uint64_t off = tail % h->data_size;
       struct gdbtrace_record rec;
       memcpy(&rec, data + off, sizeof rec);
-      if (rec.flags & GDBTRACE_REC_PAD) { tail += h->data_size - off; continue; }
+      if (rec.flags & GDBTRACE_REC_PAD) {
+        tail += h->data_size - off;
+        continue;
+      }
       uint16_t tp;
       memcpy(&tp, data + off + sizeof rec, 2);
-      if (tp == 8) { check_frame(data + off + sizeof rec, rec.len, &e); frames8++; }
-      if (tp == 9) check_frame(data + off + sizeof rec, rec.len, &e9);
+      if (tp == 8) {
+        check_frame(data + off + sizeof rec, rec.len, &e);
+        frames8++;
+      }
+      if (tp == 9)
+        check_frame(data + off + sizeof rec, rec.len, &e9);
       tail += (sizeof rec + rec.len + 7) & ~7ull;
     }
     h->tail = tail;
@@ -613,34 +676,49 @@ static void test_hostile_ioctls(void) {
   struct tracee t = start_tracee(10, T_PLAIN);
   int exe = open("/proc/self/exe", O_RDONLY);
   struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS};
-  struct gdbtrace_probe_add good = {.pid = t.pid, .fd = exe, .offset = file_offset_of(t.pid, (uintptr_t)probe_me),
-                                    .address = (uintptr_t)probe_me, .tp_number = 1, .nr_actions = 1,
+  struct gdbtrace_probe_add good = {.pid = t.pid,
+                                    .fd = exe,
+                                    .offset = file_offset_of(t.pid, (uintptr_t)probe_me),
+                                    .address = (uintptr_t)probe_me,
+                                    .tp_number = 1,
+                                    .nr_actions = 1,
                                     .actions = (uintptr_t)&act};
-  a = good; a.pid = 0;
+  a = good;
+  a.pid = 0;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "pid 0");
-  a = good; a.pid = 999999;
+  a = good;
+  a.pid = 999999;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESRCH), "no such pid");
-  a = good; a.fd = 9999;
+  a = good;
+  a.fd = 9999;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EBADF), "bad fd");
-  a = good; a.fd = fd;
+  a = good;
+  a.fd = fd;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "device fd as file");
-  a = good; a.offset = 1ull << 40;
+  a = good;
+  a.offset = 1ull << 40;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "offset past EOF");
-  a = good; a.tp_number = 70000;
+  a = good;
+  a.tp_number = 70000;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "tp > u16");
-  a = good; a.nr_actions = 100000;
+  a = good;
+  a.nr_actions = 100000;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, E2BIG), "too many actions");
-  a = good; a.actions = 16;
+  a = good;
+  a.actions = 16;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EFAULT), "bad actions pointer");
-  a = good; a.flags = 0x80;
+  a = good;
+  a.flags = 0x80;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "unknown flags");
   struct gdbtrace_action bad = {.kind = 'Q'};
-  a = good; a.actions = (uintptr_t)&bad;
+  a = good;
+  a.actions = (uintptr_t)&bad;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "bad action kind");
   bad = (struct gdbtrace_action){.kind = GDBTRACE_ACT_MEM, .basereg = -1, .len = 1 << 20};
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "huge M");
   static const uint8_t junk[] = {0xff, 0xff, 0x27};
-  bad = (struct gdbtrace_action){.kind = GDBTRACE_ACT_EXPR, .len = sizeof junk, .code = (uintptr_t)junk};
+  bad = (struct gdbtrace_action){
+      .kind = GDBTRACE_ACT_EXPR, .len = sizeof junk, .code = (uintptr_t)junk};
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "unknown opcode accepted");
   static const uint8_t noend[] = {0x22, 1};
   bad.code = (uintptr_t)noend, bad.len = sizeof noend;
@@ -651,9 +729,12 @@ static void test_hostile_ioctls(void) {
   bad.code = (uintptr_t)badtsv, bad.len = sizeof badtsv;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "undefined tsv accepted");
   static const uint8_t tracecond[] = {0x26, 0, 7, 0x0d, 8, 0x27};
-  a = good; a.cond = (uintptr_t)tracecond; a.cond_len = sizeof tracecond;
+  a = good;
+  a.cond = (uintptr_t)tracecond;
+  a.cond_len = sizeof tracecond;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "trace op in condition accepted");
-  a = good; a.emu.op = 200;
+  a = good;
+  a.emu.op = 200;
   CHECK(ioctl(fd, GDBTRACE_IOC_ADD, &a) == -1, "bogus emulation recipe accepted");
   struct gdbtrace_tsv tv = {.num = 1u << 30, .flags = GDBTRACE_TSV_DEFINE};
   CHECK(expect_errno(fd, GDBTRACE_IOC_TSV_SET, &tv, EINVAL), "tsv number");
@@ -667,17 +748,23 @@ static void test_hostile_ioctls(void) {
   long accepted = 0;
   for (int i = 0; i < 3000; i++) {
     uint8_t buf[sizeof a];
-    for (size_t k = 0; k < sizeof buf; k++) buf[k] = rand();
+    for (size_t k = 0; k < sizeof buf; k++)
+      buf[k] = rand();
     memcpy(&a, buf, sizeof a);
-    if (i & 1) a.pid = t.pid, a.fd = exe, a.id = 0, a.reserved = 0, a.flags &= 1;
-    if (i & 2) a.actions = (uintptr_t)&act, a.nr_actions = 1;
-    if (i & 4) a.emu = (struct gdbtrace_emu){0};
-    if (i & 8) a.cond = 0, a.cond_len = 0;
-    if (ioctl(fd, GDBTRACE_IOC_ADD, &a) == 0) accepted++;
+    if (i & 1)
+      a.pid = t.pid, a.fd = exe, a.id = 0, a.reserved = 0, a.flags &= 1;
+    if (i & 2)
+      a.actions = (uintptr_t)&act, a.nr_actions = 1;
+    if (i & 4)
+      a.emu = (struct gdbtrace_emu){0};
+    if (i & 8)
+      a.cond = 0, a.cond_len = 0;
+    if (ioctl(fd, GDBTRACE_IOC_ADD, &a) == 0)
+      accepted++;
   }
   CHECK(accepted < 3000, "random requests all accepted");
   close(exe);
-  close(fd);                  // removes whatever random probes landed
+  close(fd); // removes whatever random probes landed
   CHECK(run_tracee(t) == 0, "tracee after hostile session");
   OK();
 }
@@ -691,9 +778,11 @@ static void test_unprivileged(void) {
   int st;
   pid_t c = fork();
   if (c == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(10);
+    if (setgid(65534) || setuid(65534))
+      _exit(10);
     // 0600 root device: an ordinary user cannot even open it.
-    if (open(GDBTRACE_DEVICE, O_RDWR) >= 0 || errno != EACCES) _exit(11);
+    if (open(GDBTRACE_DEVICE, O_RDWR) >= 0 || errno != EACCES)
+      _exit(11);
     _exit(0);
   }
   waitpid(c, &st, 0);
@@ -703,20 +792,26 @@ static void test_unprivileged(void) {
   CHECK(chmod(GDBTRACE_DEVICE, 0666) == 0, "chmod");
   c = fork();
   if (c == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(10);
+    if (setgid(65534) || setuid(65534))
+      _exit(10);
     prctl(PR_SET_DUMPABLE, 1); // a uid change clears it; our own children must stay ptraceable
     struct session s;
-    if (open_session(&s, 16)) _exit(12);
+    if (open_session(&s, 16))
+      _exit(12);
     struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS};
-    if (add_probe(&s, root_victim, (uintptr_t)probe_me, 1, &act, 1, NULL, 0, 0, NULL) != -EPERM) _exit(13);
+    if (add_probe(&s, root_victim, (uintptr_t)probe_me, 1, &act, 1, NULL, 0, 0, NULL) != -EPERM)
+      _exit(13);
     // its own process is fine
     struct tracee t = start_tracee(20, T_PLAIN);
     uint32_t id;
-    if (add_probe(&s, t.pid, (uintptr_t)probe_me, 1, &act, 1, NULL, 0, 0, &id)) _exit(14);
+    if (add_probe(&s, t.pid, (uintptr_t)probe_me, 1, &act, 1, NULL, 0, 0, &id))
+      _exit(14);
     ioctl(s.fd, GDBTRACE_IOC_START);
-    if (run_tracee(t) != 0) _exit(15);
+    if (run_tracee(t) != 0)
+      _exit(15);
     struct gdbtrace_probe_status ps = probe_status(&s, id);
-    if (ps.frames != 20) _exit(16);
+    if (ps.frames != 20)
+      _exit(16);
     _exit(0);
   }
   waitpid(c, &st, 0);

@@ -27,7 +27,6 @@ if [ -x /bin/gdbtrace-server ]; then
   i=0
   while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
   echo "GT-NET $(cat /sys/class/net/eth0/carrier 2>/dev/null) $(ip -4 addr show eth0 | grep inet)"
-  cp -r /programs /tmp/programs 2>/dev/null
   /bin/gdbtrace-server --multi 0.0.0.0:1234 >/tmp/server.log 2>&1 &
   spid=$!
   # Ready once the socket listens (port 1234 = 04D2, state 0A = LISTEN).
