@@ -178,15 +178,18 @@ def _export_tfile(path, data):
         except gdb.error:
             tdesc = None
     header = exporters.tfile_header(data.regblock_size, status_body, tsvs, tps + usage, tdesc)
-    count = 0
-    parser = frames_mod.FrameParser(data.regblock_size)
+    counter = frames_mod.FrameCounter()  # walks the frame headers: the copy must end on a frame boundary
+    total = 0
     with open(path, "wb") as out:
         out.write(header)
         for _off, chunk in stub.iter_stream(0):
             out.write(chunk)
-            count += len(parser.feed(chunk))  # validates the stream as it goes
+            counter.feed(chunk)
+            total += len(chunk)
         out.write(exporters.TFILE_END)
-    return count
+    if counter.complete_bytes != total:
+        raise StubError("the frame stream ends inside a frame (%d bytes left over)" % (total - counter.complete_bytes))
+    return counter.frames
 
 
 class ExportCommand(gdb.Command):

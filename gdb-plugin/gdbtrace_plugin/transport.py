@@ -170,10 +170,13 @@ class TfileSource(Stub):
         self._stream_end = self._find_stream_end()
 
     def _find_stream_end(self):
-        """Frames run until a header with tracepoint number 0 (gdb's end marker)."""
+        """Frames run until a header with tracepoint number 0 (gdb's end marker). gdb's writer
+        (and ours) end the file with exactly those 4 zero bytes; other files are walked."""
         import struct
 
         pos, data = 0, self._frames
+        if data.endswith(b"\0\0\0\0"):
+            return len(data) - 4
         while len(data) - pos >= 6:
             tp, size = struct.unpack_from("<HI", data, pos)
             if tp == 0:
