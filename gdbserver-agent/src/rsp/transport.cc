@@ -2,7 +2,9 @@
 
 #include <array>
 #include <asio.hpp>
+#include <cstring>
 #include <fcntl.h>
+#include <netdb.h>
 #include <unistd.h>
 
 namespace gdbtrace::rsp {
@@ -129,12 +131,20 @@ Result<std::unique_ptr<TcpListener>> listen_tcp(asio::io_context& io, const std:
   std::error_code ec;
   auto address = asio::ip::make_address(host.empty() ? "127.0.0.1" : host, ec);
   if (ec) {
-    // Not a literal address: resolve the name (e.g. "localhost").
-    asio::ip::tcp::resolver resolver(io);
-    auto results = resolver.resolve(host, std::to_string(port), ec);
-    if (ec || results.empty())
-      return make_error(EINVAL, host + ": " + ec.message());
-    address = results.begin()->endpoint().address();
+    // Not a literal address: resolve the name (e.g. "localhost"), worded like gdbserver.
+    addrinfo hint{};
+    hint.ai_family = AF_UNSPEC;
+    hint.ai_socktype = SOCK_STREAM;
+    addrinfo* info = nullptr;
+    int r = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hint, &info);
+    if (r != 0 || !info)
+      return make_error(EINVAL, host + ":" + std::to_string(port) +
+                                    ": cannot resolve name: " + ::gai_strerror(r));
+    asio::ip::tcp::endpoint resolved;
+    resolved.resize(info->ai_addrlen);
+    std::memcpy(resolved.data(), info->ai_addr, info->ai_addrlen);
+    ::freeaddrinfo(info);
+    address = resolved.address();
   }
   asio::ip::tcp::endpoint endpoint(address, port);
   asio::ip::tcp::acceptor acceptor(io);

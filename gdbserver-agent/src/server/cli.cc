@@ -1,33 +1,42 @@
 #include "server/cli.h"
 
 #include <charconv>
+#include <unistd.h>
 
 namespace gdbtrace {
 
 Result<CommSpec> parse_comm(const std::string& comm) {
-  CommSpec spec;
+  CommSpec result;
   if (comm == "-" || comm == "stdio") {
-    spec.kind = CommSpec::Kind::Stdio;
-    return spec;
+    result.kind = CommSpec::Kind::Stdio;
+    return result;
   }
-  auto colon = comm.rfind(':');
+  // gdbserver accepts (and ignores) a protocol prefix before HOST:PORT.
+  std::string spec = comm;
+  for (std::string_view prefix : {"tcp:", "tcp4:", "tcp6:", "udp:", "udp4:", "udp6:"}) {
+    if (spec.rfind(prefix, 0) == 0 && spec.find(':', prefix.size()) != std::string::npos) {
+      spec = spec.substr(prefix.size());
+      break;
+    }
+  }
+  auto colon = spec.rfind(':');
   if (colon == std::string::npos) {
-    spec.kind = CommSpec::Kind::Device;
-    spec.device = comm;
-    return spec;
+    result.kind = CommSpec::Kind::Device;
+    result.device = comm;
+    return result;
   }
-  spec.kind = CommSpec::Kind::Tcp;
-  spec.host = comm.substr(0, colon);
+  result.kind = CommSpec::Kind::Tcp;
+  result.host = spec.substr(0, colon);
   // "[::1]:PORT" style brackets around IPv6 literals.
-  if (spec.host.size() >= 2 && spec.host.front() == '[' && spec.host.back() == ']')
-    spec.host = spec.host.substr(1, spec.host.size() - 2);
-  std::string port = comm.substr(colon + 1);
+  if (result.host.size() >= 2 && result.host.front() == '[' && result.host.back() == ']')
+    result.host = result.host.substr(1, result.host.size() - 2);
+  std::string port = spec.substr(colon + 1);
   unsigned value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535)
     return make_error(EINVAL, "Bad port argument: " + comm);
-  spec.port = static_cast<uint16_t>(value);
-  return spec;
+  result.port = static_cast<uint16_t>(value);
+  return result;
 }
 
 static bool starts_with(const std::string& s, std::string_view prefix) {
@@ -90,6 +99,11 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
   if (!comm)
     return comm.error();
   opts.comm = *comm;
+  // "--attach used to come after PORT, so allow it there for compatibility" (gdbserver).
+  if (i < argv.size() && argv[i] == "--attach") {
+    opts.attach = true;
+    i++;
+  }
 
   if (opts.attach) {
     if (i + 1 != argv.size())
@@ -101,12 +115,21 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
     return opts;
   }
   if (i < argv.size()) {
-    opts.program = argv[i++];
+    opts.program = absolute_program_path(argv[i++]);
     opts.args.assign(argv.begin() + static_cast<long>(i), argv.end());
   } else if (!opts.multi) {
     return make_error(EINVAL, "");
   }
   return opts;
+}
+
+std::string absolute_program_path(const std::string& program) {
+  if (program.empty() || program[0] == '/' || ::access(program.c_str(), F_OK) != 0)
+    return program;
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof cwd))
+    return program;
+  return std::string(cwd) + "/" + program;
 }
 
 std::string usage_text() {

@@ -40,6 +40,9 @@ struct CliOptions {
 Result<CommSpec> parse_comm(const std::string& comm);
 // Parses ARGV (argv[0] excluded). Errors carry the message to print before the usage text.
 Result<CliOptions> parse_cli(const std::vector<std::string>& argv);
+// gdbserver's program_path: a relative PROG that exists relative to the cwd
+// becomes absolute (the shell would otherwise search $PATH for it).
+std::string absolute_program_path(const std::string& program);
 std::string usage_text();
 std::string version_text();
 

@@ -28,6 +28,8 @@ void GdbServer::debug(const std::string& text) const {
 }
 
 Result<Pid> GdbServer::start_program() {
+  if (options_.stdio_connection)
+    std::fprintf(stderr, "stdin/stdout redirected\n");
   auto pid = target_.create_inferior(options_.launch);
   if (!pid)
     return pid;
@@ -161,6 +163,8 @@ GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
     return handle_thread_alive(packet);
   case 'k':
     return handle_kill();
+  case 'R':
+    return handle_restart();
   case 'D':
     return handle_detach(packet);
   case 'v':
@@ -195,8 +199,10 @@ GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
     return ""; // vMustReplyEmpty and anything unknown
   case 'q':
   case 'Q':
-    if (engine_ && (starts_with(packet, "qT") || starts_with(packet, "QT") ||
-                    starts_with(packet, "qGdbtrace."))) {
+    // QThreadEvents shares the "QT" prefix of the tracepoint packets but is ours.
+    if (engine_ && !starts_with(packet, "QThreadEvents") &&
+        (starts_with(packet, "qT") || starts_with(packet, "QT") ||
+         starts_with(packet, "qGdbtrace."))) {
       auto reply = engine_->handle_packet(packet);
       if (!reply)
         return "";

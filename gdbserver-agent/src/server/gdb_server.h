@@ -34,7 +34,8 @@ struct ServerOptions {
   bool multi = false;
   bool debug = false;
   bool remote_debug = false;
-  LaunchSpec launch; // program/args from the command line, wrapper, shell, ...
+  bool stdio_connection = false; // inferiors get /dev/null and stderr as stdin/stdout
+  LaunchSpec launch;             // program/args from the command line, wrapper, shell, ...
 };
 
 class GdbServer {
@@ -102,6 +103,7 @@ private:
   Reply handle_vattach(std::string_view packet);
   Reply handle_vkill(std::string_view packet);
   Reply handle_kill();
+  Reply handle_restart();
   Reply handle_detach(std::string_view packet);
   Reply handle_set_thread(std::string_view packet);
   Reply handle_thread_alive(std::string_view packet);

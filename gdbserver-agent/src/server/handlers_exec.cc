@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "rsp/hex.h"
+#include "server/cli.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
@@ -139,10 +140,12 @@ GdbServer::Reply GdbServer::handle_vrun(std::string_view packet) {
     return "E.malformed vRun packet";
   LaunchSpec spec = options_.launch;
   if (!(*args)[0].empty())
-    spec.program = (*args)[0];
+    spec.program = absolute_program_path((*args)[0]);
   if (spec.program.empty())
     return "E.no program to run";
   spec.args.assign(args->begin() + 1, args->end());
+  if (options_.stdio_connection)
+    std::fprintf(stderr, "stdin/stdout redirected\n");
   auto pid = target_.create_inferior(spec);
   if (!pid)
     return "E." + pid.error().message;
@@ -216,6 +219,25 @@ GdbServer::Reply GdbServer::handle_kill() {
   // Without the extended protocol gdbserver exits after 'k'; 'k' has no reply.
   if (!extended_)
     exit_requested_ = true;
+  return std::nullopt;
+}
+
+// 'R': extended-remote restart (gdb with `set remote run-packet off`): kill
+// everything and start the last program again; no reply ('?' follows).
+GdbServer::Reply GdbServer::handle_restart() {
+  if (!extended_)
+    return std::nullopt;
+  for (Pid pid : target_.processes()) {
+    killed_.insert(pid);
+    (void)target_.kill(pid);
+    forget_process(pid);
+  }
+  last_stop_.reset();
+  std::fprintf(stderr, "GDBserver restarting\n");
+  if (options_.launch.program.empty())
+    return std::nullopt;
+  if (auto pid = start_program(); !pid)
+    std::fprintf(stderr, "%s\n", pid.error().message.c_str());
   return std::nullopt;
 }
 

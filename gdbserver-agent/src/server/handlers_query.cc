@@ -334,13 +334,14 @@ GdbServer::Reply GdbServer::handle_rcmd(std::string_view packet) {
   }
   if (!result.output.empty())
     console(result.output);
-  // gdb only understands "Enn" as a qRcmd failure: the text goes to the console.
+  // As gdbserver: an unknown command prints why and still answers OK (gdb would
+  // turn an "Enn" into a confusing "Protocol error with Rcmd").
   if (!result.error.empty())
     console(result.error + "\n");
   in_rcmd_ = false;
   if (result.exit)
     exit_requested_ = true;
-  return result.error.empty() ? "OK" : "E01";
+  return "OK";
 }
 
 } // namespace gdbtrace

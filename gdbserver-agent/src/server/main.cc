@@ -67,16 +67,27 @@ public:
     server_.on_connection_closed = [this] { connection_closed(); };
   }
 
+  // Binds the TCP port before any program starts, as gdbserver does, so a busy
+  // port fails without creating a process.
+  int prepare() {
+    if (opts_.comm.kind != CommSpec::Kind::Tcp)
+      return 0;
+    auto listener = rsp::listen_tcp(io_, opts_.comm.host, opts_.comm.port);
+    if (!listener) {
+      const std::string& msg = listener.error().message;
+      if (msg.find("cannot resolve name") != std::string::npos)
+        std::fprintf(stderr, "%s\nExiting\n", msg.c_str());
+      else
+        std::fprintf(stderr, "Can't bind address: %s.\nExiting\n", msg.c_str());
+      return 1;
+    }
+    listener_ = std::move(*listener);
+    return 0;
+  }
+
   int open() {
     switch (opts_.comm.kind) {
     case CommSpec::Kind::Tcp: {
-      auto listener = rsp::listen_tcp(io_, opts_.comm.host, opts_.comm.port);
-      if (!listener) {
-        std::fprintf(stderr, "Can't bind address: %s.\nExiting\n",
-                     listener.error().message.c_str());
-        return 1;
-      }
-      listener_ = std::move(*listener);
       std::fprintf(stderr, "Listening on port %u\n", listener_->port());
       accept();
       return 0;
@@ -197,6 +208,7 @@ int main(int argc, char** argv) {
   sopts.multi = opts.multi;
   sopts.debug = opts.debug;
   sopts.remote_debug = opts.remote_debug;
+  sopts.stdio_connection = opts.comm.kind == CommSpec::Kind::Stdio;
   sopts.launch.program = opts.program;
   sopts.launch.args = opts.args;
   sopts.launch.wrapper = opts.wrapper;
@@ -218,6 +230,10 @@ int main(int argc, char** argv) {
   GdbServer server(io, *target, &engine, sopts);
   server_ptr = &server;
 
+  Service service(io, server, opts, stdio);
+  if (int rc = service.prepare(); rc != 0)
+    return rc;
+
   if (opts.attach) {
     if (auto r = server.attach_initial(opts.attach_pid); !r) {
       std::fprintf(stderr, "Cannot attach to process %d: %s\nExiting\n", opts.attach_pid,
@@ -226,13 +242,11 @@ int main(int argc, char** argv) {
     }
   } else if (!opts.program.empty()) {
     if (auto r = server.start_program(); !r) {
-      std::fprintf(stderr, "Cannot exec %s: %s.\nExiting\n", opts.program.c_str(),
-                   r.error().message.c_str());
+      std::fprintf(stderr, "%s\nExiting\n", r.error().message.c_str());
       return 1;
     }
   }
 
-  Service service(io, server, opts, stdio);
   if (int rc = service.open(); rc != 0) {
     server.detach_or_kill_all();
     return rc;
