@@ -37,8 +37,9 @@ class StubError(Exception):
 
 
 class Stub:
-    # Bytes asked for per qGdbtrace.frames packet (the stub may answer fewer).
-    CHUNK = 65536
+    # Bytes asked for per qGdbtrace.frames packet. The stub answers at most its own chunk size
+    # (64 KiB today); asking for more lets a larger stub limit cut round trips without a change here.
+    CHUNK = 1 << 20
 
     def __init__(self, send):
         self._send = send

@@ -519,7 +519,7 @@ class TransportTest(unittest.TestCase):
             got += parser.feed(chunk)
         self.assertEqual(len(got), 50)
         self.assertEqual(got[49].mem, [(0x1000 + 49, bytes([49, 0x7D, 0x23]))])
-        self.assertEqual(mock.sent[0], b"qGdbtrace.frames:0,10000")
+        self.assertEqual(mock.sent[0], b"qGdbtrace.frames:0,100000")
         self.assertEqual(list(transport.Stub(MockStub(b"")).iter_stream(0)), [])
 
     def test_unescape(self):
