@@ -9,7 +9,9 @@ import re
 import sys
 
 NAMES = {"untraced": "untraced", "tracefs-uprobe": "uprobe-tracefs", "module": "gdbtrace-kmod",
-         "module+emulation": "gdbtrace-kmod-emulating"}
+         "module+emulation": "gdbtrace-kmod-emulating",
+         # gdb-driven sessions in the guest (gdbtrace-server, `collect $regs`, backend module / ptrace)
+         "gdb-module-collect-regs": "gdbtrace-kmod-gdb", "gdb-ptrace-collect-regs": "gdbtrace-ptrace-gdb"}
 COLUMNS = {"nop": "regs", "load": "stepsite"}
 
 seen, table = set(), []
@@ -20,6 +22,7 @@ for line in sys.stdin:
     seen.add(m.groups())
     table.append(m.groups())
 floors = {(k, s): float(ns) for k, s, mech, _, _, ns in table if mech == "tracefs-uprobe"}
+ptrace = {(k, s): float(ns) for k, s, mech, _, _, ns in table if mech == "gdb-ptrace-collect-regs"}
 for kernel, site, mech, hits, per_iter, per_hit in table:
     row = {"mechanism": f"guest{kernel}-{NAMES[mech]}", "workload": f"gt_bench:{site}:$regs",
            "ns_per_hit": float(per_iter) if mech == "untraced" else float(per_hit),
@@ -31,4 +34,6 @@ for kernel, site, mech, hits, per_iter, per_hit in table:
         row["column"] = COLUMNS[site]
         if (kernel, site) in floors:
             row["floor_ns"] = floors[(kernel, site)]
+        if mech == "gdb-module-collect-regs" and (kernel, site) in ptrace and float(per_hit) > 0:
+            row["speedup_vs_guest_ptrace"] = round(ptrace[(kernel, site)] / float(per_hit), 1)
     print(json.dumps(row))
