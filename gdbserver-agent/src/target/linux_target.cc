@@ -362,6 +362,7 @@ Result<void> LinuxTarget::remove_int3(Process& p, uint64_t address) {
     return ok();
   uint8_t original = it->second.original;
   p.breakpoints.erase(it);
+  p.removed_breakpoints.insert(address);
   auto w = p.memory.write(address, std::span<const uint8_t>(&original, 1));
   if (!w)
     return make_error(w.error().code,

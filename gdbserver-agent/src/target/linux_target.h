@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <signal.h>
 #include <vector>
 
@@ -69,6 +70,9 @@ struct Process {
   bool catch_syscalls = false;
   std::vector<int> syscalls;             // empty: all
   bool vfork_breakpoints_lifted = false; // unreported vfork: int3s removed until vfork-done
+  // Where int3s used to be: a thread that executed one just before its removal
+  // reports the SIGTRAP afterwards (non-stop); it is rewound and resumed silently.
+  std::set<uint64_t> removed_breakpoints;
 };
 
 class LinuxTarget final : public NativeTarget {
@@ -181,6 +185,7 @@ private:
   std::map<Pid, std::unique_ptr<Process>> procs_;
   std::map<Tid, int> unknown_stops_; // stops of new clones/forks seen before their parent's event
   std::deque<StopEvent> orphan_reports_; // reports whose thread no longer exists (exits)
+  Tid last_reported_tid_ = 0; // all-stop: pick pending reports round-robin (no starvation)
 
   bool non_stop_ = false;
   bool reported_ = true; // all-stop: a stop was reported and gdb has not resumed

@@ -116,6 +116,16 @@ void LinuxTarget::classify_trap(Process& p, Lwp& l) {
     l.trap_address = *pc - 1;
     return;
   }
+  if (si.si_code == SI_KERNEL && pc && p.removed_breakpoints.count(*pc - 1)) {
+    uint8_t byte = 0;
+    auto r = p.memory.read(*pc - 1, std::span<uint8_t>(&byte, 1));
+    if (r && *r == 1 && byte != 0xcc) { // our int3, removed after it was executed
+      (void)x86::write_pc(l.tid, *pc - 1);
+      l.trap = TrapKind::SwBreak; // on_trap finds no breakpoint and resumes
+      l.trap_address = *pc - 1;
+      return;
+    }
+  }
   if (dr6 & 0xf) {
     unsigned slot = __builtin_ctzll(dr6 & 0xf);
     clear_dr6(l.tid);
@@ -208,15 +218,25 @@ std::optional<StopEvent> LinuxTarget::take_report() {
     orphan_reports_.pop_front();
     return ev;
   }
+  // Round-robin over threads with a report, starting after the last reported one.
+  Lwp* first = nullptr;
+  Lwp* after_last = nullptr;
   for (auto& [pid, p] : procs_)
     for (auto& [tid, l] : p->lwps)
       if (l.report && l.resumed) {
-        StopEvent ev = *l.report;
-        l.report.reset();
-        l.report_stop_zero = false;
-        return ev;
+        if (!first)
+          first = &l;
+        if (!after_last && tid > last_reported_tid_)
+          after_last = &l;
       }
-  return std::nullopt;
+  Lwp* pick = after_last ? after_last : first;
+  if (!pick)
+    return std::nullopt;
+  StopEvent ev = *pick->report;
+  pick->report.reset();
+  pick->report_stop_zero = false;
+  last_reported_tid_ = pick->tid;
+  return ev;
 }
 
 bool LinuxTarget::anything_running() const {
@@ -443,6 +463,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.lwps.clear();
   p.lwps[pid] = keep;
   p.breakpoints.clear(); // the old image (and its int3s) is gone
+  p.removed_breakpoints.clear();
   p.debug_regs = DebugRegisters{};
   p.vfork_breakpoints_lifted = false;
   p.memory.open(pid);
