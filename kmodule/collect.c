@@ -117,17 +117,26 @@ static int put_regs_block(struct gt_hit *h)
 {
 	u32 size = h->p->s->regblock_size;
 	u8 *b = frame_reserve(&h->f, 1 + size);
-	u32 r;
+	u32 r, off;
 
 	if (!b)
 		return AX_ERR_TRACE;
 	b[0] = 'R';
 	memset(b + 1, 0, size);
-	for (r = 0; r < GT_NUM_REGS_NOAVX; r++) {
+	/* Registers 0..23 are contiguous at the start of the block (8-byte GPRs,
+	 * rip, then 4-byte eflags and selectors); 57..59 follow the FPU/SSE area.
+	 * Offsets accumulate here: gt_reg_offset() is a loop per call. */
+	for (r = 0, off = 1; r <= GT_GS; off += gt_reg_size(r), r++) {
 		u64 v;
 
 		if (reg_value(h->regs, r, &v) == 0)
-			memcpy(b + 1 + gt_reg_offset(r), &v, gt_reg_size(r) < 8 ? gt_reg_size(r) : 8);
+			memcpy(b + off, &v, gt_reg_size(r));
+	}
+	for (off = 1 + gt_reg_offset(GT_ORIG_RAX), r = GT_ORIG_RAX; r <= GT_GS_BASE; off += 8, r++) {
+		u64 v;
+
+		if (reg_value(h->regs, r, &v) == 0)
+			memcpy(b + off, &v, 8);
 	}
 	return 0;
 }
