@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstring>
 #include <elf.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -263,6 +264,30 @@ TEST_F(TargetTest, SoftwareBreakpointHitStepOverContinueToExit) {
   }
   ASSERT_TRUE(target->remove_breakpoint(pid, BreakpointType::Software, bp, 1).ok());
   EXPECT_EQ(run_to_exit(pid), 7);
+}
+
+TEST_F(TargetTest, WritesUnderABreakpointUpdateItsShadow) {
+  Pid pid = launch("basic", {"loop", "1"});
+  // A breakpoint on data makes the shadow visible without running anything.
+  uint64_t watched = symbol_address(program_path("basic"), "watched");
+  ASSERT_TRUE(target->insert_breakpoint(pid, BreakpointType::Software, watched + 2, 1).ok());
+  auto raw_byte = [&](uint64_t addr) {
+    int fd = ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY);
+    uint8_t b = 0;
+    EXPECT_EQ(pread(fd, &b, 1, addr), 1);
+    ::close(fd);
+    return b;
+  };
+  EXPECT_EQ(raw_byte(watched + 2), 0xcc);
+  uint64_t v = 0x1122334455667788ull;
+  ASSERT_TRUE(target->write_memory(pid, watched, {(const uint8_t*)&v, 8}).ok());
+  uint64_t shown = 0;
+  ASSERT_TRUE(target->read_memory(pid, watched, {(uint8_t*)&shown, 8}).ok());
+  EXPECT_EQ(shown, v);
+  EXPECT_EQ(raw_byte(watched + 2), 0xcc); // still inserted
+  EXPECT_EQ(raw_byte(watched + 3), 0x55);
+  ASSERT_TRUE(target->remove_breakpoint(pid, BreakpointType::Software, watched + 2, 1).ok());
+  EXPECT_EQ(raw_byte(watched + 2), 0x66); // the new byte, not the old shadow
 }
 
 TEST_F(TargetTest, SingleStepAndRangeStep) {
