@@ -260,6 +260,8 @@ Result<std::string> GdbServer::xfer_document(const std::string& object, const st
     return make_error(ESRCH, "no process");
   if (object == "auxv")
     return target_.auxv(pid);
+  if (object == "siginfo")
+    return target_.read_siginfo(general_thread());
   if (object == "libraries-svr4") {
     uint64_t main_lm = 0;
     auto libs = target_.libraries(pid, main_lm);
@@ -273,13 +275,15 @@ Result<std::string> GdbServer::xfer_document(const std::string& object, const st
 GdbServer::Reply GdbServer::handle_qxfer(std::string_view packet) {
   auto req = parse_qxfer_read(packet);
   if (!req) {
+    if (starts_with(packet, "qXfer:siginfo:write:"))
+      return handle_siginfo_write(packet);
     auto parts = split(packet, ':');
     if (parts.size() >= 3 && parts[2] != "read")
-      return ""; // writes are not supported
+      return ""; // other writes are not supported
     return "E.malformed qXfer packet";
   }
-  static const std::set<std::string> kObjects = {"features",  "threads", "traceframe-info",
-                                                 "exec-file", "auxv",    "libraries-svr4"};
+  static const std::set<std::string> kObjects = {
+      "features", "threads", "traceframe-info", "exec-file", "auxv", "libraries-svr4", "siginfo"};
   if (!kObjects.count(req->object))
     return "";
   auto doc = xfer_document(req->object, req->annex);
