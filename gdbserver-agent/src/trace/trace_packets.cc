@@ -20,7 +20,9 @@ bool starts(std::string_view s, std::string_view p) {
 
 // qTBuffer answers at most this many bytes (hex doubles them).
 constexpr size_t kMaxBufferChunk = 8000;
-constexpr size_t kMaxFramesChunk = 65536;
+// qGdbtrace.frames answers up to 1 MiB per reply: gdb grows its packet buffer
+// for replies, and fewer round trips is what makes bulk export fast.
+constexpr size_t kMaxFramesChunk = 1 << 20;
 
 } // namespace
 
