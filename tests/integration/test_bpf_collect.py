@@ -133,6 +133,19 @@ class ConditionsAndCounts(EbpfTestCase):
         self.assertOrdered(run, [r"Found trace frame 2", r"\$1 = 1", r"\$2 = 1"])
 
 
+class SharedLibrary(EbpfTestCase):
+    def test_tracepoint_in_a_shared_library(self):
+        # greet() lives in libgreet.so: the uprobe goes on the library file at its file offset.
+        run = run_gdb(["break main", "continue"] + EBPF +
+                      ["trace greet", "actions", "collect who, *who@6, greet_calls", "end", "tstart",
+                       "monitor gdbtrace status", "break exit", "continue", "tstop", "tstatus",
+                       "tfind 1", "print who", "print greet_calls"],
+                      program="main_uses_libgreet")
+        self.assertEbpf(run)
+        self.assertOrdered(run, [r"Collected 2 trace frames", r"Found trace frame 1",
+                                 r"\$1 = 0x[0-9a-f]+ \"again\"", r"\$2 = 1"])
+
+
 class InstalledWhereStopped(EbpfTestCase):
     def test_thread_stopped_at_the_address_does_not_hit_on_resume(self):
         # gdb steps over a breakpoint at the pc it resumes from; a tracepoint installed at that pc

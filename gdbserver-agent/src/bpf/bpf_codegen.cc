@@ -176,6 +176,11 @@ public:
 
 private:
   // --- pieces of the program ---
+  // Sleepable programs (uprobe.s) use bpf_copy_from_user, which can fault
+  // pages in: memory the tracee has not touched yet is still readable.
+  int32_t read_user_helper() const {
+    return opts_.sleepable ? BPF_FUNC_copy_from_user : BPF_FUNC_probe_read_user;
+  }
   void prologue();
   void skip_resumed_thread();
   Result<void> condition();
@@ -533,7 +538,7 @@ void Generator::memory_block_const(uint32_t len, std::optional<uint32_t> error_p
     a_.emit(st_imm(BPF_H, R1, 9, int32_t(n)));
     a_.emit(alu64_imm(BPF_ADD, R1, 11));
     a_.emit(mov64_imm(R2, int32_t(n)));
-    a_.emit(call(BPF_FUNC_probe_read_user));
+    a_.emit(call(read_user_helper()));
     if (error_pc) {
       int readable = a_.new_label();
       a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
@@ -566,7 +571,7 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
   a_.emit(mov64_reg(R2, R9));
   if (!nz) {
     a_.emit(stx(BPF_H, R1, -2, R9));
-    a_.emit(call(BPF_FUNC_probe_read_user));
+    a_.emit(call(read_user_helper()));
     int readable = a_.new_label();
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, error_pc, false);
@@ -874,7 +879,7 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     a_.emit(mov64_reg(R1, R10));
     a_.emit(alu64_imm(BPF_ADD, R1, slot(d - 1)));
     a_.emit(mov64_imm(R2, size));
-    a_.emit(call(BPF_FUNC_probe_read_user));
+    a_.emit(call(read_user_helper()));
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, pc, is_condition);
     a_.bind(readable);

@@ -46,6 +46,8 @@ struct CodegenOptions {
   // Unconsumed ring-buffer bytes from which a frame wakes the reader (below
   // that, frames wait for the engine's periodic drain).
   uint32_t wakeup_bytes = 1u << 20;
+  // The program will be loaded sleepable (BPF_F_SLEEPABLE).
+  bool sleepable = false;
   // Offset of thread.fsbase in task_struct (from vmlinux BTF); nullopt: fs_base unavailable.
   std::optional<uint32_t> task_fsbase_offset;
 };

@@ -206,6 +206,8 @@ std::string BpfCollector::describe() const {
                   support_.kernel_release + "); kernel single-steps the probed instruction; ";
   s += support_.ctx_writes ? "register writes supported by this kernel (not used)"
                            : "register writes unsupported (needs Linux 6.19+)";
+  s += support_.sleepable ? "; sleepable programs (memory not paged in yet is read)"
+                          : "; memory the tracee has not touched yet reads as unavailable";
   if (!support_.task_fsbase_offset)
     s += "; fs_base unavailable (no vmlinux BTF)";
   return s;
@@ -218,6 +220,7 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   o.regblock_size = regblock_size;
   o.task_fsbase_offset = support_.task_fsbase_offset;
   o.timestamp_tsv = kTimestampTsv;
+  o.sleepable = support_.sleepable;
   o.wakeup_bytes = uint32_t(ring_bytes_ / 4);
   if (ctx)
     o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
@@ -322,7 +325,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!prog)
     return prog.error();
   std::string name = "gdbtrace_tp" + std::to_string(tp.number);
-  auto loaded = bpf::load_uprobe_program(prog->insns, name.c_str());
+  auto loaded = bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable);
   if (!loaded)
     return make_error(loaded.error().code,
                       "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);

@@ -87,10 +87,11 @@ std::string explain_errno(int err, const std::string& what) {
   return s;
 }
 
-Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name) {
+Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name,
+                                     bool sleepable) {
   std::string log(1 << 20, '\0');
-  LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 0, .log_size = uint32_t(log.size()),
-              .log_buf = log.data());
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u,
+              .log_level = 0, .log_size = uint32_t(log.size()), .log_buf = log.data());
   int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
   if (fd < 0 && errno != EPERM) {
     // Load again with the log on: the first try stays fast in the common case.
@@ -127,6 +128,13 @@ Result<KernelSupport> probe_kernel_support() {
   std::vector<bpf_insn> writes{mov64_imm(R2, 0), stx(BPF_DW, R1, 128, R2), mov64_imm(R0, 0),
                                exit_insn()};
   ks.ctx_writes = bool(load_uprobe_program(writes, "gdbtrace_wprobe"));
+
+  // Sleepable uprobe programs can read user memory that is not paged in yet.
+  std::vector<bpf_insn> copies{st_imm(BPF_DW, R10, -8, 0), mov64_reg(R1, R10),
+                               alu64_imm(BPF_ADD, R1, -8), mov64_imm(R2, 8),
+                               ldx(BPF_DW, R3, R1, 0),     call(BPF_FUNC_copy_from_user),
+                               mov64_imm(R0, 0),           exit_insn()};
+  ks.sleepable = bool(load_uprobe_program(copies, "gdbtrace_sprobe", true));
 
   int rb = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_probe", 0, 0, 4096, nullptr);
   if (rb < 0)

@@ -16,8 +16,9 @@
 namespace gdbtrace::bpf {
 
 struct KernelSupport {
-  int uprobe_pmu_type = -1;                   // /sys/bus/event_source/devices/uprobe/type
-  bool ctx_writes = false;                    // uprobe programs may store to pt_regs (6.19+)
+  int uprobe_pmu_type = -1; // /sys/bus/event_source/devices/uprobe/type
+  bool ctx_writes = false;  // uprobe programs may store to pt_regs (6.19+)
+  bool sleepable = false;   // sleepable uprobe programs: bpf_copy_from_user pages memory in
   std::optional<uint32_t> task_fsbase_offset; // thread.fsbase in task_struct (vmlinux BTF)
   std::string kernel_release;
 };
@@ -26,7 +27,8 @@ Result<KernelSupport> probe_kernel_support();
 
 // Load a uprobe program; the error carries the verifier's reason and the tail
 // of its log.
-Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name);
+Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name,
+                                     bool sleepable = false);
 
 // errno from bpf()/perf_event_open() in words a user can act on.
 std::string explain_errno(int err, const std::string& what);

@@ -4,6 +4,8 @@
 // errors) with the user-space agent-expression VM (ax_eval) on the same
 // register state and memory.
 #include <bpf/bpf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -682,6 +684,50 @@ TEST_F(BpfLive, KilledCollectorLeavesNothingBehind) {
   EXPECT_EQ(site_regs[GT_RAX], 0x1111222233334444ull);
   close(ready[0]);
   close(ready[1]);
+}
+
+} // namespace
+} // namespace gdbtrace::test
+
+namespace gdbtrace::test {
+namespace {
+
+TEST_F(BpfLive, MemoryNotPagedInYetIsRead) {
+  if (collector_->describe().find("sleepable programs") == std::string::npos)
+    GTEST_SKIP() << "kernel without sleepable uprobe programs: " << collector_->describe();
+  // A file page the process has never touched: a non-sleepable program's
+  // bpf_probe_read_user cannot fault it in, bpf_copy_from_user can.
+  int fd = open("/proc/self/exe", O_RDONLY);
+  ASSERT_GE(fd, 0);
+  auto* page = static_cast<uint8_t*>(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0));
+  close(fd);
+  ASSERT_NE(page, MAP_FAILED);
+  Tracepoint tp;
+  tp.number = 32;
+  tp.address = uint64_t(uintptr_t(bpf_test_probe));
+  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(page)), 4});
+  tp.actions.push_back(CollectExpr{ax("const64 " + addr(page + 8) + " ref32 setv 50 end")});
+  FakeContext ctx;
+  ctx.tsvs[50] = 0;
+  ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
+  bpf_test_site();
+  collector_->drain();
+  auto v = collector_->tsv_value(50);
+  collector_->remove_all();
+  ASSERT_EQ(ctx.frames.size(), 1u);
+  EXPECT_TRUE(ctx.stops.empty());
+  std::vector<uint8_t> expect(page, page + 4); // "\x7fELF", read only now
+  int blocks = 0;
+  FrameView(ctx.frames[0], 816).for_each([&](const FrameBlock& b) {
+    blocks++;
+    EXPECT_EQ(std::vector<uint8_t>(b.data, b.data + b.length), expect);
+    return true;
+  });
+  EXPECT_EQ(blocks, 1);
+  uint32_t word;
+  memcpy(&word, page + 8, 4);
+  EXPECT_EQ(v, int64_t(word));
+  munmap(page, 4096);
 }
 
 } // namespace
