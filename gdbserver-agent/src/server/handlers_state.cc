@@ -195,6 +195,9 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
   // gdb re-sends Z0 for an inserted breakpoint to update its conditions.
   if (!breakpoints_.contains(pid, z->type, z->address)) {
     auto r = target_.insert_breakpoint(pid, type, z->address, z->kind);
+    // "Not supported" is an empty reply: gdb then falls back (e.g. rwatch -> awatch).
+    if (!r && (r.error().code == EOPNOTSUPP || r.error().code == ENOSYS))
+      return "";
     if (!r)
       return "E." + r.error().message;
   }
