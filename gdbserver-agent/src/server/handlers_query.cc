@@ -338,14 +338,13 @@ GdbServer::Reply GdbServer::handle_rcmd(std::string_view packet) {
   }
   if (!result.output.empty())
     console(result.output);
-  // As gdbserver: an unknown command prints why and still answers OK (gdb would
-  // turn an "Enn" into a confusing "Protocol error with Rcmd").
+  // As gdbserver: a failed or unknown command prints why (help text) and answers E01.
   if (!result.error.empty())
     console(result.error + "\n");
   in_rcmd_ = false;
   if (result.exit)
     exit_requested_ = true;
-  return "OK";
+  return result.error.empty() ? "OK" : "E01";
 }
 
 } // namespace gdbtrace

@@ -1,5 +1,7 @@
 #include "server/monitor.h"
 
+#include <vector>
+
 #include "trace/trace_engine.h"
 
 namespace gdbtrace {
@@ -22,6 +24,18 @@ static std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+static std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(',', start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos)
+      return out;
+    start = pos + 1;
+  }
+}
+
 MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
   MonitorResult r;
   std::string cmd = trim(raw);
@@ -41,6 +55,15 @@ MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
   } else if (cmd == "set remote-debug 0" || cmd == "set remote-debug off") {
     r.set_remote_debug = false;
     r.output = "Protocol debug output disabled.\n";
+  } else if (cmd.rfind("set debug-format ", 0) == 0) {
+    // gdbserver's options are all|none|timestamp; our debug lines have no format options.
+    for (auto opt : split_commas(cmd.substr(17))) {
+      if (opt != "all" && opt != "none" && opt != "timestamp") {
+        r.error = "'" + opt + "' is not a valid debug-format option\n\n" + kHelp;
+        return r;
+      }
+    }
+    r.output = "gdbtrace-server accepts debug-format for compatibility; it has no effect.\n";
   } else if (cmd.rfind("gdbtrace", 0) == 0 && engine) {
     auto out = engine->handle_monitor(cmd);
     if (out)
