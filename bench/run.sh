@@ -77,7 +77,7 @@ done
 
 kernel=$(uname -r)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-header="Run $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) vCPU ($cpu), kernel $kernel, load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+header="Run $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) vCPU ($cpu), kernel $kernel, load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg); scripts took ${SECONDS}s"
 python3 "$here/_report.py" "$raw" "$out" "$BENCH_SMOKE" "$header"
 if [ "$BENCH_SMOKE" = 0 ] && [ ${#only[@]} -eq 0 ] && [ "$save" = 1 ]; then
   mkdir -p "$here/results"
