@@ -356,8 +356,8 @@ static void ring_put(struct gt_session *s, u32 cpu, struct gt_probe *p, const u8
 	u64 size = s->data_size;
 	u64 head = READ_ONCE(h->head);
 	u64 tail = smp_load_acquire(&h->tail);
-	u64 rec = ALIGN(sizeof(struct gdbtrace_record) + len, 8);
-	u64 off = head & (size - 1) & ~7ull;
+	u64 rec = ALIGN(sizeof(struct gdbtrace_record) + len, 16);
+	u64 off = head & (size - 1) & ~15ull; /* records are 16-aligned: a pad record always fits */
 	u64 contig = size - off;
 	u64 used = head - tail;
 	u64 need = rec + (contig < rec ? contig : 0);
@@ -370,14 +370,15 @@ static void ring_put(struct gt_session *s, u32 cpu, struct gt_probe *p, const u8
 		return;
 	}
 	if (contig < rec) {
-		struct gdbtrace_record pad = { .len = 0, .flags = GDBTRACE_REC_PAD };
+		struct gdbtrace_record pad = { .len = 0, .flags = GDBTRACE_REC_PAD, .seq = 0 };
 
 		memcpy(data + off, &pad, sizeof(pad));
 		head += contig;
 		off = 0;
 	}
-	memcpy(data + off, &r, sizeof(r));
 	memcpy(data + off + sizeof(r), frame, len);
+	r.seq = atomic64_inc_return(&s->seq);
+	memcpy(data + off, &r, sizeof(r));
 	smp_store_release(&h->head, head + rec);
 	atomic64_inc(&p->frames);
 	atomic64_add(len, &p->bytes);

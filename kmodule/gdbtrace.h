@@ -56,6 +56,7 @@ struct gt_session {
 	u8 *scratch;    /* nr_cpu_ids * GDBTRACE_MAX_FRAME: per-CPU frame assembly */
 	wait_queue_head_t wq;
 	atomic_t running;
+	atomic64_t seq; /* frame order across the per-CPU rings */
 	u32 stop_reason, stop_tp;
 	struct list_head probes;
 	u32 nr_probes, next_id;

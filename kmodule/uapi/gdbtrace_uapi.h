@@ -9,12 +9,14 @@
  *
  * Ring layout (mmap, one ring per possible CPU, ring i at i * ring_stride):
  *   struct gdbtrace_ring_header   (one page; kernel writes head/drops, stub writes tail)
- *   data[data_size]               (records, each 8-byte aligned)
+ *   data[data_size]               (records, each 16-byte aligned)
  * A record is struct gdbtrace_record followed by `len` bytes: one complete trace
  * frame in gdb's tfile layout (u16 tp, u32 size, blocks 'R' / 'M' / 'V'). A record
  * with GDBTRACE_REC_PAD means "skip to the start of the data area". Positions
  * head and tail are free-running byte counters (offset = pos % data_size).
- * A frame that does not fit is dropped whole and counted in `drops`.
+ * A frame that does not fit is dropped whole and counted in `drops`. Rings are
+ * per CPU: a thread that migrates spreads its frames over several rings, so the
+ * reader merges them by `seq` (taken just before the record is published).
  */
 #ifndef GDBTRACE_UAPI_H
 #define GDBTRACE_UAPI_H
@@ -63,10 +65,12 @@ struct gdbtrace_ring_header {
   __u64 data_offset; /* offset of the data area from the header */
 };
 
+#define GDBTRACE_REC_ALIGN 16 /* a record takes ALIGN(sizeof(record) + len, 16) bytes */
 #define GDBTRACE_REC_PAD 1u
 struct gdbtrace_record {
   __u32 len;   /* bytes of frame that follow (0 for a pad record) */
   __u32 flags; /* GDBTRACE_REC_* */
+  __u64 seq;   /* session-wide order of the frame: merge the rings by it */
 };
 
 enum gdbtrace_action_kind {

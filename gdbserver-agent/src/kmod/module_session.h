@@ -46,6 +46,9 @@ public:
 private:
   explicit ModuleSession(int fd) : fd_(fd) {}
   Result<void> ioctl_checked(unsigned long cmd, void* arg, const char* what) const;
+  gdbtrace_ring_header* ring(uint32_t r) const {
+    return reinterpret_cast<gdbtrace_ring_header*>(map_ + size_t(r) * init_.ring_stride);
+  }
   void release();
 
   int fd_ = -1;

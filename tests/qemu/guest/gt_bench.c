@@ -78,7 +78,7 @@ static long drain(uint8_t* map, const struct gdbtrace_init* in) {
         continue;
       }
       n++;
-      tail += (sizeof rec + rec.len + 7) & ~7ull;
+      tail += (sizeof rec + rec.len + 15) & ~15ull;
     }
     __atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
   }

@@ -212,7 +212,7 @@ static long drain(struct session* s, frame_fn fn, void* arg) {
       }
       fn(data + off + sizeof rec, rec.len, arg);
       n++;
-      tail += (sizeof rec + rec.len + 7) & ~7ull;
+      tail += (sizeof rec + rec.len + 15) & ~15ull;
     }
     __atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
   }
@@ -631,7 +631,7 @@ static void test_emulation(void) {
       }
       if (tp == 9)
         check_frame(data + off + sizeof rec, rec.len, &e9);
-      tail += (sizeof rec + rec.len + 7) & ~7ull;
+      tail += (sizeof rec + rec.len + 15) & ~15ull;
     }
     h->tail = tail;
   }
