@@ -296,10 +296,11 @@ static __poll_t gt_poll(struct file *f, poll_table *wait)
 	if (!READ_ONCE(s->initialized))
 		return EPOLLERR;
 	poll_wait(f, &s->wq, wait);
+	/* Readable while frames are pending. A pass-count stop also wakes the
+	 * waiters; the stub reads STATUS when it drains. (No level-triggered
+	 * "stopped" bit: it would keep a poll loop spinning.) */
 	if (rings_pending(s))
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (READ_ONCE(s->stop_reason) != GDBTRACE_STOP_NONE && !atomic_read(&s->running))
-		mask |= EPOLLPRI;
 	return mask;
 }
 
