@@ -100,10 +100,16 @@ void TraceEngine::Impl::request_stop(TraceStopReason reason, std::string text, u
   // Stop after the collector's current callback returns: it may be inside a
   // trap handler and still owns the frame it is building.
   stop_pending = true;
-  asio::post(io, [this, reason, text = std::move(text), tp] {
-    if (running)
-      stop_run(reason, text, tp);
-  });
+  pending_reason = reason;
+  pending_text = std::move(text);
+  pending_tp = tp;
+  asio::post(io, [this] { apply_pending_stop(); });
+}
+
+void TraceEngine::Impl::apply_pending_stop() {
+  // A stale post after the run ended (or a new run started) finds nothing pending.
+  if (running && stop_pending)
+    stop_run(pending_reason, pending_text, pending_tp);
 }
 
 void TraceEngine::Impl::console(const std::string& text) {

@@ -82,6 +82,7 @@ struct TraceEngine::Impl : TraceContext {
   // --- run control ---
   Result<void> install(TracepointEntry& entry);
   void stop_run(TraceStopReason reason, std::string text = {}, uint32_t tp = 0);
+  void apply_pending_stop();
   void arm_drain_timer();
   void drain_all();
   // gdb downloads TSVs after tracepoints: their numbers are checked at QTStart
@@ -112,6 +113,11 @@ struct TraceEngine::Impl : TraceContext {
   bool running = false;
   bool ever_ran = false;
   bool stop_pending = false;
+  // What request_stop() asked for, applied on the event loop or, sooner, when
+  // gdb asks for the status (it must not read "running" after tfull).
+  TraceStopReason pending_reason = TraceStopReason::None;
+  std::string pending_text;
+  uint32_t pending_tp = 0;
   Pid traced_pid = -1;
   TraceStopReason stop_reason = TraceStopReason::None;
   std::string stop_text;

@@ -360,6 +360,7 @@ std::string TraceEngine::Impl::cmd_qtframe(std::string_view s) {
 
 std::string TraceEngine::Impl::cmd_qtstatus() {
   drain_all();
+  apply_pending_stop(); // a drain that filled the buffer ends the run now, not after this reply
   return format_qtstatus(status());
 }
 
