@@ -318,12 +318,21 @@ void Generator::count_hit_and_reserve() {
   a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
   a_.emit(st_imm(BPF_DW, R10, kWake, 0));
   if (tp_.pass_count > 0) {
+    // Past the pass count the tracepoint is retired: take the hit back out of
+    // the count (gdb's "already hit N times" stops at the pass count) and leave.
+    int counting = a_.new_label(), retired = a_.new_label();
     if (tp_.pass_count <= uint64_t(INT32_MAX)) {
-      a_.jump(jmp_imm(BPF_JGE, R1, int32_t(tp_.pass_count), 0), exit_);
+      a_.jump(jmp_imm(BPF_JGE, R1, int32_t(tp_.pass_count), 0), retired);
     } else {
       a_.emit(ld_imm64(R2, tp_.pass_count));
-      a_.jump(jmp_reg(BPF_JGE, R1, R2, 0), exit_);
+      a_.jump(jmp_reg(BPF_JGE, R1, R2, 0), retired);
     }
+    a_.jump(ja(0), counting);
+    a_.bind(retired);
+    a_.emit(mov64_imm(R1, -1));
+    a_.emit(atomic64(BPF_ADD, R9, offsetof(ControlSlot, hits), R1));
+    a_.jump(ja(0), exit_);
+    a_.bind(counting);
     // The hit that reaches the pass count stops the run: wake the reader.
     int not_last = a_.new_label();
     a_.emit(alu64_imm(BPF_ADD, R1, 1));
@@ -582,6 +591,19 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
     return;
   }
   int positive = a_.new_label(), have = a_.new_label();
+  if (opts_.sleepable) {
+    // probe_read_user_str never faults pages in, so a string on a page the
+    // tracee has not touched yet (e.g. .rodata) would read as unreadable.
+    // Touch its first byte with copy_from_user (which may fault) first; its
+    // result does not matter, the string read below decides.
+    a_.emit(mov64_imm(R2, 1));
+    a_.emit(call(BPF_FUNC_copy_from_user));
+    a_.emit(mov64_reg(R1, R7));
+    a_.emit(alu64_reg(BPF_ADD, R1, R8));
+    a_.emit(alu64_imm(BPF_ADD, R1, 11));
+    a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+    a_.emit(mov64_reg(R2, R9));
+  }
   a_.emit(alu64_imm(BPF_ADD, R2, 1));
   a_.emit(call(BPF_FUNC_probe_read_user_str));
   // r0: bytes copied incl. the NUL (1..size+1), or negative: unreadable.
