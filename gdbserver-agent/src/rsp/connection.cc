@@ -52,7 +52,8 @@ void Connection::handle_bytes(std::string_view bytes) {
       return;
     switch (event.kind) {
     case PacketDecoder::Event::Packet:
-      log("getpkt: \"" + printable(event.payload) + "\"" + (no_ack_ ? "" : " [sending ack]"));
+      if (log_)
+        log("getpkt: \"" + printable(event.payload) + "\"" + (no_ack_ ? "" : " [sending ack]"));
       if (!no_ack_)
         write_raw("+");
       callbacks_.on_packet(event.payload);
@@ -89,7 +90,8 @@ void Connection::send_packet(std::string_view payload) {
   if (closed_)
     return;
   std::string framed = frame_packet(payload, true);
-  log("putpkt: \"" + printable(framed) + "\"" + (no_ack_ ? " [noack mode]" : ""));
+  if (log_) // rendering a large binary reply for a log nobody reads is the main cost of bulk reads
+    log("putpkt: \"" + printable(framed) + "\"" + (no_ack_ ? " [noack mode]" : ""));
   last_sent_ = framed;
   write_raw(framed);
 }

@@ -12,6 +12,7 @@
 #include "rsp/transport.h"
 #include "server/cli.h"
 #include "server/gdb_server.h"
+#include "server/tdesc.h"
 #include "target/native_target.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
@@ -224,6 +225,9 @@ int main(int argc, char** argv) {
   hooks.current_pid = [&server_ptr]() -> Pid {
     return server_ptr ? server_ptr->current_pid() : -1;
   };
+  // Target-side tsave (QTSave) embeds the same description gdb reads, so a
+  // fresh gdb decodes the frames' 'R' blocks with the right layout.
+  hooks.target_description = [&target] { return target_xml(target->has_avx()); };
   TraceEngine engine(io, *target, hooks);
   add_collectors(engine, *target, io, opts.debug);
 
