@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 
 namespace gdbtrace {
 
@@ -16,6 +17,21 @@ void TraceBuffer::clear() {
   discarded_ = 0;
   by_tp_.clear();
   by_pc_.clear();
+}
+
+void TraceBuffer::reserve_for_run() {
+  // Growing by doubling during a run copies the whole buffer each time (and
+  // faults in the new block), stealing CPU from the tracee while kernel rings
+  // fill up. Reserve once instead: untouched pages cost nothing until written.
+  // A circular buffer's dead prefix can reach the live size before compaction.
+  size_t want = circular_ ? 2 * capacity_ : capacity_;
+  if (store_.capacity() >= want)
+    return;
+  try {
+    store_.reserve(want);
+  } catch (const std::bad_alloc&) {
+    // Address space refused (huge size, strict overcommit): grow on demand as before.
+  }
 }
 
 void TraceBuffer::set_capacity(size_t bytes) {

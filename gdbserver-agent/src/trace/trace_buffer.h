@@ -24,6 +24,8 @@ public:
   explicit TraceBuffer(size_t capacity = kDefaultSize) : capacity_(capacity) {}
 
   void clear();
+  // Called at QTStart: reserves the whole buffer so appends never reallocate.
+  void reserve_for_run();
   void set_capacity(size_t bytes); // also clears
   void set_circular(bool circular) { circular_ = circular; }
   bool circular() const { return circular_; }

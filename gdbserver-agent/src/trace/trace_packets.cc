@@ -303,6 +303,7 @@ std::string TraceEngine::Impl::cmd_qtstart() {
       return error_reply(r.error().message);
     }
   counters.clear();
+  buffer.reserve_for_run();
   // Collectors may report frames from install() on: be running while installing.
   running = true;
   stop_pending = false;
