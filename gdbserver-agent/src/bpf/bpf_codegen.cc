@@ -278,6 +278,9 @@ void Generator::prologue() {
   a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
   a_.emit(ldx(BPF_DW, R0, R9, offsetof(ControlSlot, enabled)));
   a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
+  a_.emit(ld_map_value(R1, maps_.control_fd, kStopFlagOffset));
+  a_.emit(ldx(BPF_DW, R0, R1, 0));
+  a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), exit_); // a pass count ended the run
   skip_resumed_thread();
 }
 
@@ -343,6 +346,8 @@ void Generator::count_hit_and_reserve() {
       a_.jump(jmp_reg(BPF_JNE, R1, R2, 0), not_last);
     }
     a_.emit(st_imm(BPF_DW, R10, kWake, 1));
+    a_.emit(ld_map_value(R1, maps_.control_fd, kStopFlagOffset));
+    a_.emit(st_imm(BPF_DW, R1, 0, 1));
     a_.bind(not_last);
   }
   // The reservation size is patched in finish_frame() once the actions are known.

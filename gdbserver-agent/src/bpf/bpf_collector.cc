@@ -311,8 +311,9 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
       return r;
   if (!run_active_)
     start_run(ctx);
-  if (next_slot_ >= bpf::kMaxProbes)
-    return make_error(ENOSPC, "the eBPF collector holds at most 256 tracepoints per run");
+  if (next_slot_ >= bpf::kGlobalSlot)
+    return make_error(ENOSPC, "the eBPF collector holds at most " +
+                                  std::to_string(bpf::kGlobalSlot) + " tracepoints per run");
   auto loc = bpf::resolve_uprobe_location(pid, tp.address);
   if (!loc)
     return loc.error();

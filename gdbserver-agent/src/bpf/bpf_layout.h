@@ -8,6 +8,7 @@
 // ringbuf: RINGBUF holding finished frames in tfile layout, or ErrorRecords.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gdbtrace::bpf {
@@ -24,6 +25,14 @@ struct ControlSlot {
   uint64_t reserved[3];
 };
 static_assert(sizeof(ControlSlot) == 64);
+
+// The last control slot belongs to no tracepoint: its reserved[0] is the
+// run's stop flag. The program whose hit reaches a pass count sets it, so every
+// tracepoint stops collecting at that hit (gdbserver stops the run inside the
+// hit) instead of when the stub gets round to removing the probes.
+constexpr uint32_t kGlobalSlot = kMaxProbes - 1;
+constexpr uint32_t kStopFlagOffset =
+    kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, reserved);
 
 struct StatsSlot {
   uint64_t drops;  // ring buffer full: frame not written
