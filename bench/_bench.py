@@ -4,9 +4,11 @@ Same conventions as bench/_lib.sh (see bench/README.md): rows go to stdout as JS
 bench/run.sh collects; everything else is log. Environment: BENCH_SMOKE, BENCH_BUILD, BENCH_PROGRAMS,
 GDBTRACE_SERVER.
 """
+import atexit
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -24,6 +26,8 @@ GDB = os.environ.get("BENCH_GDB", "/usr/bin/gdb")
 GDBSERVER = "/usr/bin/gdbserver"
 IPA = "/usr/lib/libinproctrace.so"
 WORK = tempfile.mkdtemp(prefix="gdbtrace-bench-py.")
+if os.environ.get("BENCH_KEEP") != "1":  # BENCH_KEEP=1 keeps the gdb logs and tsave files
+    atexit.register(shutil.rmtree, WORK, True)
 
 
 def n(full, smoke):
