@@ -12,12 +12,13 @@
 #   --compare LABEL_A LABEL_B   no run: per-.exp PASS/FAIL table of two earlier runs, and the tests
 #             that pass in A but not in B
 #
-# Environment: GDB_SRC (default /work/gdb-src/gdb, the unpacked binutils-gdb tree), GDB (default /usr/bin/gdb).
+# Environment: GDB_SRC (the unpacked binutils-gdb tree; default: Debian's gdb-source package
+# /usr/src/gdb.tar.xz unpacked once into build/gdb-src), GDB (default /usr/bin/gdb).
 # Results: build/gdb-testsuite/<label>/gdb.sum, gdb.log, summary.txt ("# of expected passes" etc.).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-gdb_src=${GDB_SRC:-/work/gdb-src/gdb}
+gdb_src=${GDB_SRC:-}
 gdb_bin=${GDB:-/usr/bin/gdb}
 server="$repo/build/gdbserver-agent/src/server/gdbtrace-server"
 label=""
@@ -63,6 +64,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# Default source tree: Debian's gdb-source package (the same 13.1 as /usr/bin/gdb), unpacked once.
+if [ -z "$gdb_src" ]; then
+  repo_root=$(cd "$(dirname "$0")/.." && pwd)
+  gdb_src=$repo_root/build/gdb-src/gdb
+  if [ ! -f "$gdb_src/gdb/testsuite/configure" ]; then
+    [ -f /usr/src/gdb.tar.xz ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gdb-source >/dev/null
+    mkdir -p "$repo_root/build/gdb-src"
+    tar -C "$repo_root/build/gdb-src" -xf /usr/src/gdb.tar.xz
+  fi
+fi
 testsuite_src="$gdb_src/gdb/testsuite"
 if [ ! -f "$testsuite_src/configure" ]; then
   echo "gdb testsuite not found at $testsuite_src (set GDB_SRC to the binutils-gdb source tree)" >&2
