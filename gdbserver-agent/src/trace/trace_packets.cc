@@ -293,10 +293,17 @@ std::string TraceEngine::Impl::cmd_qtstart() {
   traced_pid = hooks.current_pid ? hooks.current_pid() : -1;
   if (traced_pid <= 0)
     return error_reply("no process to trace (start or attach to one first)");
+  // gdb stops sending a tracepoint's actions when it cannot compile one
+  // (e.g. "collect main": "don't know symbol class"), leaving the last QTDP
+  // promising more. gdbserver runs such a tracepoint with the actions it got;
+  // do the same, and say so, rather than refuse the whole run.
   for (auto& e : tracepoints)
-    if (!e->complete)
-      return error_reply("tracepoint " + std::to_string(e->tp.number) +
-                         " is incompletely defined (its last QTDP packet is missing)");
+    if (!e->complete) {
+      e->complete = true;
+      console("gdbtrace: tracepoint " + std::to_string(e->tp.number) +
+              ": gdb sent no further actions; collecting the " +
+              std::to_string(e->tp.actions.size()) + " it sent\n");
+    }
   for (auto& e : tracepoints)
     if (auto r = check_tsv_references(e->tp); !r) {
       console("gdbtrace: " + r.error().message + "\n");
