@@ -192,6 +192,11 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
       return "E." + expr.error().message;
     bp.commands.push_back(std::move(*expr));
   }
+  if (z->type == 0 && engine_)
+    if (auto conflict = engine_->software_breakpoint_conflict(z->address)) {
+      console("gdbtrace: " + *conflict + "\n");
+      return "E." + *conflict;
+    }
   // gdb re-sends Z0 for an inserted breakpoint to update its conditions.
   if (!breakpoints_.contains(pid, z->type, z->address)) {
     auto r = target_.insert_breakpoint(pid, type, z->address, z->kind);

@@ -283,6 +283,17 @@ bool TraceEngine::running() const {
   return impl_->running;
 }
 
+std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t address) const {
+  for (const auto& e : impl_->tracepoints)
+    if (e->installed && e->collector && e->tp.address == address &&
+        e->collector->name() != "ptrace")
+      return "tracepoint " + std::to_string(e->tp.number) + " is collected in the kernel (" +
+             e->collector->name() +
+             ") at this address, which takes the trap: a breakpoint here would never stop. Use "
+             "hbreak, or `monitor gdbtrace backend ptrace` before tstart";
+  return std::nullopt;
+}
+
 RegisterBlock TraceEngine::frame_registers() const {
   RegisterBlock regs;
   auto frame = impl_->buffer.frame(impl_->current_frame);
