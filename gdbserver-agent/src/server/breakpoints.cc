@@ -6,6 +6,11 @@ bool BreakpointTable::contains(Pid pid, int type, uint64_t address) const {
   return entries_.count({pid, type, address}) != 0;
 }
 
+const GdbBreakpoint* BreakpointTable::find(Pid pid, int type, uint64_t address) const {
+  auto it = entries_.find({pid, type, address});
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
 void BreakpointTable::add(Pid pid, int type, uint64_t address, GdbBreakpoint bp) {
   entries_[{pid, type, address}] = std::move(bp);
 }

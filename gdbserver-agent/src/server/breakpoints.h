@@ -19,6 +19,9 @@ struct GdbBreakpoint {
   std::vector<AgentExpr> conditions; // any true -> the breakpoint stops
   std::vector<AgentExpr> commands;   // run (agent printf) when it triggers
   bool persist = false;
+  // A Z0 placed in a debug register instead of an int3, because an in-kernel
+  // collector's uprobe owns the int3 at that address and would swallow the trap.
+  bool via_debug_register = false;
 };
 
 class BreakpointTable {
@@ -26,6 +29,7 @@ public:
   using Key = std::tuple<Pid, int /*type*/, uint64_t /*address*/>;
 
   bool contains(Pid pid, int type, uint64_t address) const;
+  const GdbBreakpoint* find(Pid pid, int type, uint64_t address) const;
   void add(Pid pid, int type, uint64_t address, GdbBreakpoint bp);
   void remove(Pid pid, int type, uint64_t address);
   void remove_process(Pid pid);

@@ -169,8 +169,11 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
   auto type = static_cast<BreakpointType>(z->type);
 
   if (!z->insert) {
-    if (!breakpoints_.contains(pid, z->type, z->address))
+    const GdbBreakpoint* existing = breakpoints_.find(pid, z->type, z->address);
+    if (!existing)
       return "E.no breakpoint at this address";
+    if (existing->via_debug_register)
+      type = BreakpointType::Hardware;
     auto r = target_.remove_breakpoint(pid, type, z->address, z->kind);
     breakpoints_.remove(pid, z->type, z->address);
     return r ? "OK" : "E." + r.error().message;
@@ -192,10 +195,17 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
       return "E." + expr.error().message;
     bp.commands.push_back(std::move(*expr));
   }
-  if (z->type == 0 && engine_)
+  // An in-kernel collector's uprobe owns the int3 at a probed address and
+  // would swallow the trap of a software breakpoint there: use a debug
+  // register instead (it fires before the instruction, uprobe or not).
+  if (z->type == 0 && engine_ && !breakpoints_.contains(pid, z->type, z->address))
     if (auto conflict = engine_->software_breakpoint_conflict(z->address)) {
-      console("gdbtrace: " + *conflict + "\n");
-      return "E." + *conflict;
+      auto r = target_.insert_breakpoint(pid, BreakpointType::Hardware, z->address, z->kind);
+      if (!r)
+        return "E." + *conflict + " (and no debug register is free: " + r.error().message + ")";
+      bp.via_debug_register = true;
+      breakpoints_.add(pid, z->type, z->address, std::move(bp));
+      return "OK";
     }
   // gdb re-sends Z0 for an inserted breakpoint to update its conditions.
   if (!breakpoints_.contains(pid, z->type, z->address)) {

@@ -288,9 +288,7 @@ std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t ad
     if (e->installed && e->collector && e->tp.address == address &&
         e->collector->name() != "ptrace")
       return "tracepoint " + std::to_string(e->tp.number) + " is collected in the kernel (" +
-             e->collector->name() +
-             ") at this address, which takes the trap: a breakpoint here would never stop. Use "
-             "hbreak, or `monitor gdbtrace backend ptrace` before tstart";
+             e->collector->name() + ") at this address, which takes the int3 trap";
   return std::nullopt;
 }
 

@@ -71,9 +71,9 @@ public:
   void on_disconnect();
   bool running() const;
 
-  // Why a software breakpoint (Z0) at ADDRESS cannot work now, or nullopt.
-  // While an in-kernel collector probes an address, the kernel's uprobe
-  // consumes the int3 trap there, so gdb's breakpoint would never report.
+  // Why a software breakpoint (Z0) at ADDRESS cannot be an int3 now, or
+  // nullopt. While an in-kernel collector probes an address, the kernel's
+  // uprobe consumes the int3 trap there, so gdb's breakpoint would never report.
   std::optional<std::string> software_breakpoint_conflict(uint64_t address) const;
 
 private:
