@@ -64,6 +64,43 @@ def is_stock_gdbserver() -> bool:
     return os.path.basename(server_path()) == "gdbserver"
 
 
+def strict() -> bool:
+    """Under CI (CI=true) and scripts/test.sh (GDBTRACE_STRICT=1) a collector, tool or kernel feature
+    that a test needs but does not find is a failure, not a skip: green must mean tested."""
+    return os.environ.get("CI") == "true" or os.environ.get("GDBTRACE_STRICT") == "1"
+
+
+def require(testcase, ok: bool, why: str):
+    """Skips TESTCASE (fails it when strict()) unless OK; WHY says what is missing."""
+    if ok:
+        return
+    if strict():
+        testcase.fail("missing under CI=true / GDBTRACE_STRICT=1 (a skip would hide it): " + why)
+    testcase.skipTest(why)
+
+
+_collectors = None
+
+
+def available_collectors() -> dict:
+    """{name: description} of the tracepoint collectors the server under test can create here
+    (`monitor gdbtrace backend`); {} for stock gdbserver."""
+    global _collectors
+    if _collectors is None:
+        _collectors = {}
+        if not is_stock_gdbserver():
+            run = run_gdb(["monitor gdbtrace backend"], program="trace_loop", args=(1,))
+            _collectors = dict(re.findall(r"^\s+(module|ebpf|ptrace): (.*)$", run.output, re.M))
+    return _collectors
+
+
+def auto_backend() -> str:
+    """The collector `backend auto` picks for a plain tracepoint: the first available of module,
+    eBPF, ptrace (the engine's preference order)."""
+    found = available_collectors()
+    return next((name for name in ("module", "ebpf", "ptrace") if name in found), "ptrace")
+
+
 # ----------------------------------------------------------------------------------------------
 # Process bookkeeping
 

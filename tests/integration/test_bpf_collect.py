@@ -4,7 +4,7 @@
 
 Tracee: tests/programs/trace_loop.c (probe_me(i, 3*i) and step_me(i) for i < N, then done()), and
 loop.c (heartbeat file) for the stub-killed case. Skipped when the server has no eBPF collector here
-(no root / BPF / uprobes); the reason is printed."""
+(no root / BPF / uprobes), and failed instead under CI=true or GDBTRACE_STRICT=1."""
 
 import os
 import re
@@ -14,21 +14,11 @@ import time
 import unittest
 from pathlib import Path
 
-from gdbtest import GdbTestCase, Server, Tracee, descendants, kill_new_processes, program, run_gdb
+from gdbtest import (GdbTestCase, Server, Tracee, available_collectors, descendants, kill_new_processes,
+                     program, require, run_gdb)
 
 EBPF = ["monitor gdbtrace backend ebpf"]
 PROLOGUE = ["break done"] + EBPF
-_available = None
-
-
-def ebpf_available():
-    """(True, '') when the server lists an ebpf collector, else (False, why)."""
-    global _available
-    if _available is None:
-        run = run_gdb(["monitor gdbtrace backend"], program="trace_loop", args=(1,))
-        m = re.search(r"^\s*ebpf: (.*)$", run.output, re.M)
-        _available = (True, m.group(1)) if m else (False, run.output[-400:] + run.server_log[-400:])
-    return _available
 
 
 def traced(actions, setup=(), after=("tstop",), tp="trace probe_me"):
@@ -39,9 +29,8 @@ def traced(actions, setup=(), after=("tstop",), tp="trace probe_me"):
 
 class EbpfTestCase(GdbTestCase):
     def setUp(self):
-        ok, why = ebpf_available()
-        if not ok:
-            self.skipTest("no eBPF collector in this server: " + why)
+        require(self, "ebpf" in available_collectors(),
+                f"no eBPF collector in this server (collectors: {available_collectors()})")
 
     def assertEbpf(self, run, count=1):
         backends = re.findall(r"^tracepoint \d+ at 0x[0-9a-f]+.*: backend (\w+)", run.output, re.M)
