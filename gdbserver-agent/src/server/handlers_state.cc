@@ -125,6 +125,8 @@ GdbServer::Reply GdbServer::handle_read_memory(std::string_view packet) {
     if (pid <= 0)
       return "E01";
     n = target_.read_memory(pid, range->address, buf);
+    if (n && engine_)
+      engine_->hide_kernel_probes(pid, range->address, std::span<uint8_t>(buf.data(), *n));
   }
   if (!n)
     return enn(n.error());
@@ -207,7 +209,11 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
       breakpoints_.add(pid, z->type, z->address, std::move(bp));
       return "OK";
     }
-  // gdb re-sends Z0 for an inserted breakpoint to update its conditions.
+  // gdb re-sends Z0 for an inserted breakpoint to update its conditions (and
+  // after shared libraries load): keep where it lives, or its z0 would later
+  // look for an int3 that was never written.
+  if (const GdbBreakpoint* existing = breakpoints_.find(pid, z->type, z->address))
+    bp.via_debug_register = existing->via_debug_register;
   if (!breakpoints_.contains(pid, z->type, z->address)) {
     auto r = target_.insert_breakpoint(pid, type, z->address, z->kind);
     // "Not supported" is an empty reply: gdb then falls back (e.g. rwatch -> awatch).

@@ -176,6 +176,8 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot " + ok.error().message;
       continue;
     }
+    if (c->name() != "ptrace")
+      entry.original_text = text_under_probe(entry);
     auto installed = c->install(traced_pid, tp, *this);
     if (!installed) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + installed.error().message;
@@ -193,6 +195,24 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
   if (why_not.empty())
     return make_error(ENOENT, "backend '" + preferred_backend + "' is not available");
   return make_error(EINVAL, "tracepoint " + std::to_string(tp.number) + ": " + why_not);
+}
+
+std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& entry) {
+  // Another tracepoint at this address may have its uprobe in already.
+  for (const auto& e : tracepoints)
+    if (e.get() != &entry && e->installed && !e->original_text.empty() &&
+        e->tp.address == entry.tp.address)
+      return e->original_text;
+  // A uprobe changes one byte, except that kernels with optimized uprobes (6.18+)
+  // turn a 5-byte nop into a call into their trampoline after the first hit.
+  static constexpr uint8_t kNop5[] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+  std::vector<uint8_t> text(sizeof kNop5);
+  auto n = target.read_memory(traced_pid, entry.tp.address, text);
+  if (!n || *n == 0)
+    return {};
+  bool nop5 = *n == sizeof kNop5 && std::equal(text.begin(), text.end(), kNop5);
+  text.resize(nop5 ? sizeof kNop5 : 1);
+  return text;
 }
 
 void TraceEngine::Impl::drain_all() {
@@ -290,6 +310,20 @@ std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t ad
       return "tracepoint " + std::to_string(e->tp.number) + " is collected in the kernel (" +
              e->collector->name() + ") at this address, which takes the int3 trap";
   return std::nullopt;
+}
+
+void TraceEngine::hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_t> bytes) const {
+  if (pid != impl_->traced_pid)
+    return;
+  for (const auto& e : impl_->tracepoints) {
+    if (!e->installed || e->original_text.empty())
+      continue;
+    for (size_t i = 0; i < e->original_text.size(); ++i) {
+      uint64_t at = e->tp.address + i;
+      if (at >= address && at - address < bytes.size())
+        bytes[at - address] = e->original_text[i];
+    }
+  }
 }
 
 RegisterBlock TraceEngine::frame_registers() const {

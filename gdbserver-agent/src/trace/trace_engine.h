@@ -76,6 +76,12 @@ public:
   // uprobe consumes the int3 trap there, so gdb's breakpoint would never report.
   std::optional<std::string> software_breakpoint_conflict(uint64_t address) const;
 
+  // Puts back, in BYTES read from process PID at ADDRESS, the program's own
+  // bytes where an in-kernel collector's uprobe changed them. Without this gdb
+  // reads an int3 at a tracepoint, takes it for a breakpoint compiled into the
+  // program and "skips" it by moving the pc into the middle of the instruction.
+  void hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_t> bytes) const;
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -21,6 +21,11 @@ struct TracepointEntry {
   bool complete = false;      // the last QTDP packet (no trailing '-') arrived
   Collector* collector = nullptr;
   bool installed = false;
+  // The program's bytes at tp.address before an in-kernel collector's uprobe
+  // went in (the kernel writes an int3 there, or on a 5-byte nop a call into
+  // its trampoline): memory reads show these instead, as gdbserver hides its
+  // own breakpoints. Empty for the ptrace collector (the target hides those).
+  std::vector<uint8_t> original_text;
   // gdb re-sends an identical definition (e.g. after shared libraries load):
   // the following packets are compared with what we have instead of appended.
   bool redefining = false;
@@ -81,6 +86,8 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- run control ---
   Result<void> install(TracepointEntry& entry);
+  // What install() saves in entry.original_text before a uprobe goes in.
+  std::vector<uint8_t> text_under_probe(const TracepointEntry& entry);
   void stop_run(TraceStopReason reason, std::string text = {}, uint32_t tp = 0);
   void apply_pending_stop();
   void arm_drain_timer();
