@@ -1,0 +1,40 @@
+#!/bin/bash
+# Builds the stub and its unit tests with AddressSanitizer + UndefinedBehaviorSanitizer
+# (-DGDBTRACE_SANITIZE=ON, into build-sanitize/ or $SANITIZE_BUILD_DIR) and runs the unit and
+# integration tests with it. Any sanitizer report fails the run, also one from a server process
+# that a test did not notice dying: every report goes to a log file, and the logs must stay empty.
+#   scripts/sanitize.sh [ctest -R regex]
+# Environment: JOBS (default 2).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${SANITIZE_BUILD_DIR:-$repo/build-sanitize}
+reports=$build/sanitizer-reports
+filter=${1:-}
+
+BUILD_DIR=$build JOBS=${JOBS:-2} "$repo/scripts/build.sh" -DGDBTRACE_SANITIZE=ON || exit 1
+
+rm -rf "$reports" && mkdir -p "$reports"
+# log_path: reports land in files (the server's stderr is often a pipe nobody reads);
+# abort_on_error: a report also fails the process that made it.
+export ASAN_OPTIONS="log_path=$reports/asan:abort_on_error=1:detect_leaks=1:strict_string_checks=1"
+export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp:print_suppressions=0"
+
+rc=0
+args=(--test-dir "$build" -j"${JOBS:-2}" --output-on-failure)
+[ -n "$filter" ] && args+=(-R "$filter")
+ctest "${args[@]}" -LE integration --timeout 600 || rc=1
+ctest "${args[@]}" -L integration || rc=1
+
+shopt -s nullglob
+logs=("$reports"/*)
+if [ ${#logs[@]} -gt 0 ]; then
+  echo "sanitize.sh: ${#logs[@]} sanitizer report(s):"
+  for f in "${logs[@]}"; do
+    echo "--- $f"
+    head -60 "$f"
+  done
+  rc=1
+fi
+[ "$rc" = 0 ] && echo "sanitize.sh: unit and integration tests clean under ASan + UBSan"
+exit $rc
