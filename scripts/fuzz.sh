@@ -1,0 +1,47 @@
+#!/bin/bash
+# libFuzzer targets of the stub (tests/fuzz/fuzz_<name>.cc) and of the AX VM (scripts/fuzz-ax.sh).
+#   scripts/fuzz.sh TARGET [SECONDS=20]     one target (e.g. rsp_codec)
+#   scripts/fuzz.sh all [SECONDS=20]        every target, SECONDS each (the CI smoke)
+#   scripts/fuzz.sh list
+# Builds into build-fuzz/ (or $FUZZ_BUILD_DIR) with clang, ASan and UBSan; runs each target on a copy
+# of its seed corpus (tests/fuzz/corpus/<name>/) and fails on any crash, sanitizer report or broken
+# property. Crash inputs are kept as build-fuzz/crash-<target>-*. Extra libFuzzer flags: FUZZ_FLAGS.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$repo/build-fuzz}
+what=${1:-list}
+secs=${2:-20}
+targets=$(cd "$repo/tests/fuzz" && ls fuzz_*.cc | sed 's/^fuzz_//; s/\.cc$//')
+if [ "$what" = list ]; then
+  echo "$targets"
+  exit 0
+fi
+[ "$what" = all ] && selected=$targets || selected=$what
+
+"$repo/scripts/setup.sh"
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
+if [ ! -f "$build/build.ninja" ]; then
+  mkdir -p "$build"
+  CC=clang CXX=clang++ cmake -S "$repo" -B "$build" -G Ninja -DGDBTRACE_FUZZ=ON \
+    -DGDBTRACE_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS=$flags" \
+    "-DCMAKE_CXX_FLAGS=$flags" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+fi
+rc=0
+for t in $selected; do
+  ninja -C "$build" -j"${JOBS:-2}" "fuzz_$t" >/dev/null
+  corpus=$build/corpus/$t
+  mkdir -p "$corpus"
+  [ -d "$repo/tests/fuzz/corpus/$t" ] && cp -n "$repo/tests/fuzz/corpus/$t"/* "$corpus"/ 2>/dev/null || true
+  echo "=== fuzz_$t: ${secs}s"
+  # shellcheck disable=SC2086
+  if ! "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
+      ${FUZZ_FLAGS:-} "$corpus" 2>"$build/fuzz_$t.log"; then
+    tail -60 "$build/fuzz_$t.log"
+    echo "fuzz_$t: FAILED (inputs: $build/crash-$t-*)"
+    rc=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$t.log" | tr '\n' ' '
+    echo
+  fi
+done
+exit $rc
