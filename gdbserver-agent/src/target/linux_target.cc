@@ -111,6 +111,8 @@ Process& LinuxTarget::add_process(Pid pid, bool attached) {
 void LinuxTarget::remove_process(Pid pid) {
   procs_.erase(pid);
   unknown_stops_.erase(pid);
+  if (procs_.empty())
+    interrupt_requested_ = false; // nothing left to interrupt
 }
 
 Result<void> LinuxTarget::set_ptrace_options(Tid tid, bool attached) {
@@ -183,6 +185,7 @@ Result<void> LinuxTarget::detach(Pid pid) {
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
+  interrupt_requested_ = false; // a ^C queued for this session goes with it
   stop_threads(*p, nullptr);
   lift_all_int3(*p);
   p->breakpoints.clear();

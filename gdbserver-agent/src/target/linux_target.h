@@ -168,10 +168,11 @@ private:
   void restart_threads(Pid pid, const std::vector<Tid>& tids);
   void request_stop(Process& p, Lwp& l);
   void interpret_pending();
+  bool interrupt_all_stop(std::vector<StopEvent>& out);
+  std::optional<StopEvent> interrupt_event() const;
   void place_report(const StopEvent& ev);
   std::optional<StopEvent> take_report();
   bool anything_running() const;
-  void post_event(const StopEvent& ev);
   bool pass_signal(int sig) const {
     return sig > 0 && sig < (int)pass_signals_.size() && pass_signals_[sig];
   }
@@ -190,6 +191,10 @@ private:
   bool non_stop_ = false;
   bool reported_ = true; // all-stop: a stop was reported and gdb has not resumed
   bool waiting_ = false; // a resume happened and no event has been reported since
+  // All-stop ^C not answered yet. An event collected before it is reported
+  // first and the interrupt waits for the next resume, as gdbserver's SIGINT
+  // stays queued in the process.
+  bool interrupt_requested_ = false;
   bool dispatching_ = false, redispatch_ = false, dispatch_posted_ = false;
   std::vector<bool> pass_signals_;
   bool report_thread_events_ = false;

@@ -168,14 +168,6 @@ void LinuxTarget::post_dispatch() {
   });
 }
 
-void LinuxTarget::post_event(const StopEvent& ev) {
-  std::weak_ptr<int> alive = life_;
-  asio::post(io_, [this, alive, ev] {
-    if (!alive.expired() && handler_)
-      handler_(ev);
-  });
-}
-
 void LinuxTarget::place_report(const StopEvent& ev) {
   Process* p = find_process(ev.thread.pid);
   bool thread_gone = ev.kind == StopKind::Exited || ev.kind == StopKind::Terminated ||
@@ -272,6 +264,9 @@ void LinuxTarget::dispatch() {
             l.resumed = false;
         reported_ = true;
         out.push_back(*ev);
+      } else if (interrupt_requested_) {
+        if (!interrupt_all_stop(out))
+          redispatch_ = true; // statuses collected while stopping come first
       } else if (waiting_ && !anything_running()) {
         StopEvent none;
         none.kind = StopKind::NoResumed;
@@ -291,6 +286,41 @@ void LinuxTarget::dispatch() {
   for (const auto& ev : out)
     if (handler_)
       handler_(ev);
+}
+
+// All-stop ^C: stops every thread. Returns false when that collected statuses
+// of resumed threads (they are interpreted and reported first); otherwise
+// reports SIGINT and returns true.
+bool LinuxTarget::interrupt_all_stop(std::vector<StopEvent>& out) {
+  stop_all_processes();
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps)
+      if (l.resumed && l.raw)
+        return false;
+  interrupt_requested_ = false;
+  auto ev = interrupt_event();
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      l.resumed = false;
+  reported_ = true;
+  if (ev)
+    out.push_back(*ev);
+  return true;
+}
+
+// The thread a ^C stop is reported for: one gdb resumed (a thread it was
+// stepping over a breakpoint must not see another thread stop instead),
+// preferring the leader.
+std::optional<StopEvent> LinuxTarget::interrupt_event() const {
+  std::optional<StopEvent> any, resumed;
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps) {
+      if (!any)
+        any = signal_event(pid, tid, SIGINT);
+      if (l.resumed && (!resumed || tid == pid))
+        resumed = signal_event(pid, tid, SIGINT);
+    }
+  return resumed ? resumed : any;
 }
 
 // --- interpreting one status ---
@@ -803,7 +833,9 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
   waiting_ = true;
   if (!non_stop_)
     reported_ = false;
-  if (to_run.empty()) { // reports of vanished threads/processes may still be queued
+  // An interrupt not answered yet: report it now instead of running anything.
+  if (to_run.empty() || (!non_stop_ && interrupt_requested_)) {
+    // (reports of vanished threads/processes may still be queued)
     post_dispatch();
     return ok();
   }
@@ -842,23 +874,14 @@ Result<void> LinuxTarget::interrupt(Pid pid) {
           }
     return ok();
   }
-  // All-stop ^C: freeze everything and report SIGINT (no signal is queued in
-  // the program, so a program blocking SIGINT can still be interrupted).
-  Process* p = pid == -1 ? procs_.begin()->second.get() : find_process(pid);
-  if (!p)
+  // All-stop ^C: freeze everything and report SIGINT for a resumed thread (no
+  // signal is queued in the program, so a program blocking SIGINT can still be
+  // interrupted). dispatch() does it, after any event already collected.
+  if (pid != -1 && !find_process(pid))
     return make_error(ESRCH, "no such process " + std::to_string(pid));
-  Pid target_pid = p->pid;
-  stop_all_processes();
-  for (auto& [ppid, pp] : procs_)
-    for (auto& [tid, l] : pp->lwps)
-      l.resumed = false;
-  p = find_process(target_pid);
-  if (!p || p->lwps.empty())
-    return make_error(ESRCH, "process " + std::to_string(target_pid) + " has no threads");
-  Tid tid = p->lwps.count(target_pid) ? target_pid : p->lwps.begin()->first;
-  reported_ = true;
-  waiting_ = false;
-  post_event(signal_event(target_pid, tid, SIGINT));
+  interrupt_requested_ = true; // when everything is stopped: for the next resume
+  if (!reported_)
+    post_dispatch();
   return ok();
 }
 
