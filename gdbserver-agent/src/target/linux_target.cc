@@ -300,6 +300,20 @@ Result<void> LinuxTarget::write_siginfo(ThreadId thread, std::string_view data) 
   return ok();
 }
 
+Result<uint64_t> LinuxTarget::tls_address(ThreadId thread, uint64_t offset, uint64_t lm) {
+  auto l = stopped_lwp(thread);
+  if (!l)
+    return l.error();
+  Process* p = find_process(thread.pid);
+  if (!p->thread_db) { // retried on every request until the program's libc is ready
+    auto db = ThreadDb::open(p->pid);
+    if (!db)
+      return db.error();
+    p->thread_db = std::move(*db);
+  }
+  return p->thread_db->tls_address(thread.tid, lm, offset);
+}
+
 // --- memory (int3 bytes we inserted are hidden) ---
 
 Result<size_t> LinuxTarget::read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) {

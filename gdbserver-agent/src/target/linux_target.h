@@ -25,6 +25,7 @@
 #include "target/debug_registers.h"
 #include "target/inferior_memory.h"
 #include "target/native_target.h"
+#include "target/thread_db.h"
 
 namespace gdbtrace {
 
@@ -73,6 +74,7 @@ struct Process {
   // Where int3s used to be: a thread that executed one just before its removal
   // reports the SIGTRAP afterwards (non-stop); it is rewound and resumed silently.
   std::set<uint64_t> removed_breakpoints;
+  std::unique_ptr<ThreadDb> thread_db; // loaded on the first TLS request
 };
 
 class LinuxTarget final : public NativeTarget {
@@ -122,6 +124,7 @@ public:
   Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) override;
   Result<std::string> read_siginfo(ThreadId thread) override;
   Result<void> write_siginfo(ThreadId thread, std::string_view data) override;
+  Result<uint64_t> tls_address(ThreadId thread, uint64_t offset, uint64_t lm) override;
 
 private:
   // --- bookkeeping (linux_target.cc) ---

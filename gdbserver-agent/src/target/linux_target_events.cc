@@ -496,6 +496,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.removed_breakpoints.clear();
   p.debug_regs = DebugRegisters{};
   p.vfork_breakpoints_lifted = false;
+  p.thread_db.reset(); // bound to the old image's libc
   p.memory.open(pid);
   if (!report_exec_)
     return signal_event(pid, pid, SIGTRAP);
