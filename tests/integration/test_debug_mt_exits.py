@@ -2,9 +2,10 @@
 exiting before the other threads (the process's exit status comes with the leader), and the thread
 being stepped exiting while others remain."""
 
+import time
 import unittest
 
-from gdbtest import GdbTestCase, run_gdb
+from gdbtest import GdbTestCase, mi_connected, run_gdb
 
 
 class ExecFromNonLeader(GdbTestCase):
@@ -20,6 +21,15 @@ class ExecFromNonLeader(GdbTestCase):
         listing = run.output[run.output.rfind("#0  after_exec"):]
         self.assertNotRegex(listing.split("exited")[0], r"(?m)^\s+2\s+Thread", run.transcript())
 
+    def test_exec_in_worker_thread_with_scheduler_locking(self):
+        """Only the exec'ing worker is resumed; its exec event arrives under the leader's tid."""
+        run = run_gdb(["break before_exec", "continue", "set scheduler-locking on", "break after_exec",
+                       "continue", "bt 1", "set scheduler-locking off", "continue"],
+                      program="mt_exec", timeout=60)
+        self.assertOrdered(run, [r"Breakpoint 1, before_exec",
+                                 r"process \d+ is executing new program: .*mt_exec",
+                                 r"Breakpoint 2, after_exec \(\)", r"exited with code 05"])
+
     def test_exec_in_worker_thread_mi(self):
         run = run_gdb(["-break-insert after_exec", "-exec-continue", "-thread-info", "-exec-continue"],
                       program="mt_exec", mi=True)
@@ -31,10 +41,34 @@ class LeaderExitsFirst(GdbTestCase):
     def test_worker_ends_process_after_leader_exited(self):
         run = run_gdb(["break worker_marker", "continue", "info threads", "continue", "continue"],
                       program="mt_leader_exit")
+        # The exited leader (a zombie until the group ends) is not listed, as with gdbserver.
+        listing = run.output[run.output.find("  Id   Target Id"):]
+        self.assertNotRegex(listing.split("\n\n")[0], r"(?m)^\*?\s+1\s+Thread", run.transcript())
         self.assertOrdered(run, [r"hit Breakpoint 1, worker_marker|Breakpoint 1, worker_marker",
                                  r"hit Breakpoint 1, worker_marker|Breakpoint 1, worker_marker",
                                  r"exited with code 07"])
         self.assertNoOutput(run, r"exited normally|exited with code 0[^7]")
+
+    def test_interrupt_after_leader_exited_mi(self):
+        """^C with the leader gone: the SIGINT stop is reported for a live thread."""
+        with mi_connected("mt_leader_exit", mode="once", setup=["-gdb-set mi-async on"]) as mi:
+            mi.send("-break-insert worker_marker")
+            mark = len(mi.records)
+            mi.send("-exec-continue")
+            mi.wait_stopped(mark)
+            mi.send("-break-delete")
+            mark = len(mi.records)
+            mi.send("-exec-continue")
+            time.sleep(0.3)
+            mi.send("-exec-interrupt")
+            stop = mi.wait_stopped(mark)
+            self.assertEqual(stop.results.get("signal-name"), "SIGINT", stop.line)
+            frame = mi.send("-stack-info-frame")
+            self.assertEqual(frame.cls, "done", frame.line)
+            mark = len(mi.records)
+            mi.send("-exec-continue")
+            stop = mi.wait_stopped(mark)
+            self.assertEqual(stop.results.get("exit-code"), "07", stop.line)
 
     def test_leader_exits_first_mi(self):
         run = run_gdb(["-exec-continue"], program="mt_leader_exit", mi=True)

@@ -15,7 +15,10 @@ static void *worker(void *arg) {
   int index = (int)(long)arg;
   usleep(200 * 1000); /* the leader is gone by now */
   worker_marker(index);
-  if (pthread_barrier_wait(&done) == PTHREAD_BARRIER_SERIAL_THREAD) exit(7);
+  if (pthread_barrier_wait(&done) == PTHREAD_BARRIER_SERIAL_THREAD) {
+    sleep(1); /* time to interrupt the process while its leader is a zombie */
+    exit(7);
+  }
   pause(); /* the other worker: exit() ends it */
   return NULL;
 }

@@ -93,6 +93,8 @@ Result<Lwp*> LinuxTarget::stopped_lwp(ThreadId thread) {
   Lwp* l = find_lwp(thread.tid, &p);
   if (!l || p->pid != thread.pid)
     return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
+  if (l->zombie)
+    return make_error(ESRCH, "thread " + std::to_string(thread.tid) + " has exited");
   if (l->running)
     return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
   return l;
@@ -249,13 +251,17 @@ std::vector<ThreadInfo> LinuxTarget::threads() const {
   std::vector<ThreadInfo> out;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps)
-      out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
+      if (!l.zombie)
+        out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
   return out;
 }
 
 bool LinuxTarget::thread_alive(ThreadId thread) const {
   const Process* p = find_process(thread.pid);
-  return p && p->lwps.count(thread.tid) && procfs::thread_exists(thread.pid, thread.tid);
+  if (!p)
+    return false;
+  auto it = p->lwps.find(thread.tid);
+  return it != p->lwps.end() && !it->second.zombie && procfs::thread_exists(thread.pid, thread.tid);
 }
 
 void LinuxTarget::set_catch_syscalls(Pid pid, bool enabled, const std::vector<int>& syscalls) {

@@ -39,7 +39,11 @@ struct Lwp {
   bool resumed = false;          // gdb considers it running (no stop reported since)
   bool stop_expected = false;    // a SIGSTOP we sent is still to be absorbed
   bool report_stop_zero = false; // non-stop vCont;t / interrupt: report its stop as signal 0
-  std::optional<int> raw;        // collected wait status, not interpreted yet
+  // A leader that exited before its threads: a zombie that reports nothing
+  // until the whole group ends. Not listed, never reported for (gdbserver
+  // drops it too); its tid only comes back through an exec.
+  bool zombie = false;
+  std::optional<int> raw; // collected wait status, not interpreted yet
   TrapKind trap = TrapKind::None;
   uint64_t trap_address = 0;       // breakpoint or watched address
   std::optional<StopEvent> report; // interpreted, waiting to be reported to gdb
@@ -149,6 +153,7 @@ private:
   void collect_statuses();
   void store_status(Process& p, Lwp& l, int status);
   void classify_trap(Process& p, Lwp& l);
+  void take_over_exec_thread(Process& p, Lwp& leader);
   void post_dispatch();
   void dispatch();
   std::optional<StopEvent> interpret(Process& p, Lwp& l);
@@ -170,6 +175,7 @@ private:
   void wait_for_stop(Process& p, Lwp& l);
   void restart_threads(Pid pid, const std::vector<Tid>& tids);
   void request_stop(Process& p, Lwp& l);
+  void stop_for_gdb(Process& p, Lwp& l);
   void interpret_pending();
   bool interrupt_all_stop(std::vector<StopEvent>& out);
   std::optional<StopEvent> interrupt_event() const;

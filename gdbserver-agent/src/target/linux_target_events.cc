@@ -95,9 +95,32 @@ void LinuxTarget::store_status(Process& p, Lwp& l, int status) {
   if (debug_enabled())
     std::fprintf(stderr, "[target] %d/%d status 0x%x resumed=%d\n", p.pid, l.tid, status,
                  l.resumed);
+  if (l.tid == p.pid && (status >> 16) == PTRACE_EVENT_EXEC)
+    take_over_exec_thread(p, l);
   l.running = false;
   l.raw = status;
   classify_trap(p, l);
+}
+
+// An exec in a thread that is not the leader is reported with the leader's
+// tid (the kernel gives it to the exec'ing thread): the event belongs to the
+// thread gdb resumed, which may not be the leader (scheduler locking, or a
+// leader that already exited), so the leader's entry takes over its state.
+void LinuxTarget::take_over_exec_thread(Process& p, Lwp& leader) {
+  unsigned long former = 0;
+  if (ptrace(PTRACE_GETEVENTMSG, leader.tid, nullptr, &former) != 0 || (Tid)former == leader.tid)
+    return;
+  auto it = p.lwps.find(static_cast<Tid>(former));
+  if (it == p.lwps.end())
+    return;
+  const Lwp& execer = it->second;
+  leader.resumed = execer.resumed;
+  leader.kind = execer.kind;
+  leader.range_start = execer.range_start;
+  leader.range_end = execer.range_end;
+  leader.stop_expected = execer.stop_expected;
+  leader.zombie = false;
+  p.lwps.erase(it);
 }
 
 void LinuxTarget::classify_trap(Process& p, Lwp& l) {
@@ -315,6 +338,8 @@ std::optional<StopEvent> LinuxTarget::interrupt_event() const {
   std::optional<StopEvent> any, resumed;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps) {
+      if (l.zombie)
+        continue;
       if (!any)
         any = signal_event(pid, tid, SIGINT);
       if (l.resumed && (!resumed || tid == pid))
@@ -722,6 +747,21 @@ bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
   }
 }
 
+// Non-stop vCont;t / vCtrlC: every thread gdb considers running reports a
+// stop (signal 0), also one the stub holds stopped for the moment (during
+// another thread's step over a breakpoint) or whose event is not interpreted
+// yet (which may turn out to be internal and resume it).
+void LinuxTarget::stop_for_gdb(Process& p, Lwp& l) {
+  if (!l.resumed || l.zombie || l.report)
+    return;
+  if (l.running || l.raw) {
+    request_stop(p, l);
+    l.report_stop_zero = true;
+  } else {
+    l.report = signal_event(p.pid, l.tid, 0);
+  }
+}
+
 void LinuxTarget::request_stop(Process& p, Lwp& l) {
   if (!l.stop_expected) {
     syscall(SYS_tgkill, p.pid, l.tid, SIGSTOP);
@@ -734,6 +774,7 @@ void LinuxTarget::wait_for_stop(Process& p, Lwp& l) {
     // A zombie leader of a live thread group never reports until the group ends.
     if (l.tid == p.pid && p.lwps.size() > 1 && procfs::thread_state(p.pid, l.tid) == 'Z') {
       l.running = false;
+      l.zombie = true;
       return;
     }
     int st = 0;
@@ -816,10 +857,8 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
       if (!a)
         continue;
       if (a->kind == ResumeKind::Stop) {
-        if (non_stop_ && l.running) {
-          request_stop(*p, l);
-          l.report_stop_zero = true;
-        }
+        if (non_stop_)
+          stop_for_gdb(*p, l);
         continue;
       }
       l.resumed = true;
@@ -869,10 +908,8 @@ Result<void> LinuxTarget::interrupt(Pid pid) {
     for (auto& [ppid, p] : procs_)
       if (pid == -1 || ppid == pid)
         for (auto& [tid, l] : p->lwps)
-          if (l.running) {
-            request_stop(*p, l);
-            l.report_stop_zero = true;
-          }
+          stop_for_gdb(*p, l);
+    post_dispatch();
     return ok();
   }
   // All-stop ^C: freeze everything and report SIGINT for a resumed thread (no
