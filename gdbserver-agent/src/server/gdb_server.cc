@@ -114,10 +114,12 @@ void GdbServer::on_packet(std::string_view packet) {
 }
 
 void GdbServer::on_interrupt() {
-  if (non_stop_ || !waiting_for_stop_) {
-    debug("interrupt ignored: nothing running");
+  if (non_stop_) {
+    debug("interrupt ignored: non-stop uses vCtrlC");
     return;
   }
+  // Between two stops of one gdb command (e.g. a step over a breakpoint) the
+  // ^C is kept by the target for the next resume, like gdbserver's SIGINT.
   if (auto r = target_.interrupt(-1); !r)
     debug("interrupt failed: " + r.error().message);
 }
@@ -274,6 +276,8 @@ void GdbServer::on_target_event(const StopEvent& event) {
           std::to_string(static_cast<int>(event.reason)));
   if (filter_conditional_breakpoint(event))
     return;
+  if (event.kind == StopKind::Execd)
+    breakpoints_.remove_process(event.thread.pid); // they went with the old image
 
   if (is_process_exit(event)) {
     forget_process(event.thread.pid);

@@ -86,6 +86,7 @@ private:
   // handlers_query.cc: q/Q general queries and settings
   Reply handle_qsupported(std::string_view packet);
   Reply handle_general_query(std::string_view packet);
+  Reply handle_get_tls_addr(std::string_view args);
   Reply handle_general_set(std::string_view packet);
   Reply handle_thread_info(bool first);
   Reply handle_qxfer(std::string_view packet);

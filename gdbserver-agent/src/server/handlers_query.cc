@@ -73,7 +73,27 @@ GdbServer::Reply GdbServer::handle_general_query(std::string_view packet) {
   }
   if (starts_with(packet, "qSymbol:"))
     return "OK"; // we look up no symbols
+  if (starts_with(packet, "qGetTLSAddr:"))
+    return handle_get_tls_addr(packet.substr(12));
   return "";
+}
+
+// qGetTLSAddr:THREAD,OFFSET,LM -> the variable's address in hex.
+GdbServer::Reply GdbServer::handle_get_tls_addr(std::string_view args) {
+  auto parts = split(args, ',');
+  if (parts.size() != 3)
+    return "E.malformed qGetTLSAddr packet";
+  auto thread = parse_thread_id(parts[0], current_pid());
+  auto offset = rsp::parse_hex_u64(parts[1]);
+  auto lm = rsp::parse_hex_u64(parts[2]);
+  if (!thread || thread->tid <= 0 || !offset || !lm)
+    return "E.malformed qGetTLSAddr packet";
+  if (thread->pid <= 0)
+    thread->pid = current_pid();
+  auto address = target_.tls_address(*thread, *offset, *lm);
+  if (!address)
+    return "E." + address.error().message;
+  return rsp::hex_number(*address);
 }
 
 static std::optional<bool> parse_flag(std::string_view value) {

@@ -93,6 +93,8 @@ Result<Lwp*> LinuxTarget::stopped_lwp(ThreadId thread) {
   Lwp* l = find_lwp(thread.tid, &p);
   if (!l || p->pid != thread.pid)
     return make_error(ESRCH, "unknown thread " + std::to_string(thread.tid));
+  if (l->zombie)
+    return make_error(ESRCH, "thread " + std::to_string(thread.tid) + " has exited");
   if (l->running)
     return make_error(EBUSY, "thread " + std::to_string(thread.tid) + " is running");
   return l;
@@ -111,6 +113,8 @@ Process& LinuxTarget::add_process(Pid pid, bool attached) {
 void LinuxTarget::remove_process(Pid pid) {
   procs_.erase(pid);
   unknown_stops_.erase(pid);
+  if (procs_.empty())
+    interrupt_requested_ = false; // nothing left to interrupt
 }
 
 Result<void> LinuxTarget::set_ptrace_options(Tid tid, bool attached) {
@@ -183,6 +187,7 @@ Result<void> LinuxTarget::detach(Pid pid) {
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
+  interrupt_requested_ = false; // a ^C queued for this session goes with it
   stop_threads(*p, nullptr);
   lift_all_int3(*p);
   p->breakpoints.clear();
@@ -246,13 +251,17 @@ std::vector<ThreadInfo> LinuxTarget::threads() const {
   std::vector<ThreadInfo> out;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps)
-      out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
+      if (!l.zombie)
+        out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
   return out;
 }
 
 bool LinuxTarget::thread_alive(ThreadId thread) const {
   const Process* p = find_process(thread.pid);
-  return p && p->lwps.count(thread.tid) && procfs::thread_exists(thread.pid, thread.tid);
+  if (!p)
+    return false;
+  auto it = p->lwps.find(thread.tid);
+  return it != p->lwps.end() && !it->second.zombie && procfs::thread_exists(thread.pid, thread.tid);
 }
 
 void LinuxTarget::set_catch_syscalls(Pid pid, bool enabled, const std::vector<int>& syscalls) {
@@ -295,6 +304,20 @@ Result<void> LinuxTarget::write_siginfo(ThreadId thread, std::string_view data) 
   if (ptrace(PTRACE_SETSIGINFO, thread.tid, nullptr, &si) != 0)
     return make_error(errno, std::string("PTRACE_SETSIGINFO: ") + std::strerror(errno));
   return ok();
+}
+
+Result<uint64_t> LinuxTarget::tls_address(ThreadId thread, uint64_t offset, uint64_t lm) {
+  auto l = stopped_lwp(thread);
+  if (!l)
+    return l.error();
+  Process* p = find_process(thread.pid);
+  if (!p->thread_db) { // retried on every request until the program's libc is ready
+    auto db = ThreadDb::open(p->pid);
+    if (!db)
+      return db.error();
+    p->thread_db = std::move(*db);
+  }
+  return p->thread_db->tls_address(thread.tid, lm, offset);
 }
 
 // --- memory (int3 bytes we inserted are hidden) ---

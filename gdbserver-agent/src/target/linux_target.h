@@ -25,6 +25,7 @@
 #include "target/debug_registers.h"
 #include "target/inferior_memory.h"
 #include "target/native_target.h"
+#include "target/thread_db.h"
 
 namespace gdbtrace {
 
@@ -38,7 +39,11 @@ struct Lwp {
   bool resumed = false;          // gdb considers it running (no stop reported since)
   bool stop_expected = false;    // a SIGSTOP we sent is still to be absorbed
   bool report_stop_zero = false; // non-stop vCont;t / interrupt: report its stop as signal 0
-  std::optional<int> raw;        // collected wait status, not interpreted yet
+  // A leader that exited before its threads: a zombie that reports nothing
+  // until the whole group ends. Not listed, never reported for (gdbserver
+  // drops it too); its tid only comes back through an exec.
+  bool zombie = false;
+  std::optional<int> raw; // collected wait status, not interpreted yet
   TrapKind trap = TrapKind::None;
   uint64_t trap_address = 0;       // breakpoint or watched address
   std::optional<StopEvent> report; // interpreted, waiting to be reported to gdb
@@ -73,6 +78,7 @@ struct Process {
   // Where int3s used to be: a thread that executed one just before its removal
   // reports the SIGTRAP afterwards (non-stop); it is rewound and resumed silently.
   std::set<uint64_t> removed_breakpoints;
+  std::unique_ptr<ThreadDb> thread_db; // loaded on the first TLS request
 };
 
 class LinuxTarget final : public NativeTarget {
@@ -122,6 +128,7 @@ public:
   Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) override;
   Result<std::string> read_siginfo(ThreadId thread) override;
   Result<void> write_siginfo(ThreadId thread, std::string_view data) override;
+  Result<uint64_t> tls_address(ThreadId thread, uint64_t offset, uint64_t lm) override;
 
 private:
   // --- bookkeeping (linux_target.cc) ---
@@ -146,6 +153,7 @@ private:
   void collect_statuses();
   void store_status(Process& p, Lwp& l, int status);
   void classify_trap(Process& p, Lwp& l);
+  void take_over_exec_thread(Process& p, Lwp& leader);
   void post_dispatch();
   void dispatch();
   std::optional<StopEvent> interpret(Process& p, Lwp& l);
@@ -167,11 +175,13 @@ private:
   void wait_for_stop(Process& p, Lwp& l);
   void restart_threads(Pid pid, const std::vector<Tid>& tids);
   void request_stop(Process& p, Lwp& l);
+  void stop_for_gdb(Process& p, Lwp& l);
   void interpret_pending();
+  bool interrupt_all_stop(std::vector<StopEvent>& out);
+  std::optional<StopEvent> interrupt_event() const;
   void place_report(const StopEvent& ev);
   std::optional<StopEvent> take_report();
   bool anything_running() const;
-  void post_event(const StopEvent& ev);
   bool pass_signal(int sig) const {
     return sig > 0 && sig < (int)pass_signals_.size() && pass_signals_[sig];
   }
@@ -190,6 +200,10 @@ private:
   bool non_stop_ = false;
   bool reported_ = true; // all-stop: a stop was reported and gdb has not resumed
   bool waiting_ = false; // a resume happened and no event has been reported since
+  // All-stop ^C not answered yet. An event collected before it is reported
+  // first and the interrupt waits for the next resume, as gdbserver's SIGINT
+  // stays queued in the process.
+  bool interrupt_requested_ = false;
   bool dispatching_ = false, redispatch_ = false, dispatch_posted_ = false;
   std::vector<bool> pass_signals_;
   bool report_thread_events_ = false;

@@ -95,9 +95,32 @@ void LinuxTarget::store_status(Process& p, Lwp& l, int status) {
   if (debug_enabled())
     std::fprintf(stderr, "[target] %d/%d status 0x%x resumed=%d\n", p.pid, l.tid, status,
                  l.resumed);
+  if (l.tid == p.pid && (status >> 16) == PTRACE_EVENT_EXEC)
+    take_over_exec_thread(p, l);
   l.running = false;
   l.raw = status;
   classify_trap(p, l);
+}
+
+// An exec in a thread that is not the leader is reported with the leader's
+// tid (the kernel gives it to the exec'ing thread): the event belongs to the
+// thread gdb resumed, which may not be the leader (scheduler locking, or a
+// leader that already exited), so the leader's entry takes over its state.
+void LinuxTarget::take_over_exec_thread(Process& p, Lwp& leader) {
+  unsigned long former = 0;
+  if (ptrace(PTRACE_GETEVENTMSG, leader.tid, nullptr, &former) != 0 || (Tid)former == leader.tid)
+    return;
+  auto it = p.lwps.find(static_cast<Tid>(former));
+  if (it == p.lwps.end())
+    return;
+  const Lwp& execer = it->second;
+  leader.resumed = execer.resumed;
+  leader.kind = execer.kind;
+  leader.range_start = execer.range_start;
+  leader.range_end = execer.range_end;
+  leader.stop_expected = execer.stop_expected;
+  leader.zombie = false;
+  p.lwps.erase(it);
 }
 
 void LinuxTarget::classify_trap(Process& p, Lwp& l) {
@@ -165,14 +188,6 @@ void LinuxTarget::post_dispatch() {
     dispatch_posted_ = false;
     collect_statuses();
     dispatch();
-  });
-}
-
-void LinuxTarget::post_event(const StopEvent& ev) {
-  std::weak_ptr<int> alive = life_;
-  asio::post(io_, [this, alive, ev] {
-    if (!alive.expired() && handler_)
-      handler_(ev);
   });
 }
 
@@ -272,6 +287,9 @@ void LinuxTarget::dispatch() {
             l.resumed = false;
         reported_ = true;
         out.push_back(*ev);
+      } else if (interrupt_requested_) {
+        if (!interrupt_all_stop(out))
+          redispatch_ = true; // statuses collected while stopping come first
       } else if (waiting_ && !anything_running()) {
         StopEvent none;
         none.kind = StopKind::NoResumed;
@@ -291,6 +309,43 @@ void LinuxTarget::dispatch() {
   for (const auto& ev : out)
     if (handler_)
       handler_(ev);
+}
+
+// All-stop ^C: stops every thread. Returns false when that collected statuses
+// of resumed threads (they are interpreted and reported first); otherwise
+// reports SIGINT and returns true.
+bool LinuxTarget::interrupt_all_stop(std::vector<StopEvent>& out) {
+  stop_all_processes();
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps)
+      if (l.resumed && l.raw)
+        return false;
+  interrupt_requested_ = false;
+  auto ev = interrupt_event();
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      l.resumed = false;
+  reported_ = true;
+  if (ev)
+    out.push_back(*ev);
+  return true;
+}
+
+// The thread a ^C stop is reported for: one gdb resumed (a thread it was
+// stepping over a breakpoint must not see another thread stop instead),
+// preferring the leader.
+std::optional<StopEvent> LinuxTarget::interrupt_event() const {
+  std::optional<StopEvent> any, resumed;
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps) {
+      if (l.zombie)
+        continue;
+      if (!any)
+        any = signal_event(pid, tid, SIGINT);
+      if (l.resumed && (!resumed || tid == pid))
+        resumed = signal_event(pid, tid, SIGINT);
+    }
+  return resumed ? resumed : any;
 }
 
 // --- interpreting one status ---
@@ -466,6 +521,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.removed_breakpoints.clear();
   p.debug_regs = DebugRegisters{};
   p.vfork_breakpoints_lifted = false;
+  p.thread_db.reset(); // bound to the old image's libc
   p.memory.open(pid);
   if (!report_exec_)
     return signal_event(pid, pid, SIGTRAP);
@@ -691,6 +747,21 @@ bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
   }
 }
 
+// Non-stop vCont;t / vCtrlC: every thread gdb considers running reports a
+// stop (signal 0), also one the stub holds stopped for the moment (during
+// another thread's step over a breakpoint) or whose event is not interpreted
+// yet (which may turn out to be internal and resume it).
+void LinuxTarget::stop_for_gdb(Process& p, Lwp& l) {
+  if (!l.resumed || l.zombie || l.report)
+    return;
+  if (l.running || l.raw) {
+    request_stop(p, l);
+    l.report_stop_zero = true;
+  } else {
+    l.report = signal_event(p.pid, l.tid, 0);
+  }
+}
+
 void LinuxTarget::request_stop(Process& p, Lwp& l) {
   if (!l.stop_expected) {
     syscall(SYS_tgkill, p.pid, l.tid, SIGSTOP);
@@ -703,6 +774,7 @@ void LinuxTarget::wait_for_stop(Process& p, Lwp& l) {
     // A zombie leader of a live thread group never reports until the group ends.
     if (l.tid == p.pid && p.lwps.size() > 1 && procfs::thread_state(p.pid, l.tid) == 'Z') {
       l.running = false;
+      l.zombie = true;
       return;
     }
     int st = 0;
@@ -785,10 +857,8 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
       if (!a)
         continue;
       if (a->kind == ResumeKind::Stop) {
-        if (non_stop_ && l.running) {
-          request_stop(*p, l);
-          l.report_stop_zero = true;
-        }
+        if (non_stop_)
+          stop_for_gdb(*p, l);
         continue;
       }
       l.resumed = true;
@@ -803,7 +873,9 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
   waiting_ = true;
   if (!non_stop_)
     reported_ = false;
-  if (to_run.empty()) { // reports of vanished threads/processes may still be queued
+  // An interrupt not answered yet: report it now instead of running anything.
+  if (to_run.empty() || (!non_stop_ && interrupt_requested_)) {
+    // (reports of vanished threads/processes may still be queued)
     post_dispatch();
     return ok();
   }
@@ -836,29 +908,18 @@ Result<void> LinuxTarget::interrupt(Pid pid) {
     for (auto& [ppid, p] : procs_)
       if (pid == -1 || ppid == pid)
         for (auto& [tid, l] : p->lwps)
-          if (l.running) {
-            request_stop(*p, l);
-            l.report_stop_zero = true;
-          }
+          stop_for_gdb(*p, l);
+    post_dispatch();
     return ok();
   }
-  // All-stop ^C: freeze everything and report SIGINT (no signal is queued in
-  // the program, so a program blocking SIGINT can still be interrupted).
-  Process* p = pid == -1 ? procs_.begin()->second.get() : find_process(pid);
-  if (!p)
+  // All-stop ^C: freeze everything and report SIGINT for a resumed thread (no
+  // signal is queued in the program, so a program blocking SIGINT can still be
+  // interrupted). dispatch() does it, after any event already collected.
+  if (pid != -1 && !find_process(pid))
     return make_error(ESRCH, "no such process " + std::to_string(pid));
-  Pid target_pid = p->pid;
-  stop_all_processes();
-  for (auto& [ppid, pp] : procs_)
-    for (auto& [tid, l] : pp->lwps)
-      l.resumed = false;
-  p = find_process(target_pid);
-  if (!p || p->lwps.empty())
-    return make_error(ESRCH, "process " + std::to_string(target_pid) + " has no threads");
-  Tid tid = p->lwps.count(target_pid) ? target_pid : p->lwps.begin()->first;
-  reported_ = true;
-  waiting_ = false;
-  post_event(signal_event(target_pid, tid, SIGINT));
+  interrupt_requested_ = true; // when everything is stopped: for the next resume
+  if (!reported_)
+    post_dispatch();
   return ok();
 }
 

@@ -187,6 +187,12 @@ public:
   virtual Result<void> write_siginfo(ThreadId thread, std::string_view data) {
     return make_error(ENOSYS, "siginfo is not supported by this target");
   }
+
+  // Address of a thread-local variable for qGetTLSAddr: OFFSET into THREAD's
+  // TLS block of the module whose link_map is at LM (0: the executable).
+  virtual Result<uint64_t> tls_address(ThreadId thread, uint64_t offset, uint64_t lm) {
+    return make_error(ENOSYS, "thread-local storage is not supported by this target");
+  }
 };
 
 // Creates the Linux ptrace implementation.

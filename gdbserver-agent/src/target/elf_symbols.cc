@@ -1,0 +1,147 @@
+// Symbol lookup in the ELF files mapped into a process (see elf_symbols.h).
+#include "target/elf_symbols.h"
+
+#include <cstring>
+#include <elf.h>
+#include <fcntl.h>
+#include <sstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "target/proc_files.h"
+
+namespace gdbtrace {
+namespace {
+
+// A read-only mapping of a whole file, unmapped on destruction.
+class FileImage {
+public:
+  explicit FileImage(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return;
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+      void* p = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p != MAP_FAILED) {
+        data_ = static_cast<const uint8_t*>(p);
+        size_ = st.st_size;
+      }
+    }
+    ::close(fd);
+  }
+  ~FileImage() {
+    if (data_)
+      munmap(const_cast<uint8_t*>(data_), size_);
+  }
+  FileImage(const FileImage&) = delete;
+  FileImage& operator=(const FileImage&) = delete;
+
+  // A T at OFFSET, or nullptr when the file is too short.
+  template <typename T> const T* at(uint64_t offset, uint64_t count = 1) const {
+    if (!data_ || offset > size_ || count > (size_ - offset) / sizeof(T))
+      return nullptr;
+    return reinterpret_cast<const T*>(data_ + offset);
+  }
+  const char* string(uint64_t table_offset, uint64_t table_size, uint64_t index) const {
+    if (index >= table_size)
+      return nullptr;
+    const char* s = at<char>(table_offset + index, table_size - index);
+    return s && std::memchr(s, 0, table_size - index) ? s : nullptr;
+  }
+
+private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+bool is_elf64(const Elf64_Ehdr* eh) {
+  return eh && std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+         eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shentsize == sizeof(Elf64_Shdr) &&
+         eh->e_phentsize == sizeof(Elf64_Phdr);
+}
+
+// The link-time address the offset-0 mapping corresponds to: the first
+// PT_LOAD's page (0 for position-independent objects).
+std::optional<uint64_t> first_load_page(const FileImage& f, const Elf64_Ehdr& eh) {
+  const auto* ph = f.at<Elf64_Phdr>(eh.e_phoff, eh.e_phnum);
+  if (!ph)
+    return std::nullopt;
+  for (unsigned i = 0; i < eh.e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD)
+      return ph[i].p_vaddr & ~uint64_t(0xfff);
+  return std::nullopt;
+}
+
+} // namespace
+
+std::vector<MappedObject> parse_mapped_objects(std::string_view maps) {
+  std::vector<MappedObject> out;
+  std::istringstream in{std::string(maps)};
+  std::string line;
+  while (std::getline(in, line)) {
+    // start-end perms offset dev inode path
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, path;
+    if (!(fields >> range >> perms >> offset >> dev >> inode) || !(fields >> std::ws) ||
+        !std::getline(fields, path) || path.empty() || path[0] != '/' ||
+        std::strtoull(offset.c_str(), nullptr, 16) != 0)
+      continue;
+    if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0)
+      continue;
+    uint64_t start = std::strtoull(range.c_str(), nullptr, 16);
+    bool known = false;
+    for (auto& o : out)
+      if (o.path == path) {
+        o.base = std::min(o.base, start);
+        known = true;
+      }
+    if (!known)
+      out.push_back({path, start});
+  }
+  return out;
+}
+
+std::optional<uint64_t> elf_symbol_address(const std::string& path, uint64_t base,
+                                           std::string_view symbol) {
+  FileImage f(path);
+  const auto* eh = f.at<Elf64_Ehdr>(0);
+  if (!is_elf64(eh))
+    return std::nullopt;
+  auto link_page = first_load_page(f, *eh);
+  const auto* sh = f.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
+  if (!link_page || !sh)
+    return std::nullopt;
+  uint64_t bias = base - *link_page;
+  for (unsigned i = 0; i < eh->e_shnum; i++) {
+    if ((sh[i].sh_type != SHT_DYNSYM && sh[i].sh_type != SHT_SYMTAB) ||
+        sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
+      continue;
+    const Elf64_Shdr& strtab = sh[sh[i].sh_link];
+    uint64_t count = sh[i].sh_size / sizeof(Elf64_Sym);
+    const auto* syms = f.at<Elf64_Sym>(sh[i].sh_offset, count);
+    if (!syms)
+      continue;
+    for (uint64_t k = 0; k < count; k++) {
+      if (syms[k].st_shndx == SHN_UNDEF || syms[k].st_name == 0)
+        continue;
+      const char* name = f.string(strtab.sh_offset, strtab.sh_size, syms[k].st_name);
+      if (name && symbol == name)
+        return syms[k].st_shndx == SHN_ABS ? syms[k].st_value : syms[k].st_value + bias;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> find_mapped_symbol(pid_t pid, std::string_view symbol) {
+  auto maps = procfs::read_file("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps)
+    return std::nullopt;
+  for (const auto& object : parse_mapped_objects(*maps))
+    if (auto address = elf_symbol_address(object.path, object.base, symbol))
+      return address;
+  return std::nullopt;
+}
+
+} // namespace gdbtrace

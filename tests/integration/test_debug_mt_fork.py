@@ -1,0 +1,56 @@
+"""fork() in one thread while other threads run: `next` over it stops on the next line with the
+child run to completion (detach-on-fork), and a fork event still pending in the stub when gdb
+detaches does not leave a child stopped under ptrace."""
+
+import os
+import time
+import unittest
+
+from gdbtest import GdbTestCase, Server, Tracee, descendants, kill_new_processes, program, \
+    process_state, run_gdb, tracer_pid
+
+
+class NextOverFork(GdbTestCase):
+    def test_next_over_fork_with_threads_running(self):
+        run = run_gdb(["break main_marker", "continue", "finish", "next", "print status", "next",
+                       "print statuses", "continue", "delete", "continue"],
+                      program="mt_fork", args=(3,))
+        self.assertOrdered(run, [r"Breakpoint 1, main_marker \(round=0\)", r"FORK_LINE",
+                                 r"^\$1 = 3$", r"^\$2 = 3$", r"Breakpoint 1, main_marker \(round=1\)",
+                                 r"exited normally"])
+        self.assertServerLog(run, r"mt_fork done: 3 rounds, statuses 9")
+
+    def test_next_over_fork_mi(self):
+        run = run_gdb(["-break-insert main_marker", "-exec-continue", "-exec-finish", "-exec-next",
+                       "-data-evaluate-expression status", "-break-delete", "-exec-continue"],
+                      program="mt_fork", args=(2,), mi=True)
+        self.assertOutput(run, r'\^done,value="3"')
+        self.assertOutput(run, r'\*stopped,reason="exited-normally"')
+
+
+class DetachWithForkPending(GdbTestCase):
+    def test_detach_while_workers_fork(self):
+        before = descendants()
+        tracee = Tracee(program("mt_fork"), args=(2000, 2))
+        try:
+            time.sleep(0.2)
+            with Server("multi") as server:
+                run = run_gdb([f"attach {tracee.pid}", "break main_marker", "continue", "continue",
+                               "detach"], program="mt_fork", server=server, timeout=90)
+            self.assertOutput(run, r"Breakpoint 1, main_marker")
+            self.assertOutput(run, r"\[Inferior 1 \(process \d+\) detached\]")
+            try:
+                out, _ = tracee.proc.communicate(timeout=60)
+            except Exception:
+                self.fail("program did not finish after detach\n" + run.transcript())
+            self.assertRegex(out.decode(errors="replace"), r"mt_fork done: 2000 rounds, statuses 6000",
+                             run.transcript())
+            stuck = [pid for pid in descendants() - before if process_state(pid) in ("t", "T")]
+            self.assertEqual(stuck, [], "stopped children left behind\n" + run.transcript())
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+
+if __name__ == "__main__":
+    unittest.main()

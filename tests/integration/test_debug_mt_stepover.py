@@ -1,0 +1,79 @@
+"""Several threads hitting one breakpoint: gdb steps each over it (a false condition makes that
+happen on every hit). `detach` or `interrupt` arriving while a thread is in the middle of a
+step-over must leave the program intact: every call runs exactly once and it exits normally."""
+
+import time
+import unittest
+
+from gdbtest import GdbTestCase, Server, Tracee, descendants, kill_new_processes, mi_connected, \
+    process_state, program, run_gdb, tracer_pid
+
+
+class DetachDuringStepOver(GdbTestCase):
+    def _check_detached_and_finishes(self, run, tracee):
+        self.assertNoOutput(run, r"(?i)internal.error|Remote failure reply|Remote connection closed")
+        self.assertOutput(run, r"\[Inferior 1 \(process \d+\) detached\]")
+        self.assertEqual(tracer_pid(tracee.pid), 0, run.transcript())
+        try:
+            out, _ = tracee.proc.communicate(timeout=30)
+        except Exception:
+            self.fail(f"program did not finish after detach (state {process_state(tracee.pid)})\n"
+                      + run.transcript())
+        text = out.decode(errors="replace")
+        self.assertRegex(text, r"mt_bpstep done: 12000 calls \(expected 12000\)", run.transcript())
+        self.assertEqual(tracee.proc.returncode, 0, text)
+
+    def _attach_run_detach(self, condition_eval, breakpoint, hits):
+        before = descendants()
+        tracee = Tracee(program("mt_bpstep"), args=(3000, 4))
+        try:
+            time.sleep(0.2)
+            with Server("multi") as server:
+                commands = [f"set breakpoint condition-evaluation {condition_eval}",
+                            f"attach {tracee.pid}", breakpoint] + ["continue"] * hits + ["detach"]
+                run = run_gdb(commands, program="mt_bpstep", server=server, timeout=90)
+            self._check_detached_and_finishes(run, tracee)
+            return run
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_detach_after_hits_of_shared_breakpoint(self):
+        run = self._attach_run_detach("host", "break hit", 6)
+        self.assertOutput(run, r"Thread \S+ \S+ hit Breakpoint 1, hit \(|Breakpoint 1, hit \(")
+
+    def test_detach_with_condition_evaluated_by_gdb(self):
+        # Only every 40th iteration of a thread stops; every other hit is stepped over by gdb.
+        run = self._attach_run_detach("host", "break hit if iteration % 40 == 0", 3)
+        self.assertOutput(run, r"hit \(index=\d, iteration=\d*0\)")
+
+    def test_detach_with_condition_evaluated_by_stub(self):
+        run = self._attach_run_detach("target", "break hit if iteration % 40 == 0", 3)
+        self.assertOutput(run, r"hit \(index=\d, iteration=\d*0\)")
+
+
+class InterruptDuringStepOver(GdbTestCase):
+    def test_interrupt_while_threads_step_over_false_condition(self):
+        with mi_connected("mt_bpstep", args=(2000, 4), mode="once", setup=["-gdb-set mi-async on"]) as mi:
+            mi.send("-gdb-set breakpoint condition-evaluation host")
+            self.assertEqual(mi.send("-break-insert -c \"iteration < 0\" hit").cls, "done")
+            for _ in range(3):
+                mark = len(mi.records)
+                self.assertEqual(mi.send("-exec-continue").cls, "running")
+                time.sleep(0.4)
+                mi.send("-exec-interrupt")
+                stop = mi.wait_stopped(mark)
+                self.assertEqual(stop.results.get("reason"), "signal-received", stop.line)
+                self.assertEqual(stop.results.get("signal-name"), "SIGINT", stop.line)
+                threads = mi.send("-thread-info").results["threads"]
+                self.assertTrue(all(t["state"] == "stopped" for t in threads), threads)
+            mi.send("-break-delete")
+            mark = len(mi.records)
+            mi.send("-exec-continue")
+            stop = mi.wait_stopped(mark, timeout=60)
+            self.assertEqual(stop.results.get("reason"), "exited-normally", stop.line)
+            self.assertRegex(mi.server.log(), r"mt_bpstep done: 8000 calls \(expected 8000\)")
+
+
+if __name__ == "__main__":
+    unittest.main()
