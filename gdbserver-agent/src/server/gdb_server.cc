@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
 #include "server/stop_reply.h"
@@ -383,7 +383,7 @@ void GdbServer::flush_console() {
     console_queue_.pop_front();
     // Keep each O packet well under PacketSize (hex doubles the size).
     for (size_t off = 0; off < text.size(); off += 4000)
-      send("O" + rsp::to_hex(std::string_view(text).substr(off, 4000)));
+      send("O" + hex::encode(std::string_view(text).substr(off, 4000)));
   }
 }
 

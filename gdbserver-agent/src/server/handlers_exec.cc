@@ -4,7 +4,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/cli.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
@@ -79,7 +79,7 @@ GdbServer::Reply GdbServer::handle_legacy_resume(std::string_view packet) {
   bool step = packet[0] == 's' || packet[0] == 'S';
   int gdb_sig = 0;
   if (packet[0] == 'C' || packet[0] == 'S') {
-    auto sig = rsp::parse_hex_u64(packet.substr(1, packet.find(';') - 1));
+    auto sig = hex::parse_u64(packet.substr(1, packet.find(';') - 1));
     if (!sig || *sig > 255)
       return "E.malformed resume packet";
     gdb_sig = static_cast<int>(*sig);
@@ -163,7 +163,7 @@ GdbServer::Reply GdbServer::handle_vrun(std::string_view packet) {
 }
 
 GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
-  auto v = rsp::parse_hex_u64(packet.substr(8));
+  auto v = hex::parse_u64(packet.substr(8));
   if (!v || *v == 0 || *v > 0x7fffffff)
     return "E.malformed vAttach packet";
   Pid pid = static_cast<Pid>(*v);
@@ -194,7 +194,7 @@ GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
 }
 
 GdbServer::Reply GdbServer::handle_vkill(std::string_view packet) {
-  auto v = rsp::parse_hex_u64(packet.substr(6));
+  auto v = hex::parse_u64(packet.substr(6));
   if (!v || *v > 0x7fffffff)
     return "E.malformed vKill packet";
   Pid pid = static_cast<Pid>(*v);
@@ -246,7 +246,7 @@ GdbServer::Reply GdbServer::handle_detach(std::string_view packet) {
   if (packet.size() > 1) {
     if (packet[1] != ';')
       return "E.malformed detach packet";
-    auto v = rsp::parse_hex_u64(packet.substr(2));
+    auto v = hex::parse_u64(packet.substr(2));
     if (!v || *v > 0x7fffffff)
       return "E.malformed detach packet";
     pids.push_back(static_cast<Pid>(*v));

@@ -2,7 +2,7 @@
 // monitor commands.
 #include <csignal>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/monitor.h"
@@ -25,7 +25,7 @@ GdbServer::Reply GdbServer::handle_qsupported(std::string_view packet) {
                           gdb_features_.count("vfork-events") != 0,
                           gdb_features_.count("exec-events") != 0);
 
-  std::string r = "PacketSize=" + rsp::hex_number(kPacketSize);
+  std::string r = "PacketSize=" + hex::u64(kPacketSize);
   r += ";QPassSignals+;QProgramSignals+;QStartupWithShell+;QEnvironmentHexEncoded+"
        ";QEnvironmentReset+;QEnvironmentUnset+;QSetWorkingDir+;QCatchSyscalls+"
        ";qXfer:libraries-svr4:read+;qXfer:auxv:read+;qXfer:siginfo:read+"
@@ -61,7 +61,7 @@ GdbServer::Reply GdbServer::handle_general_query(std::string_view packet) {
   if (starts_with(packet, "qAttached")) {
     Pid pid = current_pid();
     if (starts_with(packet, "qAttached:")) {
-      auto v = rsp::parse_hex_u64(packet.substr(10));
+      auto v = hex::parse_u64(packet.substr(10));
       if (!v)
         return "E01";
       pid = static_cast<Pid>(*v);
@@ -92,7 +92,7 @@ static std::optional<std::vector<bool>> parse_signal_list(std::string_view list)
   for (auto item : split(list, ';')) {
     if (item.empty())
       continue;
-    auto v = rsp::parse_hex_u64(item);
+    auto v = hex::parse_u64(item);
     if (!v || *v >= static_cast<uint64_t>(kGdbSignalLast))
       return std::nullopt;
     int h = host_signal_from_gdb(static_cast<int>(*v));
@@ -150,7 +150,7 @@ GdbServer::Reply GdbServer::handle_general_set(std::string_view packet) {
     return "OK";
   }
   if (starts_with(packet, "QEnvironmentHexEncoded:")) {
-    auto var = rsp::from_hex(value_of("QEnvironmentHexEncoded:"));
+    auto var = hex::decode_string(value_of("QEnvironmentHexEncoded:"));
     if (!var || var->find('=') == std::string::npos)
       return "E.bad environment variable";
     std::string name = var->substr(0, var->find('='));
@@ -161,7 +161,7 @@ GdbServer::Reply GdbServer::handle_general_set(std::string_view packet) {
     return "OK";
   }
   if (starts_with(packet, "QEnvironmentUnset:")) {
-    auto name = rsp::from_hex(value_of("QEnvironmentUnset:"));
+    auto name = hex::decode_string(value_of("QEnvironmentUnset:"));
     if (!name)
       return "E.bad environment variable";
     std::erase_if(spec.env_set,
@@ -176,7 +176,7 @@ GdbServer::Reply GdbServer::handle_general_set(std::string_view packet) {
     return "OK";
   }
   if (starts_with(packet, "QSetWorkingDir:")) {
-    auto dir = rsp::from_hex(value_of("QSetWorkingDir:"));
+    auto dir = hex::decode_string(value_of("QSetWorkingDir:"));
     if (!dir)
       return "E.bad directory";
     spec.cwd = *dir;
@@ -197,7 +197,7 @@ GdbServer::Reply GdbServer::handle_general_set(std::string_view packet) {
       return "E.bad QCatchSyscalls value";
     std::vector<int> syscalls;
     for (size_t i = 1; i < parts.size(); i++) {
-      auto v = rsp::parse_hex_u64(parts[i]);
+      auto v = hex::parse_u64(parts[i]);
       if (!v || *v > 100000)
         return "E.bad syscall number";
       syscalls.push_back(static_cast<int>(*v));
@@ -247,7 +247,7 @@ Result<std::string> GdbServer::xfer_document(const std::string& object, const st
   Pid pid = current_pid();
   if (object == "exec-file") {
     if (!annex.empty()) {
-      auto v = rsp::parse_hex_u64(annex);
+      auto v = hex::parse_u64(annex);
       if (!v || *v > 0x7fffffff)
         return make_error(EINVAL, "bad pid");
       pid = static_cast<Pid>(*v);
@@ -304,7 +304,7 @@ GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view packet) {
   auto parts = split(rest, ':');
   if (parts.size() < 3 || !parts[0].empty())
     return "E.malformed qXfer write";
-  auto offset = rsp::parse_hex_u64(parts[1]);
+  auto offset = hex::parse_u64(parts[1]);
   size_t data_pos = rest.find(':', parts[0].size() + 1 + parts[1].size()) + 1;
   auto data = rsp::unescape_binary(rest.substr(data_pos));
   if (!offset || !data)
@@ -319,11 +319,11 @@ GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view packet) {
   auto w = target_.write_siginfo(t, *current);
   if (!w)
     return "E." + w.error().message;
-  return rsp::hex_number(data->size());
+  return hex::u64(data->size());
 }
 
 GdbServer::Reply GdbServer::handle_rcmd(std::string_view packet) {
-  auto command = rsp::from_hex(packet.substr(6));
+  auto command = hex::decode_string(packet.substr(6));
   if (!command)
     return "E.malformed qRcmd packet";
   in_rcmd_ = true;

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
@@ -22,7 +22,7 @@ static std::string register_hex(const RegisterBlock& regs, unsigned regno) {
   unsigned size = gt_reg_size(regno);
   if (!regs.valid.test(regno))
     return std::string(size * 2, 'x'); // <unavailable>
-  return rsp::to_hex(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
+  return hex::encode(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
 }
 
 static const char kInTraceFrame[] = "E.cannot modify a trace frame (tfind none first)";
@@ -52,7 +52,7 @@ GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
   ThreadId t = general_thread();
   if (t.tid <= 0)
     return "E01";
-  auto bytes = rsp::from_hex(packet.substr(1));
+  auto bytes = hex::decode_string(packet.substr(1));
   if (!bytes)
     return "E.malformed G packet";
   // gdb always sends the whole block; anything else is a malformed packet.
@@ -67,7 +67,7 @@ GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
 }
 
 GdbServer::Reply GdbServer::handle_read_register(std::string_view packet) {
-  auto regno = rsp::parse_hex_u64(packet.substr(1));
+  auto regno = hex::parse_u64(packet.substr(1));
   if (!regno || *regno >= num_regs())
     return "E01";
   RegisterBlock regs;
@@ -91,8 +91,8 @@ GdbServer::Reply GdbServer::handle_write_register(std::string_view packet) {
   auto eq = packet.find('=');
   if (eq == std::string_view::npos)
     return "E.malformed P packet";
-  auto regno = rsp::parse_hex_u64(packet.substr(1, eq - 1));
-  auto value = rsp::from_hex(packet.substr(eq + 1));
+  auto regno = hex::parse_u64(packet.substr(1, eq - 1));
+  auto value = hex::decode_string(packet.substr(eq + 1));
   if (!regno || *regno >= num_regs() || !value ||
       value->size() != gt_reg_size(static_cast<unsigned>(*regno)))
     return "E.malformed P packet";
@@ -130,7 +130,7 @@ GdbServer::Reply GdbServer::handle_read_memory(std::string_view packet) {
     return enn(n.error());
   if (*n == 0 && len > 0)
     return "E01";
-  return rsp::to_hex(std::span<const uint8_t>(buf.data(), *n));
+  return hex::encode(std::span<const uint8_t>(buf.data(), *n));
 }
 
 GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool binary) {
@@ -139,7 +139,7 @@ GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool bi
   auto range = parse_memory_range(packet.substr(1), true);
   if (!range)
     return "E.malformed memory write packet";
-  auto data = binary ? rsp::unescape_binary(range->data) : rsp::from_hex(range->data);
+  auto data = binary ? rsp::unescape_binary(range->data) : hex::decode_string(range->data);
   if (!data || data->size() != range->length)
     return "E.memory write length mismatch";
   if (data->empty())

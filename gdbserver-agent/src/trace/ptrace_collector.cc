@@ -4,8 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "common/hex.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 
 namespace gdbtrace {
 namespace {

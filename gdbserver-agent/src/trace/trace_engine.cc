@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/hex.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 #include "trace/trace_engine_impl.h"
 
 namespace gdbtrace {

@@ -2,8 +2,8 @@
 // following gdbserver 13's tracepoint.cc packet for packet.
 #include <algorithm>
 
+#include "common/hex.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 #include "trace/trace_engine_impl.h"
 
 namespace gdbtrace {

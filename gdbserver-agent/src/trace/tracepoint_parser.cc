@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "trace/hex_util.h"
+#include "common/hex.h"
 
 namespace gdbtrace {
 namespace {

@@ -5,9 +5,9 @@
 #include <asio.hpp>
 #include <random>
 
+#include "common/hex.h"
 #include "fake_target.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
 

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "fake_target.h"
-#include "trace/hex_util.h"
 #include "trace/ptrace_collector.h"
 #include "trace/tfile_writer.h"
 #include "trace/trace_engine.h"
