@@ -209,6 +209,11 @@ GdbServer::Reply GdbServer::handle_vkill(std::string_view packet) {
   return "OK";
 }
 
+GdbServer::Reply GdbServer::handle_ctrl_c() {
+  auto r = target_.interrupt(-1);
+  return r ? "OK" : "E.interrupt failed: " + r.error().message;
+}
+
 GdbServer::Reply GdbServer::handle_kill() {
   for (Pid pid : target_.processes()) {
     killed_.insert(pid);

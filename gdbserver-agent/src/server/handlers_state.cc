@@ -1,5 +1,6 @@
-// Registers, memory and breakpoints. While a trace frame is selected (tfind),
-// reads come from the frame and writes are refused.
+// Registers, memory and breakpoints. Reads go through state(): the live
+// inferior, or the trace frame selected with tfind (the dispatcher chose);
+// the packet table refuses writes while a frame is selected.
 #include <cstring>
 #include <vector>
 
@@ -25,30 +26,17 @@ static std::string register_hex(const RegisterBlock& regs, unsigned regno) {
   return hex::encode(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
 }
 
-static const char kInTraceFrame[] = "E.cannot modify a trace frame (tfind none first)";
-
 GdbServer::Reply GdbServer::handle_read_registers() {
-  RegisterBlock regs;
-  if (engine_ && engine_->frame_selected()) {
-    regs = engine_->frame_registers();
-  } else {
-    ThreadId t = general_thread();
-    if (t.tid <= 0)
-      return "E01";
-    auto r = target_.read_registers(t);
-    if (!r)
-      return enn(r.error());
-    regs = *r;
-  }
+  auto regs = state().registers();
+  if (!regs)
+    return enn(regs.error());
   std::string out;
   for (unsigned r = 0; r < num_regs(); r++)
-    out += register_hex(regs, r);
+    out += register_hex(*regs, r);
   return out;
 }
 
 GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
-  if (engine_ && engine_->frame_selected())
-    return kInTraceFrame;
   ThreadId t = general_thread();
   if (t.tid <= 0)
     return "E01";
@@ -70,24 +58,13 @@ GdbServer::Reply GdbServer::handle_read_register(std::string_view packet) {
   auto regno = hex::parse_u64(packet.substr(1));
   if (!regno || *regno >= num_regs())
     return "E01";
-  RegisterBlock regs;
-  if (engine_ && engine_->frame_selected()) {
-    regs = engine_->frame_registers();
-  } else {
-    ThreadId t = general_thread();
-    if (t.tid <= 0)
-      return "E01";
-    auto r = target_.read_registers(t);
-    if (!r)
-      return enn(r.error());
-    regs = *r;
-  }
-  return register_hex(regs, static_cast<unsigned>(*regno));
+  auto regs = state().registers();
+  if (!regs)
+    return enn(regs.error());
+  return register_hex(*regs, static_cast<unsigned>(*regno));
 }
 
 GdbServer::Reply GdbServer::handle_write_register(std::string_view packet) {
-  if (engine_ && engine_->frame_selected())
-    return kInTraceFrame;
   auto eq = packet.find('=');
   if (eq == std::string_view::npos)
     return "E.malformed P packet";
@@ -114,18 +91,8 @@ GdbServer::Reply GdbServer::handle_read_memory(std::string_view packet) {
   // The hex reply must fit in one packet; gdb asks again for the rest.
   uint64_t len = std::min<uint64_t>(range->length, kPacketSize / 2 - 8);
   std::vector<uint8_t> buf(len);
-  Result<size_t> n = size_t{0};
-  if (engine_ && engine_->frame_selected()) {
-    n = engine_->frame_memory(range->address,
-                              buf); // uncollected memory: error, shown <unavailable>
-  } else {
-    Pid pid = general_thread().pid;
-    if (pid <= 0)
-      pid = current_pid();
-    if (pid <= 0)
-      return "E01";
-    n = target_.read_memory(pid, range->address, buf);
-  }
+  // In a trace frame, uncollected memory is an error, which gdb shows as <unavailable>.
+  auto n = state().read_memory(range->address, buf);
   if (!n)
     return enn(n.error());
   if (*n == 0 && len > 0)
@@ -134,8 +101,6 @@ GdbServer::Reply GdbServer::handle_read_memory(std::string_view packet) {
 }
 
 GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool binary) {
-  if (engine_ && engine_->frame_selected())
-    return kInTraceFrame;
   auto range = parse_memory_range(packet.substr(1), true);
   if (!range)
     return "E.malformed memory write packet";
