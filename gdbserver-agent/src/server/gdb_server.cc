@@ -35,20 +35,19 @@ void GdbServer::debug(const std::string& text) const {
 }
 
 Result<Pid> GdbServer::start_program() {
+  return launch(options_.launch);
+}
+
+Result<Pid> GdbServer::launch(const LaunchSpec& spec) {
   if (options_.stdio_connection)
     std::fprintf(stderr, "stdin/stdout redirected\n");
-  auto pid = target_.create_inferior(options_.launch);
+  auto pid = target_.create_inferior(spec);
   if (!pid)
     return pid;
-  std::fprintf(stderr, "Process %s created; pid = %d\n", options_.launch.program.c_str(), *pid);
+  std::fprintf(stderr, "Process %s created; pid = %d\n", spec.program.c_str(), *pid);
   created_.insert(*pid);
   // The new process sits at its first instruction: gdb sees that as a SIGTRAP stop.
-  StopEvent stop;
-  stop.thread = {*pid, *pid};
-  stop.signal = SIGTRAP;
-  last_stop_ = stop;
-  general_thread_ = stop.thread;
-  stopped_threads_[*pid] = stop;
+  record_initial_stop(*pid);
   return pid;
 }
 
@@ -58,13 +57,18 @@ Result<void> GdbServer::attach_initial(Pid pid) {
     return r;
   std::fprintf(stderr, "Attached; pid = %d\n", pid);
   // gdbserver reports an attach as a SIGTRAP stop, "pretending it's just starting up".
+  record_initial_stop(pid);
+  return ok();
+}
+
+StopEvent GdbServer::record_initial_stop(Pid pid) {
   StopEvent stop;
   stop.thread = {pid, pid};
   stop.signal = SIGTRAP;
   last_stop_ = stop;
   general_thread_ = stop.thread;
   stopped_threads_[pid] = stop;
-  return ok();
+  return stop;
 }
 
 void GdbServer::attach_connection(std::shared_ptr<rsp::Connection> connection) {

@@ -74,7 +74,10 @@ private:
   std::vector<PacketRow> rows();
   std::vector<PacketRow> xfer_rows();
 
-  // gdb_server.cc: dispatch, connection state, events
+  // gdb_server.cc: processes we start, dispatch, connection state, events
+  Result<Pid> launch(const LaunchSpec& spec);
+  // A new or attached process is reported to gdb as stopped by SIGTRAP.
+  StopEvent record_initial_stop(Pid pid);
   void on_packet(std::string_view packet);
   void on_interrupt();
   void on_disconnect();
@@ -103,18 +106,15 @@ private:
   Reply handle_siginfo_write(std::string_view packet);
   Reply handle_rcmd(std::string_view packet);
 
-  // handlers_settings.cc: Q settings
+  // handlers_settings.cc: Q settings. Flags ("0"/"1") and signal lists are
+  // parsed by the handler these make; APPLY gets the value.
+  static PacketHandler flag_setting(std::string packet, std::function<void(bool)> apply);
+  static PacketHandler signal_setting(std::function<void(std::vector<bool>)> apply);
   Reply handle_no_ack_mode();
-  Reply handle_non_stop(std::string_view value);
-  Reply handle_pass_signals(std::string_view list);
-  Reply handle_program_signals(std::string_view list);
-  Reply handle_startup_with_shell(std::string_view value);
-  Reply handle_disable_randomization(std::string_view value);
   Reply handle_environment_set(std::string_view hex_var);
   Reply handle_environment_unset(std::string_view hex_name);
   Reply handle_environment_reset();
   Reply handle_working_dir(std::string_view hex_dir);
-  Reply handle_thread_events(std::string_view value);
   Reply handle_catch_syscalls(std::string_view args);
 
   // handlers_exec.cc: running, stopping, processes

@@ -144,22 +144,12 @@ GdbServer::Reply GdbServer::handle_vrun(std::string_view packet) {
   if (spec.program.empty())
     return "E.no program to run";
   spec.args.assign(args->begin() + 1, args->end());
-  if (options_.stdio_connection)
-    std::fprintf(stderr, "stdin/stdout redirected\n");
-  auto pid = target_.create_inferior(spec);
+  auto pid = launch(spec);
   if (!pid)
     return "E." + pid.error().message;
   options_.launch.program = spec.program;
   options_.launch.args = spec.args;
-  std::fprintf(stderr, "Process %s created; pid = %d\n", spec.program.c_str(), *pid);
-  created_.insert(*pid);
-  StopEvent stop;
-  stop.thread = {*pid, *pid};
-  stop.signal = SIGTRAP;
-  last_stop_ = stop;
-  general_thread_ = stop.thread;
-  stopped_threads_[*pid] = stop;
-  return stop_reply(stop);
+  return stop_reply(*last_stop_);
 }
 
 GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {

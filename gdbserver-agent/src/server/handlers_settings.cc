@@ -33,54 +33,32 @@ static std::optional<std::vector<bool>> parse_signal_list(std::string_view list)
   return host;
 }
 
+PacketHandler GdbServer::flag_setting(std::string packet, std::function<void(bool)> apply) {
+  return [packet, apply](const Packet& p) -> Reply {
+    auto on = parse_flag(p.args);
+    if (!on)
+      return "E.bad " + packet + " value";
+    apply(*on);
+    return "OK";
+  };
+}
+
+PacketHandler GdbServer::signal_setting(std::function<void(std::vector<bool>)> apply) {
+  return [apply](const Packet& p) -> Reply {
+    auto signals = parse_signal_list(p.args);
+    if (!signals)
+      return "E.bad signal list";
+    apply(std::move(*signals));
+    return "OK";
+  };
+}
+
 GdbServer::Reply GdbServer::handle_no_ack_mode() {
   // The OK still travels in ack mode; gdb switches after acking it.
   send("OK");
   if (conn_)
     conn_->set_no_ack(true);
   return std::nullopt;
-}
-
-GdbServer::Reply GdbServer::handle_non_stop(std::string_view value) {
-  auto on = parse_flag(value);
-  if (!on)
-    return "E.bad QNonStop value";
-  non_stop_ = *on;
-  target_.set_non_stop(*on);
-  pending_stops_.clear();
-  return "OK";
-}
-
-GdbServer::Reply GdbServer::handle_pass_signals(std::string_view list) {
-  auto signals = parse_signal_list(list);
-  if (!signals)
-    return "E.bad signal list";
-  target_.set_pass_signals(*signals);
-  return "OK";
-}
-
-GdbServer::Reply GdbServer::handle_program_signals(std::string_view list) {
-  auto signals = parse_signal_list(list);
-  if (!signals)
-    return "E.bad signal list";
-  program_signals_ = *signals;
-  return "OK";
-}
-
-GdbServer::Reply GdbServer::handle_startup_with_shell(std::string_view value) {
-  auto on = parse_flag(value);
-  if (!on)
-    return "E.bad QStartupWithShell value";
-  options_.launch.startup_with_shell = *on;
-  return "OK";
-}
-
-GdbServer::Reply GdbServer::handle_disable_randomization(std::string_view value) {
-  auto on = parse_flag(value);
-  if (!on)
-    return "E.bad QDisableRandomization value";
-  options_.launch.disable_randomization = *on;
-  return "OK";
 }
 
 GdbServer::Reply GdbServer::handle_environment_set(std::string_view hex_var) {
@@ -120,14 +98,6 @@ GdbServer::Reply GdbServer::handle_working_dir(std::string_view hex_dir) {
   if (!dir)
     return "E.bad directory";
   options_.launch.cwd = *dir;
-  return "OK";
-}
-
-GdbServer::Reply GdbServer::handle_thread_events(std::string_view value) {
-  auto on = parse_flag(value);
-  if (!on)
-    return "E.bad QThreadEvents value";
-  target_.set_report_thread_events(*on);
   return "OK";
 }
 

@@ -9,8 +9,6 @@
 namespace gdbtrace {
 
 std::vector<PacketRow> GdbServer::rows() {
-  using Match = PacketRow::Match;
-  using State = PacketRow::State;
   auto whole = [this](Reply (GdbServer::*f)(std::string_view)) {
     return [this, f](const Packet& p) { return (this->*f)(p.text); };
   };
@@ -22,157 +20,100 @@ std::vector<PacketRow> GdbServer::rows() {
   };
   std::vector<PacketRow> rows = {
       // --- execution and processes (handlers_exec.cc)
-      {"?", Match::Prefix, false, "", {}, none(&GdbServer::handle_status)},
-      {"!",
-       Match::Prefix,
-       false,
-       "",
-       {},
-       [this](const Packet&) {
-         extended_ = true;
-         return Reply("OK");
-       }},
-      {"c", Match::Prefix, false, "", {}, whole(&GdbServer::handle_legacy_resume)},
-      {"C", Match::Prefix, false, "", {}, whole(&GdbServer::handle_legacy_resume)},
-      {"s", Match::Prefix, false, "", {}, whole(&GdbServer::handle_legacy_resume)},
-      {"S", Match::Prefix, false, "", {}, whole(&GdbServer::handle_legacy_resume)},
-      {"vCont?",
-       Match::Exact,
-       false,
-       "vContSupported+",
-       {},
-       [](const Packet&) { return Reply("vCont;c;C;s;S;t;r"); }},
-      {"vCont;", Match::Prefix, false, "", {}, whole(&GdbServer::handle_vcont)},
-      {"vStopped", Match::Exact, false, "", {}, none(&GdbServer::handle_vstopped)},
-      {"vCtrlC", Match::Exact, false, "", {}, none(&GdbServer::handle_ctrl_c)},
-      {"vRun;", Match::Prefix, false, "", {}, whole(&GdbServer::handle_vrun)},
-      {"vAttach;", Match::Prefix, false, "", {}, whole(&GdbServer::handle_vattach)},
-      {"vKill;", Match::Prefix, false, "", {}, whole(&GdbServer::handle_vkill)},
-      {"k", Match::Prefix, false, "", {}, none(&GdbServer::handle_kill)},
-      {"R", Match::Prefix, false, "", {}, none(&GdbServer::handle_restart)},
-      {"D", Match::Prefix, false, "", {}, whole(&GdbServer::handle_detach)},
-      {"H", Match::Prefix, false, "", {}, whole(&GdbServer::handle_set_thread)},
-      {"T", Match::Prefix, false, "", {}, whole(&GdbServer::handle_thread_alive)},
+      PacketRow::prefix("?", none(&GdbServer::handle_status)),
+      PacketRow::prefix("!",
+                        [this](const Packet&) {
+                          extended_ = true;
+                          return Reply("OK");
+                        }),
+      PacketRow::prefix("c", whole(&GdbServer::handle_legacy_resume)),
+      PacketRow::prefix("C", whole(&GdbServer::handle_legacy_resume)),
+      PacketRow::prefix("s", whole(&GdbServer::handle_legacy_resume)),
+      PacketRow::prefix("S", whole(&GdbServer::handle_legacy_resume)),
+      PacketRow::exact("vCont?", [](const Packet&) { return Reply("vCont;c;C;s;S;t;r"); })
+          .advertise("vContSupported+"),
+      PacketRow::prefix("vCont;", whole(&GdbServer::handle_vcont)),
+      PacketRow::exact("vStopped", none(&GdbServer::handle_vstopped)),
+      PacketRow::exact("vCtrlC", none(&GdbServer::handle_ctrl_c)),
+      PacketRow::prefix("vRun;", whole(&GdbServer::handle_vrun)),
+      PacketRow::prefix("vAttach;", whole(&GdbServer::handle_vattach)),
+      PacketRow::prefix("vKill;", whole(&GdbServer::handle_vkill)),
+      PacketRow::prefix("k", none(&GdbServer::handle_kill)),
+      PacketRow::prefix("R", none(&GdbServer::handle_restart)),
+      PacketRow::prefix("D", whole(&GdbServer::handle_detach)),
+      PacketRow::prefix("H", whole(&GdbServer::handle_set_thread)),
+      PacketRow::prefix("T", whole(&GdbServer::handle_thread_alive)),
 
       // --- registers, memory, breakpoints (handlers_state.cc)
-      {"g", Match::Prefix, false, "", State::Reads, none(&GdbServer::handle_read_registers)},
-      {"G", Match::Prefix, false, "", State::Writes, whole(&GdbServer::handle_write_registers)},
-      {"p", Match::Prefix, false, "", State::Reads, whole(&GdbServer::handle_read_register)},
-      {"P", Match::Prefix, false, "", State::Writes, whole(&GdbServer::handle_write_register)},
-      {"m", Match::Prefix, false, "", State::Reads, whole(&GdbServer::handle_read_memory)},
-      {"M", Match::Prefix, false, "", State::Writes,
-       [this](const Packet& p) { return handle_write_memory(p.text, false); }},
-      {"X", Match::Prefix, false, "", State::Writes,
-       [this](const Packet& p) { return handle_write_memory(p.text, true); }},
-      {"Z",
-       Match::Prefix,
-       false,
-       "ConditionalBreakpoints+;BreakpointCommands+",
-       {},
-       whole(&GdbServer::handle_breakpoint)},
-      {"z", Match::Prefix, false, "", {}, whole(&GdbServer::handle_breakpoint)},
+      PacketRow::prefix("g", none(&GdbServer::handle_read_registers)).reads_state(),
+      PacketRow::prefix("G", whole(&GdbServer::handle_write_registers)).writes_state(),
+      PacketRow::prefix("p", whole(&GdbServer::handle_read_register)).reads_state(),
+      PacketRow::prefix("P", whole(&GdbServer::handle_write_register)).writes_state(),
+      PacketRow::prefix("m", whole(&GdbServer::handle_read_memory)).reads_state(),
+      PacketRow::prefix("M", [this](const Packet& p) { return handle_write_memory(p.text, false); })
+          .writes_state(),
+      PacketRow::prefix("X", [this](const Packet& p) { return handle_write_memory(p.text, true); })
+          .writes_state(),
+      PacketRow::prefix("Z", whole(&GdbServer::handle_breakpoint))
+          .advertise("ConditionalBreakpoints+;BreakpointCommands+"),
+      PacketRow::prefix("z", whole(&GdbServer::handle_breakpoint)),
 
       // --- files on the target (vfile.cc): raw bytes in pread replies
-      {"vFile:", Match::Prefix, true, "", {}, args(&GdbServer::handle_vfile)},
+      PacketRow::prefix("vFile:", args(&GdbServer::handle_vfile)).binary(),
 
       // --- queries (handlers_query.cc)
-      {"qSupported", Match::Prefix, false, "", {}, whole(&GdbServer::handle_qsupported)},
-      {"qC", Match::Exact, false, "", {}, none(&GdbServer::handle_current_thread)},
-      {"qfThreadInfo",
-       Match::Exact,
-       false,
-       "",
-       {},
-       [this](const Packet&) { return handle_thread_info(true); }},
-      {"qsThreadInfo",
-       Match::Exact,
-       false,
-       "",
-       {},
-       [this](const Packet&) { return handle_thread_info(false); }},
-      {"qAttached", Match::Prefix, false, "", {}, args(&GdbServer::handle_attached)},
-      {"qSymbol:",
-       Match::Prefix,
-       false,
-       "",
-       {},
-       [](const Packet&) { return Reply("OK"); }}, // we look up no symbols
-      {"qRcmd,", Match::Prefix, false, "", {}, args(&GdbServer::handle_rcmd)},
-      {"qXfer:siginfo:write:",
-       Match::Prefix,
-       false,
-       "qXfer:siginfo:write+",
-       {},
-       args(&GdbServer::handle_siginfo_write)},
+      PacketRow::prefix("qSupported", whole(&GdbServer::handle_qsupported)),
+      PacketRow::exact("qC", none(&GdbServer::handle_current_thread)),
+      PacketRow::exact("qfThreadInfo", [this](const Packet&) { return handle_thread_info(true); }),
+      PacketRow::exact("qsThreadInfo", [this](const Packet&) { return handle_thread_info(false); }),
+      PacketRow::prefix("qAttached", args(&GdbServer::handle_attached)),
+      PacketRow::prefix("qSymbol:",
+                        [](const Packet&) { return Reply("OK"); }), // we look up no symbols
+      PacketRow::prefix("qRcmd,", args(&GdbServer::handle_rcmd)),
+      PacketRow::prefix("qXfer:siginfo:write:", args(&GdbServer::handle_siginfo_write))
+          .advertise("qXfer:siginfo:write+"),
 
       // --- settings (handlers_settings.cc)
-      {"QStartNoAckMode",
-       Match::Exact,
-       false,
-       "QStartNoAckMode+",
-       {},
-       none(&GdbServer::handle_no_ack_mode)},
-      {"QNonStop:", Match::Prefix, false, "QNonStop+", {}, args(&GdbServer::handle_non_stop)},
-      {"QPassSignals:",
-       Match::Prefix,
-       false,
-       "QPassSignals+",
-       {},
-       args(&GdbServer::handle_pass_signals)},
-      {"QProgramSignals:",
-       Match::Prefix,
-       false,
-       "QProgramSignals+",
-       {},
-       args(&GdbServer::handle_program_signals)},
-      {"QStartupWithShell:",
-       Match::Prefix,
-       false,
-       "QStartupWithShell+",
-       {},
-       args(&GdbServer::handle_startup_with_shell)},
-      {"QDisableRandomization:",
-       Match::Prefix,
-       false,
-       "QDisableRandomization+",
-       {},
-       args(&GdbServer::handle_disable_randomization)},
-      {"QEnvironmentHexEncoded:",
-       Match::Prefix,
-       false,
-       "QEnvironmentHexEncoded+",
-       {},
-       args(&GdbServer::handle_environment_set)},
-      {"QEnvironmentUnset:",
-       Match::Prefix,
-       false,
-       "QEnvironmentUnset+",
-       {},
-       args(&GdbServer::handle_environment_unset)},
-      {"QEnvironmentReset",
-       Match::Exact,
-       false,
-       "QEnvironmentReset+",
-       {},
-       none(&GdbServer::handle_environment_reset)},
-      {"QSetWorkingDir:",
-       Match::Prefix,
-       false,
-       "QSetWorkingDir+",
-       {},
-       args(&GdbServer::handle_working_dir)},
-      {"QThreadEvents:",
-       Match::Prefix,
-       false,
-       "QThreadEvents+",
-       {},
-       args(&GdbServer::handle_thread_events)},
-      {"QCatchSyscalls:",
-       Match::Prefix,
-       false,
-       "QCatchSyscalls+",
-       {},
-       args(&GdbServer::handle_catch_syscalls)},
+      PacketRow::exact("QStartNoAckMode", none(&GdbServer::handle_no_ack_mode))
+          .advertise("QStartNoAckMode+"),
+      PacketRow::prefix("QNonStop:", flag_setting("QNonStop",
+                                                  [this](bool on) {
+                                                    non_stop_ = on;
+                                                    target_.set_non_stop(on);
+                                                    pending_stops_.clear();
+                                                  }))
+          .advertise("QNonStop+"),
+      PacketRow::prefix("QPassSignals:", signal_setting([this](std::vector<bool> list) {
+                          target_.set_pass_signals(list);
+                        }))
+          .advertise("QPassSignals+"),
+      PacketRow::prefix("QProgramSignals:", signal_setting([this](std::vector<bool> list) {
+                          program_signals_ = std::move(list);
+                        }))
+          .advertise("QProgramSignals+"),
+      PacketRow::prefix("QStartupWithShell:",
+                        flag_setting("QStartupWithShell",
+                                     [this](bool on) { options_.launch.startup_with_shell = on; }))
+          .advertise("QStartupWithShell+"),
+      PacketRow::prefix(
+          "QDisableRandomization:",
+          flag_setting("QDisableRandomization",
+                       [this](bool on) { options_.launch.disable_randomization = on; }))
+          .advertise("QDisableRandomization+"),
+      PacketRow::prefix("QEnvironmentHexEncoded:", args(&GdbServer::handle_environment_set))
+          .advertise("QEnvironmentHexEncoded+"),
+      PacketRow::prefix("QEnvironmentUnset:", args(&GdbServer::handle_environment_unset))
+          .advertise("QEnvironmentUnset+"),
+      PacketRow::exact("QEnvironmentReset", none(&GdbServer::handle_environment_reset))
+          .advertise("QEnvironmentReset+"),
+      PacketRow::prefix("QSetWorkingDir:", args(&GdbServer::handle_working_dir))
+          .advertise("QSetWorkingDir+"),
+      PacketRow::prefix(
+          "QThreadEvents:",
+          flag_setting("QThreadEvents", [this](bool on) { target_.set_report_thread_events(on); }))
+          .advertise("QThreadEvents+"),
+      PacketRow::prefix("QCatchSyscalls:", args(&GdbServer::handle_catch_syscalls))
+          .advertise("QCatchSyscalls+"),
   };
   for (auto& row : xfer_rows())
     rows.push_back(std::move(row));
@@ -182,19 +123,22 @@ std::vector<PacketRow> GdbServer::rows() {
 // qXfer:OBJECT:read:ANNEX:OFFSET,LENGTH, one row per object we serve. Replies
 // are 'm'/'l' + raw document bytes.
 std::vector<PacketRow> GdbServer::xfer_rows() {
-  using Match = PacketRow::Match;
   auto read = [this](const Packet& p) { return handle_qxfer(p.text); };
   std::vector<PacketRow> rows = {
-      {"qXfer:features:read:", Match::Prefix, true, "qXfer:features:read+", {}, read},
-      {"qXfer:threads:read:", Match::Prefix, true, "qXfer:threads:read+", {}, read},
-      {"qXfer:exec-file:read:", Match::Prefix, true, "qXfer:exec-file:read+", {}, read},
-      {"qXfer:auxv:read:", Match::Prefix, true, "qXfer:auxv:read+", {}, read},
-      {"qXfer:libraries-svr4:read:", Match::Prefix, true, "qXfer:libraries-svr4:read+", {}, read},
-      {"qXfer:siginfo:read:", Match::Prefix, true, "qXfer:siginfo:read+", {}, read},
+      PacketRow::prefix("qXfer:features:read:", read).advertise("qXfer:features:read+").binary(),
+      PacketRow::prefix("qXfer:threads:read:", read).advertise("qXfer:threads:read+").binary(),
+      PacketRow::prefix("qXfer:exec-file:read:", read).advertise("qXfer:exec-file:read+").binary(),
+      PacketRow::prefix("qXfer:auxv:read:", read).advertise("qXfer:auxv:read+").binary(),
+      PacketRow::prefix("qXfer:libraries-svr4:read:", read)
+          .advertise("qXfer:libraries-svr4:read+")
+          .binary(),
+      PacketRow::prefix("qXfer:siginfo:read:", read).advertise("qXfer:siginfo:read+").binary(),
   };
   if (engine_)
-    rows.push_back({"qXfer:traceframe-info:read:", Match::Prefix, true,
-                    "qXfer:traceframe-info:read+", PacketRow::State::Reads, read});
+    rows.push_back(PacketRow::prefix("qXfer:traceframe-info:read:", read)
+                       .advertise("qXfer:traceframe-info:read+")
+                       .binary()
+                       .reads_state());
   return rows;
 }
 

@@ -25,6 +25,8 @@ struct Packet {
   std::string_view args; // what follows the row's name, e.g. "401136" for "QTFrame:pc:"
 };
 
+using PacketHandler = std::function<Reply(const Packet&)>;
+
 struct PacketRow {
   enum class Match { Exact, Prefix };
   // What the packet does with the inferior's registers and memory.
@@ -35,7 +37,32 @@ struct PacketRow {
   bool binary_reply = false;
   std::string_view features; // ";"-separated qSupported entries, e.g. "QTBuffer:size+"
   State state = State::None;
-  std::function<Reply(const Packet&)> handler;
+  PacketHandler handler;
+
+  // Rows read as sentences: PacketRow::prefix("vFile:", h).binary(),
+  // PacketRow::exact("QTStart", h), PacketRow::prefix("m", h).reads_state().
+  static PacketRow exact(std::string_view name, PacketHandler handler) {
+    return {name, Match::Exact, false, {}, State::None, std::move(handler)};
+  }
+  static PacketRow prefix(std::string_view name, PacketHandler handler) {
+    return {name, Match::Prefix, false, {}, State::None, std::move(handler)};
+  }
+  PacketRow advertise(std::string_view qsupported_features) && {
+    features = qsupported_features;
+    return std::move(*this);
+  }
+  PacketRow binary() && {
+    binary_reply = true;
+    return std::move(*this);
+  }
+  PacketRow reads_state() && {
+    state = State::Reads;
+    return std::move(*this);
+  }
+  PacketRow writes_state() && {
+    state = State::Writes;
+    return std::move(*this);
+  }
 };
 
 class PacketTable {

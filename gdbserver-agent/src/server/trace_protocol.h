@@ -32,29 +32,12 @@ public:
   void reset_cursors();
 
 private:
+  // The packets that touch protocol state (the rest are free functions over
+  // the engine, in trace_protocol.cc).
   Reply qtinit(const Packet&);
   Reply qtdp(const Packet& p);
-  Reply qtdp_actions(const Packet& p);
-  Reply qtdpsrc(const Packet& p);
-  Reply qtdv(const Packet& p);
-  Reply qtro(const Packet& p);
-  Reply qtenable(const Packet& p, bool enable);
-  Reply qtstart(const Packet&);
-  Reply qtstop(const Packet&);
-  Reply qtdisconnected(const Packet& p);
-  Reply qtframe(const Packet& p);
-  Reply qtbuffer_circular(const Packet& p);
-  Reply qtbuffer_size(const Packet& p);
-  Reply qtnotes(const Packet& p);
-  Reply qtsave(const Packet& p);
-  Reply qtstatus(const Packet&);
-  Reply qtp(const Packet& p);
   Reply upload_tracepoint(bool first);
   Reply upload_tsv(bool first);
-  Reply qtv(const Packet& p);
-  Reply qtbuffer(const Packet& p);
-  Reply gdbtrace_status(const Packet&);
-  Reply gdbtrace_frames(const Packet& p);
 
   TraceEngine& engine_;
   std::function<void(const std::string&)> console_;

@@ -57,14 +57,6 @@ struct TracepointSource {
   std::string text;
 };
 
-// QTDV / qTfV: a trace state variable.
-struct TsvDefinition {
-  uint32_t number = 0;
-  int64_t initial = 0;
-  bool builtin = false;
-  std::string name;
-};
-
 // QTFrame: which trace frame to select, searching forward from the selected one.
 struct FrameQuery {
   enum Kind { Number, Pc, InRange, OutsideRange, Tracepoint, None } kind = None;

@@ -84,6 +84,7 @@ struct TraceEngine::Impl : TraceContext {
   TracepointEntry* first_with_number(uint32_t number);
   const TracepointEntry* first_with_number(uint32_t number) const;
   TfileContents tfile_contents() const;
+  std::vector<TsvDefinition> tsv_definitions() const;
 
   asio::io_context& io;
   NativeTarget& target;

@@ -356,11 +356,15 @@ std::vector<Tracepoint> TraceEngine::tracepoints() const {
   return out;
 }
 
-std::vector<TsvDefinition> TraceEngine::tsvs() const {
+std::vector<TsvDefinition> TraceEngine::Impl::tsv_definitions() const {
   std::vector<TsvDefinition> out;
-  for (const auto& [num, tsv] : impl_->tsvs)
+  for (const auto& [num, tsv] : tsvs)
     out.push_back({num, tsv.initial, tsv.builtin, tsv.name});
   return out;
+}
+
+std::vector<TsvDefinition> TraceEngine::tsvs() const {
+  return impl_->tsv_definitions();
 }
 
 std::span<const uint8_t> TraceEngine::frame_bytes() {
@@ -374,8 +378,7 @@ TfileContents TraceEngine::Impl::tfile_contents() const {
   if (hooks.target_description)
     c.tdesc_xml = hooks.target_description();
   c.status = status();
-  for (const auto& [num, tsv] : tsvs)
-    c.tsvs.push_back({num, tsv.initial, tsv.builtin, tsv.name});
+  c.tsvs = tsv_definitions();
   for (const auto& e : tracepoints) {
     TfileTracepoint t;
     t.tp = &e->tp;
