@@ -7,7 +7,7 @@ fails are marked @stricter_than_gdbserver (skipped when GDBTRACE_SERVER is stock
 
 import unittest
 
-from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program
+from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program, run_gdb
 
 
 def stricter_than_gdbserver(why):
@@ -153,6 +153,28 @@ class MalformedPackets(GdbTestCase):
             self.assertIn(feature, features)
             self.assertNotEqual(self.send(probe), b"", f"{feature} advertised but {probe} unsupported")
         self.assertAlive()
+
+
+
+class TraceFrameState(GdbTestCase):
+    """While gdb looks at a trace frame (tfind), register and memory reads come from the frame and
+    writes are refused; after `tfind none` both go to the live process again. The server picks the
+    source once per packet from the packet table's row (reads vs writes)."""
+
+    @stricter_than_gdbserver("checks gdbtrace's error text")
+    def test_reads_from_frame_writes_refused(self):
+        run = run_gdb(["monitor gdbtrace backend ptrace", "break done", "trace probe_me", "actions",
+                       "collect $regs", "end", "tstart", "continue", "tstop", "tfind 0", "print $pc",
+                       "print $rax = 5", "print global_counter = 1", "print global_counter",
+                       "tfind none", "print global_counter = 1"], program="trace_loop", args=(3,))
+        self.assertOrdered(run, [r"Found trace frame 0, tracepoint 2",
+                                 r"\$1 = \(void \(\*\)\(\)\) 0x[0-9a-f]+ <probe_me\+\d+>",
+                                 r"\$2 = <unavailable>",  # global_counter was not collected
+                                 r"No longer looking at any trace frame",
+                                 r"\$3 = 1"])
+        self.assertOutput(run, r"Could not write register \"rax\"; remote failure reply "
+                               r"'E.cannot modify a trace frame \(tfind none first\)'")
+        self.assertOutput(run, r"Cannot access memory at address 0x[0-9a-f]+")
 
 
 if __name__ == "__main__":
