@@ -7,7 +7,7 @@ fails are marked @stricter_than_gdbserver (skipped when GDBTRACE_SERVER is stock
 
 import unittest
 
-from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program
+from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program, run_gdb
 
 
 def stricter_than_gdbserver(why):
@@ -114,6 +114,67 @@ class MalformedPackets(GdbTestCase):
             reply = self.send(packet)
             self.assertTrue(error_or_unsupported(reply), f"{packet} -> {reply!r}")
         self.assertAlive()
+
+
+    @stricter_than_gdbserver("checks gdbtrace's own qSupported features and sequencing")
+    def test_trace_packets_out_of_order(self):
+        """Each trace packet answers on its own, whatever came before: a fresh connection sending
+        "subsequent" packets first (qTsV used to crash the stub with SIGSEGV), frames before any
+        run, actions for tracepoints never defined, an upload interrupted by QTinit."""
+        for packet in ["qTsV", "qTsP", "qTsV", "qTsSTM"]:
+            reply = self.send(packet)
+            self.assertTrue(reply in (b"l", b"") or reply.startswith(b"E"), f"{packet} -> {reply!r}")
+        self.assertEqual(self.send("QTFrame:0"), b"F-1")
+        self.assertEqual(self.send("QTFrame:tdp:1"), b"F-1")
+        self.assertEqual(self.send("qTV:1"), b"U")
+        self.assertEqual(self.send("qTBuffer:0,10"), b"l")
+        for packet in ["QTDP:-1:1000:R01", "QTDPsrc:1:1000:at:0:1:61", "QTEnable:1:1000", "qTP:1:1000"]:
+            self.assertError(packet)
+        self.assertEqual(self.send("QTDV:2:5:0:6d79"), b"OK")
+        self.assertNotEqual(self.send("qTfV"), b"l")
+        self.assertEqual(self.send("QTinit"), b"OK")
+        self.assertEqual(self.send("qTsV"), b"l")
+        self.assertEqual(self.send("qTsP"), b"l")
+        self.assertAlive()
+
+    @stricter_than_gdbserver("exits on 'Invalid hex digit' in the probes")
+    def test_qsupported_advertises_what_is_served(self):
+        """The qSupported reply lists the packets the stub serves (it is built from the packet table):
+        each advertised packet answers something other than the empty "unsupported" reply."""
+        features = self.send("qSupported:multiprocess+;swbreak+").decode().split(";")
+        self.assertIn("multiprocess+", features)
+        self.assertIn("swbreak+", features)
+        probes = {"QTBuffer:size+": "QTBuffer:size:zz", "EnableDisableTracepoints+": "QTEnable:zz",
+                  "DisconnectedTracing+": "QTDisconnected:0", "QPassSignals+": "QPassSignals:",
+                  "QThreadEvents+": "QThreadEvents:0", "qXfer:features:read+":
+                  "qXfer:features:read:target.xml:0,10", "qXfer:traceframe-info:read+":
+                  "qXfer:traceframe-info:read::0,10"}
+        for feature, probe in probes.items():
+            self.assertIn(feature, features)
+            self.assertNotEqual(self.send(probe), b"", f"{feature} advertised but {probe} unsupported")
+        self.assertAlive()
+
+
+
+class TraceFrameState(GdbTestCase):
+    """While gdb looks at a trace frame (tfind), register and memory reads come from the frame and
+    writes are refused; after `tfind none` both go to the live process again. The server picks the
+    source once per packet from the packet table's row (reads vs writes)."""
+
+    @stricter_than_gdbserver("checks gdbtrace's error text")
+    def test_reads_from_frame_writes_refused(self):
+        run = run_gdb(["monitor gdbtrace backend ptrace", "break done", "trace probe_me", "actions",
+                       "collect $regs", "end", "tstart", "continue", "tstop", "tfind 0", "print $pc",
+                       "print $rax = 5", "print global_counter = 1", "print global_counter",
+                       "tfind none", "print global_counter = 1"], program="trace_loop", args=(3,))
+        self.assertOrdered(run, [r"Found trace frame 0, tracepoint 2",
+                                 r"\$1 = \(void \(\*\)\(\)\) 0x[0-9a-f]+ <probe_me\+\d+>",
+                                 r"\$2 = <unavailable>",  # global_counter was not collected
+                                 r"No longer looking at any trace frame",
+                                 r"\$3 = 1"])
+        self.assertOutput(run, r"Could not write register \"rax\"; remote failure reply "
+                               r"'E.cannot modify a trace frame \(tfind none first\)'")
+        self.assertOutput(run, r"Cannot access memory at address 0x[0-9a-f]+")
 
 
 if __name__ == "__main__":

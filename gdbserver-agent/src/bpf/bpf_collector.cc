@@ -63,7 +63,7 @@ struct Probe {
   uint32_t slot = 0;
   UniqueFd prog;
   UniqueFd event;
-  uint64_t frames = 0, bytes = 0, drops_reported = 0;
+  uint64_t drops_reported = 0;
 };
 
 struct RingBufferDeleter {
@@ -461,8 +461,6 @@ int BpfCollector::handle_record(const uint8_t* data, size_t size) {
   Probe* p = find(tp);
   if (!p || !ctx_->collecting())
     return 0; // e.g. after the pass-count frame
-  p->frames++;
-  p->bytes += 6 + body;
   ctx_->append_frame(std::span<const uint8_t>(data, 6 + body));
   ctx_->record_hit(tp); // may request a stop (pass count)
   return 0;
@@ -511,8 +509,6 @@ StatsSlot BpfCollector::read_stats(uint32_t slot) const {
 CollectorStats BpfCollector::probe_stats(const Probe& p) const {
   CollectorStats s;
   s.hits = __atomic_load_n(&control(p.slot).hits, __ATOMIC_RELAXED);
-  s.frames = p.frames;
-  s.bytes = p.bytes;
   StatsSlot k = read_stats(p.slot);
   s.drops = k.drops;
   s.errors = k.errors;

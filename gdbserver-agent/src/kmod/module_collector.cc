@@ -239,9 +239,7 @@ private:
 
   static void add_stats(CollectorStats& s, const gdbtrace_probe_status& st) {
     s.hits += st.hits;
-    s.frames += st.frames;
-    s.bytes += st.bytes;
-    s.drops += st.drops;
+    s.drops += st.drops; // lost in the module's ring, before the engine saw them
     s.errors += st.errors;
   }
 

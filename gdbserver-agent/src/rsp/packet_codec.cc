@@ -1,6 +1,6 @@
 #include "rsp/packet_codec.h"
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 
 namespace gdbtrace::rsp {
 
@@ -130,11 +130,11 @@ void PacketDecoder::feed(std::string_view bytes, std::vector<Event>& out) {
       }
       break;
     case State::Checksum1:
-      sum_hi_ = hex_digit_value(c);
+      sum_hi_ = hex::digit(c);
       state_ = State::Checksum2;
       break;
     case State::Checksum2: {
-      int lo = hex_digit_value(c);
+      int lo = hex::digit(c);
       state_ = State::Idle;
       if (oversize_) {
         payload_.clear();

@@ -39,16 +39,12 @@ Result<CommSpec> parse_comm(const std::string& comm) {
   return result;
 }
 
-static bool starts_with(const std::string& s, std::string_view prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
   CliOptions opts;
   size_t i = 0;
   for (; i < argv.size(); i++) {
     const std::string& a = argv[i];
-    if (a == "--" || !starts_with(a, "--"))
+    if (a == "--" || !a.starts_with("--"))
       break;
     if (a == "--help") {
       opts.action = CliOptions::Action::Help;
@@ -74,10 +70,10 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
       opts.debug = true;
     } else if (a == "--remote-debug" || a == "--debug=remote") {
       opts.remote_debug = true;
-    } else if (starts_with(a, "--debug-file=")) {
+    } else if (a.starts_with("--debug-file=")) {
       opts.debug_file = a.substr(13);
-    } else if (starts_with(a, "--debug-format=") || a == "--event-loop-debug" ||
-               starts_with(a, "--disable-packet=")) {
+    } else if (a.starts_with("--debug-format=") || a == "--event-loop-debug" ||
+               a.starts_with("--disable-packet=")) {
       // Accepted for compatibility; they only change gdbserver's own diagnostics.
     } else if (a == "--startup-with-shell") {
       opts.startup_with_shell = true;

@@ -4,10 +4,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
 #include "server/stop_reply.h"
+#include "server/trace_protocol.h"
 #include "trace/trace_engine.h"
 
 namespace gdbtrace {
@@ -16,6 +17,12 @@ GdbServer::GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* en
                      ServerOptions options)
     : io_(io), target_(target), engine_(engine), options_(std::move(options)) {
   target_.set_event_handler([this](const StopEvent& event) { on_target_event(event); });
+  packets_.add(rows());
+  if (engine_) {
+    trace_ = std::make_unique<TraceProtocol>(*engine_,
+                                             [this](const std::string& text) { console(text); });
+    packets_.add(trace_->rows());
+  }
 }
 
 GdbServer::~GdbServer() {
@@ -28,20 +35,19 @@ void GdbServer::debug(const std::string& text) const {
 }
 
 Result<Pid> GdbServer::start_program() {
+  return launch(options_.launch);
+}
+
+Result<Pid> GdbServer::launch(const LaunchSpec& spec) {
   if (options_.stdio_connection)
     std::fprintf(stderr, "stdin/stdout redirected\n");
-  auto pid = target_.create_inferior(options_.launch);
+  auto pid = target_.create_inferior(spec);
   if (!pid)
     return pid;
-  std::fprintf(stderr, "Process %s created; pid = %d\n", options_.launch.program.c_str(), *pid);
+  std::fprintf(stderr, "Process %s created; pid = %d\n", spec.program.c_str(), *pid);
   created_.insert(*pid);
   // The new process sits at its first instruction: gdb sees that as a SIGTRAP stop.
-  StopEvent stop;
-  stop.thread = {*pid, *pid};
-  stop.signal = SIGTRAP;
-  last_stop_ = stop;
-  general_thread_ = stop.thread;
-  stopped_threads_[*pid] = stop;
+  record_initial_stop(*pid);
   return pid;
 }
 
@@ -51,13 +57,18 @@ Result<void> GdbServer::attach_initial(Pid pid) {
     return r;
   std::fprintf(stderr, "Attached; pid = %d\n", pid);
   // gdbserver reports an attach as a SIGTRAP stop, "pretending it's just starting up".
+  record_initial_stop(pid);
+  return ok();
+}
+
+StopEvent GdbServer::record_initial_stop(Pid pid) {
   StopEvent stop;
   stop.thread = {pid, pid};
   stop.signal = SIGTRAP;
   last_stop_ = stop;
   general_thread_ = stop.thread;
   stopped_threads_[pid] = stop;
-  return ok();
+  return stop;
 }
 
 void GdbServer::attach_connection(std::shared_ptr<rsp::Connection> connection) {
@@ -68,6 +79,8 @@ void GdbServer::attach_connection(std::shared_ptr<rsp::Connection> connection) {
   in_rcmd_ = false;
   cont_thread_ = {0, 0};
   pending_stops_.clear();
+  if (trace_)
+    trace_->reset_cursors();
   conn_->set_log(options_.remote_debug);
   conn_->start({[this](std::string_view p) { on_packet(p); }, [this] { on_interrupt(); },
                 [this] { on_disconnect(); }});
@@ -101,12 +114,6 @@ void GdbServer::on_packet(std::string_view packet) {
     // A handler must never take the server down; report the failure instead.
     reply = std::string("E.internal error: ") + e.what();
   }
-  if (reply && reply->size() > 2 && reply->compare(0, 2, "E.") == 0) {
-    // Error texts travel unescaped: keep framing and run-length characters out.
-    for (size_t i = 2; i < reply->size(); i++)
-      if (std::strchr("#$*}", (*reply)[i]))
-        (*reply)[i] = '?';
-  }
   if (reply)
     send(*reply);
   if (exit_requested_ && conn_)
@@ -124,105 +131,36 @@ void GdbServer::on_interrupt() {
     debug("interrupt failed: " + r.error().message);
 }
 
-static bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
+static const char kInTraceFrame[] = "E.cannot modify a trace frame (tfind none first)";
 
+// The row decides what a packet may do with inferior state: reads go to the
+// live target or to the selected trace frame, chosen here once; writes are
+// refused while a frame is selected.
 GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
   if (packet.empty())
     return "";
-  switch (packet[0]) {
-  case '?':
-    return handle_status();
-  case '!':
-    extended_ = true;
-    return "OK";
-  case 'g':
-    return handle_read_registers();
-  case 'G':
-    return handle_write_registers(packet);
-  case 'p':
-    return handle_read_register(packet);
-  case 'P':
-    return handle_write_register(packet);
-  case 'm':
-    return handle_read_memory(packet);
-  case 'M':
-    return handle_write_memory(packet, false);
-  case 'X':
-    return handle_write_memory(packet, true);
-  case 'Z':
-  case 'z':
-    return handle_breakpoint(packet);
-  case 'c':
-  case 'C':
-  case 's':
-  case 'S':
-    return handle_legacy_resume(packet);
-  case 'H':
-    return handle_set_thread(packet);
-  case 'T':
-    return handle_thread_alive(packet);
-  case 'k':
-    return handle_kill();
-  case 'R':
-    return handle_restart();
-  case 'D':
-    return handle_detach(packet);
-  case 'v':
-    if (packet == "vCont?")
-      return "vCont;c;C;s;S;t;r";
-    if (starts_with(packet, "vCont;"))
-      return handle_vcont(packet);
-    if (packet == "vStopped")
-      return handle_vstopped();
-    if (starts_with(packet, "vRun;"))
-      return handle_vrun(packet);
-    if (starts_with(packet, "vAttach;"))
-      return handle_vattach(packet);
-    if (starts_with(packet, "vKill;"))
-      return handle_vkill(packet);
-    if (packet == "vCtrlC") {
-      auto r = target_.interrupt(-1);
-      return r ? "OK" : "E.interrupt failed: " + r.error().message;
-    }
-    if (starts_with(packet, "vFile:")) {
-      std::string_view request = packet.substr(6);
-      std::string unescaped;
-      if (starts_with(request, "pwrite:")) {
-        auto data = rsp::unescape_binary(request);
-        if (!data)
-          return "F-1,16"; // EINVAL
-        unescaped = std::move(*data);
-        request = unescaped;
-      }
-      return rsp::escape_binary(vfile_.handle(request));
-    }
+  const PacketRow* row = packets_.find(packet);
+  if (!row)
     return ""; // vMustReplyEmpty and anything unknown
-  case 'q':
-  case 'Q':
-    // QThreadEvents shares the "QT" prefix of the tracepoint packets but is ours.
-    if (engine_ && !starts_with(packet, "QThreadEvents") &&
-        (starts_with(packet, "qT") || starts_with(packet, "QT") ||
-         starts_with(packet, "qGdbtrace."))) {
-      auto reply = engine_->handle_packet(packet);
-      if (!reply)
-        return "";
-      // qGdbtrace.frames answers raw bytes; every other trace reply is text.
-      return starts_with(packet, "qGdbtrace.frames") ? rsp::escape_binary(*reply) : *reply;
-    }
-    if (starts_with(packet, "qSupported"))
-      return handle_qsupported(packet);
-    if (starts_with(packet, "qXfer:"))
-      return handle_qxfer(packet);
-    if (starts_with(packet, "qRcmd,"))
-      return handle_rcmd(packet);
-    if (packet[0] == 'q')
-      return handle_general_query(packet);
-    return handle_general_set(packet);
-  default:
-    return "";
+  bool in_frame = engine_ && engine_->frame_selected();
+  if (row->state == PacketRow::State::Writes && in_frame)
+    return kInTraceFrame;
+  if (row->state != PacketRow::State::Reads)
+    return PacketTable::run(*row, packet);
+
+  std::optional<LiveState> live;
+  std::optional<TraceFrameState> frame;
+  if (in_frame) {
+    state_ = &frame.emplace(*engine_);
+  } else {
+    ThreadId thread = general_thread();
+    state_ = &live.emplace(target_, engine_, thread, thread.pid > 0 ? thread.pid : current_pid());
   }
+  struct Reset {
+    StateSource*& p;
+    ~Reset() { p = nullptr; }
+  } reset{state_};
+  return PacketTable::run(*row, packet);
 }
 
 unsigned GdbServer::num_regs() const {
@@ -387,7 +325,7 @@ void GdbServer::flush_console() {
     console_queue_.pop_front();
     // Keep each O packet well under PacketSize (hex doubles the size).
     for (size_t off = 0; off < text.size(); off += 4000)
-      send("O" + rsp::to_hex(std::string_view(text).substr(off, 4000)));
+      send("O" + hex::encode(std::string_view(text).substr(off, 4000)));
   }
 }
 

@@ -2,9 +2,10 @@
 // calls and target events into stop replies.
 //
 // One GdbServer lives for the whole run; connections come and go (--multi,
-// reconnects). Packet handlers live in handlers_*.cc, grouped by subject;
-// each returns the reply payload, or std::nullopt when the reply comes later
-// (a resume in all-stop mode answers with the next stop reply).
+// reconnects). Every packet is a row of one PacketTable (packet_rows.cc; the
+// tracepoint rows come from TraceProtocol); handlers live in handlers_*.cc,
+// grouped by subject, and return the reply payload, or std::nullopt when the
+// reply comes later (a resume in all-stop mode answers with the next stop reply).
 #pragma once
 
 #include <deque>
@@ -19,6 +20,8 @@
 
 #include "rsp/connection.h"
 #include "server/breakpoints.h"
+#include "server/packet_table.h"
+#include "server/state_source.h"
 #include "server/vfile.h"
 #include "target/native_target.h"
 
@@ -29,6 +32,7 @@ class io_context;
 namespace gdbtrace {
 
 class TraceEngine;
+class TraceProtocol;
 
 struct ServerOptions {
   bool multi = false;
@@ -64,13 +68,22 @@ public:
   void set_debug(bool on) { options_.debug = on; }
 
 private:
-  using Reply = std::optional<std::string>;
+  using Reply = gdbtrace::Reply;
 
-  // gdb_server.cc: dispatch, connection state, events
+  // packet_rows.cc: the packet table
+  std::vector<PacketRow> rows();
+  std::vector<PacketRow> xfer_rows();
+
+  // gdb_server.cc: processes we start, dispatch, connection state, events
+  Result<Pid> launch(const LaunchSpec& spec);
+  // A new or attached process is reported to gdb as stopped by SIGTRAP.
+  StopEvent record_initial_stop(Pid pid);
   void on_packet(std::string_view packet);
   void on_interrupt();
   void on_disconnect();
   Reply dispatch(std::string_view packet);
+  // What g/p/m and traceframe-info read during the current packet (set by dispatch).
+  StateSource& state() { return *state_; }
   void send(std::string_view payload);
   void on_target_event(const StopEvent& event);
   bool filter_conditional_breakpoint(const StopEvent& event);
@@ -83,16 +96,27 @@ private:
   ThreadId general_thread() const;
   unsigned num_regs() const;
 
-  // handlers_query.cc: q/Q general queries and settings
+  // handlers_query.cc: q queries, qXfer objects, monitor commands
   Reply handle_qsupported(std::string_view packet);
-  Reply handle_general_query(std::string_view packet);
+  Reply handle_current_thread();
+  Reply handle_attached(std::string_view packet);
   Reply handle_get_tls_addr(std::string_view args);
-  Reply handle_general_set(std::string_view packet);
   Reply handle_thread_info(bool first);
   Reply handle_qxfer(std::string_view packet);
   Result<std::string> xfer_document(const std::string& object, const std::string& annex);
   Reply handle_siginfo_write(std::string_view packet);
   Reply handle_rcmd(std::string_view packet);
+
+  // handlers_settings.cc: Q settings. Flags ("0"/"1") and signal lists are
+  // parsed by the handler these make; APPLY gets the value.
+  static PacketHandler flag_setting(std::string packet, std::function<void(bool)> apply);
+  static PacketHandler signal_setting(std::function<void(std::vector<bool>)> apply);
+  Reply handle_no_ack_mode();
+  Reply handle_environment_set(std::string_view hex_var);
+  Reply handle_environment_unset(std::string_view hex_name);
+  Reply handle_environment_reset();
+  Reply handle_working_dir(std::string_view hex_dir);
+  Reply handle_catch_syscalls(std::string_view args);
 
   // handlers_exec.cc: running, stopping, processes
   Reply handle_status();
@@ -103,13 +127,15 @@ private:
   Reply handle_vrun(std::string_view packet);
   Reply handle_vattach(std::string_view packet);
   Reply handle_vkill(std::string_view packet);
+  Reply handle_ctrl_c();
   Reply handle_kill();
   Reply handle_restart();
   Reply handle_detach(std::string_view packet);
   Reply handle_set_thread(std::string_view packet);
   Reply handle_thread_alive(std::string_view packet);
 
-  // handlers_state.cc: registers, memory, breakpoints
+  // handlers_state.cc: registers, memory, breakpoints (reads through state(); the
+  // table refuses writes while a trace frame is selected)
   Reply handle_read_registers();
   Reply handle_write_registers(std::string_view packet);
   Reply handle_read_register(std::string_view packet);
@@ -117,6 +143,7 @@ private:
   Reply handle_read_memory(std::string_view packet);
   Reply handle_write_memory(std::string_view packet, bool binary);
   Reply handle_breakpoint(std::string_view packet);
+  Reply handle_vfile(std::string_view request);
 
   asio::io_context& io_;
   NativeTarget& target_;
@@ -125,6 +152,9 @@ private:
   std::shared_ptr<rsp::Connection> conn_;
   VFileServer vfile_;
   BreakpointTable breakpoints_;
+  std::unique_ptr<TraceProtocol> trace_; // null without a trace engine
+  PacketTable packets_;
+  StateSource* state_ = nullptr; // during a packet whose row reads state
 
   // Per-connection protocol state (reset on connect).
   std::set<std::string> gdb_features_;

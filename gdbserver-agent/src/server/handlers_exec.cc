@@ -4,7 +4,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/cli.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
@@ -79,7 +79,7 @@ GdbServer::Reply GdbServer::handle_legacy_resume(std::string_view packet) {
   bool step = packet[0] == 's' || packet[0] == 'S';
   int gdb_sig = 0;
   if (packet[0] == 'C' || packet[0] == 'S') {
-    auto sig = rsp::parse_hex_u64(packet.substr(1, packet.find(';') - 1));
+    auto sig = hex::parse_u64(packet.substr(1, packet.find(';') - 1));
     if (!sig || *sig > 255)
       return "E.malformed resume packet";
     gdb_sig = static_cast<int>(*sig);
@@ -144,26 +144,16 @@ GdbServer::Reply GdbServer::handle_vrun(std::string_view packet) {
   if (spec.program.empty())
     return "E.no program to run";
   spec.args.assign(args->begin() + 1, args->end());
-  if (options_.stdio_connection)
-    std::fprintf(stderr, "stdin/stdout redirected\n");
-  auto pid = target_.create_inferior(spec);
+  auto pid = launch(spec);
   if (!pid)
     return "E." + pid.error().message;
   options_.launch.program = spec.program;
   options_.launch.args = spec.args;
-  std::fprintf(stderr, "Process %s created; pid = %d\n", spec.program.c_str(), *pid);
-  created_.insert(*pid);
-  StopEvent stop;
-  stop.thread = {*pid, *pid};
-  stop.signal = SIGTRAP;
-  last_stop_ = stop;
-  general_thread_ = stop.thread;
-  stopped_threads_[*pid] = stop;
-  return stop_reply(stop);
+  return stop_reply(*last_stop_);
 }
 
 GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
-  auto v = rsp::parse_hex_u64(packet.substr(8));
+  auto v = hex::parse_u64(packet.substr(8));
   if (!v || *v == 0 || *v > 0x7fffffff)
     return "E.malformed vAttach packet";
   Pid pid = static_cast<Pid>(*v);
@@ -194,7 +184,7 @@ GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
 }
 
 GdbServer::Reply GdbServer::handle_vkill(std::string_view packet) {
-  auto v = rsp::parse_hex_u64(packet.substr(6));
+  auto v = hex::parse_u64(packet.substr(6));
   if (!v || *v > 0x7fffffff)
     return "E.malformed vKill packet";
   Pid pid = static_cast<Pid>(*v);
@@ -207,6 +197,11 @@ GdbServer::Reply GdbServer::handle_vkill(std::string_view packet) {
   if (last_stop_ && last_stop_->thread.pid == pid)
     last_stop_.reset();
   return "OK";
+}
+
+GdbServer::Reply GdbServer::handle_ctrl_c() {
+  auto r = target_.interrupt(-1);
+  return r ? "OK" : "E.interrupt failed: " + r.error().message;
 }
 
 GdbServer::Reply GdbServer::handle_kill() {
@@ -246,7 +241,7 @@ GdbServer::Reply GdbServer::handle_detach(std::string_view packet) {
   if (packet.size() > 1) {
     if (packet[1] != ';')
       return "E.malformed detach packet";
-    auto v = rsp::parse_hex_u64(packet.substr(2));
+    auto v = hex::parse_u64(packet.substr(2));
     if (!v || *v > 0x7fffffff)
       return "E.malformed detach packet";
     pids.push_back(static_cast<Pid>(*v));

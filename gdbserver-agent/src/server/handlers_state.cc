@@ -1,9 +1,10 @@
-// Registers, memory and breakpoints. While a trace frame is selected (tfind),
-// reads come from the frame and writes are refused.
+// Registers, memory and breakpoints. Reads go through state(): the live
+// inferior, or the trace frame selected with tfind (the dispatcher chose);
+// the packet table refuses writes while a frame is selected.
 #include <cstring>
 #include <vector>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
@@ -22,37 +23,24 @@ static std::string register_hex(const RegisterBlock& regs, unsigned regno) {
   unsigned size = gt_reg_size(regno);
   if (!regs.valid.test(regno))
     return std::string(size * 2, 'x'); // <unavailable>
-  return rsp::to_hex(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
+  return hex::encode(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
 }
 
-static const char kInTraceFrame[] = "E.cannot modify a trace frame (tfind none first)";
-
 GdbServer::Reply GdbServer::handle_read_registers() {
-  RegisterBlock regs;
-  if (engine_ && engine_->frame_selected()) {
-    regs = engine_->frame_registers();
-  } else {
-    ThreadId t = general_thread();
-    if (t.tid <= 0)
-      return "E01";
-    auto r = target_.read_registers(t);
-    if (!r)
-      return enn(r.error());
-    regs = *r;
-  }
+  auto regs = state().registers();
+  if (!regs)
+    return enn(regs.error());
   std::string out;
   for (unsigned r = 0; r < num_regs(); r++)
-    out += register_hex(regs, r);
+    out += register_hex(*regs, r);
   return out;
 }
 
 GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
-  if (engine_ && engine_->frame_selected())
-    return kInTraceFrame;
   ThreadId t = general_thread();
   if (t.tid <= 0)
     return "E01";
-  auto bytes = rsp::from_hex(packet.substr(1));
+  auto bytes = hex::decode_string(packet.substr(1));
   if (!bytes)
     return "E.malformed G packet";
   // gdb always sends the whole block; anything else is a malformed packet.
@@ -67,32 +55,21 @@ GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
 }
 
 GdbServer::Reply GdbServer::handle_read_register(std::string_view packet) {
-  auto regno = rsp::parse_hex_u64(packet.substr(1));
+  auto regno = hex::parse_u64(packet.substr(1));
   if (!regno || *regno >= num_regs())
     return "E01";
-  RegisterBlock regs;
-  if (engine_ && engine_->frame_selected()) {
-    regs = engine_->frame_registers();
-  } else {
-    ThreadId t = general_thread();
-    if (t.tid <= 0)
-      return "E01";
-    auto r = target_.read_registers(t);
-    if (!r)
-      return enn(r.error());
-    regs = *r;
-  }
-  return register_hex(regs, static_cast<unsigned>(*regno));
+  auto regs = state().registers();
+  if (!regs)
+    return enn(regs.error());
+  return register_hex(*regs, static_cast<unsigned>(*regno));
 }
 
 GdbServer::Reply GdbServer::handle_write_register(std::string_view packet) {
-  if (engine_ && engine_->frame_selected())
-    return kInTraceFrame;
   auto eq = packet.find('=');
   if (eq == std::string_view::npos)
     return "E.malformed P packet";
-  auto regno = rsp::parse_hex_u64(packet.substr(1, eq - 1));
-  auto value = rsp::from_hex(packet.substr(eq + 1));
+  auto regno = hex::parse_u64(packet.substr(1, eq - 1));
+  auto value = hex::decode_string(packet.substr(eq + 1));
   if (!regno || *regno >= num_regs() || !value ||
       value->size() != gt_reg_size(static_cast<unsigned>(*regno)))
     return "E.malformed P packet";
@@ -114,34 +91,20 @@ GdbServer::Reply GdbServer::handle_read_memory(std::string_view packet) {
   // The hex reply must fit in one packet; gdb asks again for the rest.
   uint64_t len = std::min<uint64_t>(range->length, kPacketSize / 2 - 8);
   std::vector<uint8_t> buf(len);
-  Result<size_t> n = size_t{0};
-  if (engine_ && engine_->frame_selected()) {
-    n = engine_->frame_memory(range->address,
-                              buf); // uncollected memory: error, shown <unavailable>
-  } else {
-    Pid pid = general_thread().pid;
-    if (pid <= 0)
-      pid = current_pid();
-    if (pid <= 0)
-      return "E01";
-    n = target_.read_memory(pid, range->address, buf);
-    if (n && engine_)
-      engine_->hide_kernel_probes(pid, range->address, std::span<uint8_t>(buf.data(), *n));
-  }
+  // In a trace frame, uncollected memory is an error, which gdb shows as <unavailable>.
+  auto n = state().read_memory(range->address, buf);
   if (!n)
     return enn(n.error());
   if (*n == 0 && len > 0)
     return "E01";
-  return rsp::to_hex(std::span<const uint8_t>(buf.data(), *n));
+  return hex::encode(std::span<const uint8_t>(buf.data(), *n));
 }
 
 GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool binary) {
-  if (engine_ && engine_->frame_selected())
-    return kInTraceFrame;
   auto range = parse_memory_range(packet.substr(1), true);
   if (!range)
     return "E.malformed memory write packet";
-  auto data = binary ? rsp::unescape_binary(range->data) : rsp::from_hex(range->data);
+  auto data = binary ? rsp::unescape_binary(range->data) : hex::decode_string(range->data);
   if (!data || data->size() != range->length)
     return "E.memory write length mismatch";
   if (data->empty())

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "server/trace_report_format.h"
 #include "trace/trace_engine.h"
 
 namespace gdbtrace {
@@ -36,6 +37,56 @@ static std::vector<std::string> split_commas(const std::string& s) {
   }
 }
 
+static std::string_view trim_spaces(std::string_view s) {
+  while (!s.empty() && s.front() == ' ')
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// `monitor gdbtrace backend [NAME|auto]`.
+static std::string gdbtrace_backend(std::string_view name, TraceEngine& engine) {
+  auto collectors = engine.collectors();
+  if (name.empty()) {
+    const std::string& preferred = engine.preferred_backend();
+    std::string out =
+        "backend selection: " + (preferred.empty() ? std::string("auto") : preferred) + "\n";
+    if (collectors.empty())
+      out += "  (no collectors available)\n";
+    for (const auto& c : collectors)
+      out += "  " + c.name + ": " + c.description + "\n";
+    return out;
+  }
+  if (!engine.prefer_backend(name)) {
+    std::string names;
+    for (const auto& c : collectors)
+      names += " " + c.name;
+    return "gdbtrace: no backend '" + std::string(name) + "'; available:" + names + " auto\n";
+  }
+  if (name == "auto")
+    return "backend selection: auto (first collector that accepts each tracepoint)\n";
+  return "backend selection: " + engine.preferred_backend() +
+         (engine.running() ? " (applies to tracepoints installed from now on)\n" : "\n");
+}
+
+// `monitor gdbtrace ...`; nullopt when COMMAND is not one (e.g. "gdbtracex").
+static std::optional<std::string> gdbtrace_command(std::string_view command, TraceEngine& engine) {
+  std::string_view s = trim_spaces(command);
+  if (!s.starts_with("gdbtrace"))
+    return std::nullopt;
+  s.remove_prefix(8);
+  if (!s.empty() && s.front() != ' ')
+    return std::nullopt;
+  s = trim_spaces(s);
+  if (s.starts_with("backend"))
+    return gdbtrace_backend(trim_spaces(s.substr(7)), engine);
+  if (s == "status")
+    return format_report_text(engine.report());
+  return std::string("gdbtrace: unknown command; use: monitor gdbtrace backend "
+                     "[NAME|auto] | monitor gdbtrace status\n");
+}
+
 MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
   MonitorResult r;
   std::string cmd = trim(raw);
@@ -65,7 +116,7 @@ MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
     }
     r.output = "gdbtrace-server accepts debug-format for compatibility; it has no effect.\n";
   } else if (cmd.rfind("gdbtrace", 0) == 0 && engine) {
-    auto out = engine->handle_monitor(cmd);
+    auto out = gdbtrace_command(cmd, *engine);
     if (out)
       r.output = *out;
     else

@@ -1,5 +1,5 @@
-// `monitor ...` commands (qRcmd): the gdbserver ones plus `monitor gdbtrace ...`,
-// which the trace engine answers.
+// `monitor ...` commands (qRcmd): the gdbserver ones plus `monitor gdbtrace ...`
+// (collector selection and the trace report, from the trace engine).
 #pragma once
 
 #include <optional>

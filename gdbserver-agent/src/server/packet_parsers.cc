@@ -1,10 +1,8 @@
 #include "server/packet_parsers.h"
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 
 namespace gdbtrace {
-
-using rsp::parse_hex_u64;
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -24,7 +22,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 static std::optional<int> parse_id_part(std::string_view text) {
   if (text == "-1")
     return -1;
-  auto v = parse_hex_u64(text);
+  auto v = hex::parse_u64(text);
   if (!v || *v > 0x7fffffff)
     return std::nullopt;
   return static_cast<int>(*v);
@@ -57,9 +55,7 @@ std::optional<ThreadId> parse_thread_id(std::string_view text, Pid default_pid) 
 }
 
 std::string format_thread_id(ThreadId thread, bool multiprocess) {
-  auto part = [](int v) {
-    return v < 0 ? std::string("-1") : rsp::hex_number(static_cast<uint64_t>(v));
-  };
+  auto part = [](int v) { return v < 0 ? std::string("-1") : hex::u64(static_cast<uint64_t>(v)); };
   if (!multiprocess)
     return part(thread.tid);
   return "p" + part(thread.pid) + "." + part(thread.tid);
@@ -96,7 +92,7 @@ std::optional<std::vector<VContAction>> parse_vcont(std::string_view text, Pid d
       break;
     case 'C':
     case 'S': {
-      auto sig = parse_hex_u64(arg);
+      auto sig = hex::parse_u64(arg);
       if (!sig || *sig > 255)
         return std::nullopt;
       action.kind = op == 'C' ? ResumeKind::Continue : ResumeKind::Step;
@@ -107,8 +103,8 @@ std::optional<std::vector<VContAction>> parse_vcont(std::string_view text, Pid d
       auto comma = arg.find(',');
       if (comma == std::string_view::npos)
         return std::nullopt;
-      auto start = parse_hex_u64(arg.substr(0, comma));
-      auto end = parse_hex_u64(arg.substr(comma + 1));
+      auto start = hex::parse_u64(arg.substr(0, comma));
+      auto end = hex::parse_u64(arg.substr(comma + 1));
       if (!start || !end)
         return std::nullopt;
       action.kind = ResumeKind::RangeStep;
@@ -131,10 +127,10 @@ static std::optional<std::string> take_agent_expr(std::string_view& text) {
   auto comma = text.find(',');
   if (comma == std::string_view::npos)
     return std::nullopt;
-  auto len = parse_hex_u64(text.substr(1, comma - 1));
+  auto len = hex::parse_u64(text.substr(1, comma - 1));
   if (!len || *len > 0x10000 || text.size() < comma + 1 + *len * 2)
     return std::nullopt;
-  auto bytes = rsp::from_hex(text.substr(comma + 1, *len * 2));
+  auto bytes = hex::decode_string(text.substr(comma + 1, *len * 2));
   if (!bytes)
     return std::nullopt;
   text.remove_prefix(comma + 1 + *len * 2);
@@ -156,8 +152,8 @@ Result<ZPacket> parse_z_packet(std::string_view packet) {
   auto comma = head.find(',');
   if (comma == std::string_view::npos)
     return bad();
-  auto addr = parse_hex_u64(head.substr(0, comma));
-  auto kind = parse_hex_u64(head.substr(comma + 1));
+  auto addr = hex::parse_u64(head.substr(0, comma));
+  auto kind = hex::parse_u64(head.substr(comma + 1));
   if (!addr || !kind || *kind > 64)
     return bad();
   z.address = *addr;
@@ -211,7 +207,7 @@ std::optional<std::vector<std::string>> parse_vrun(std::string_view packet) {
     return std::nullopt;
   std::vector<std::string> out;
   for (auto part : split(packet.substr(5), ';')) {
-    auto decoded = rsp::from_hex(part);
+    auto decoded = hex::decode_string(part);
     if (!decoded)
       return std::nullopt;
     out.push_back(std::move(*decoded));
@@ -227,8 +223,8 @@ std::optional<XferRequest> parse_qxfer_read(std::string_view packet) {
   auto comma = parts[4].find(',');
   if (comma == std::string_view::npos)
     return std::nullopt;
-  auto offset = parse_hex_u64(parts[4].substr(0, comma));
-  auto length = parse_hex_u64(parts[4].substr(comma + 1));
+  auto offset = hex::parse_u64(parts[4].substr(0, comma));
+  auto length = hex::parse_u64(parts[4].substr(comma + 1));
   if (!offset || !length)
     return std::nullopt;
   return XferRequest{std::string(parts[1]), std::string(parts[3]), *offset, *length};
@@ -247,8 +243,8 @@ std::optional<MemoryRange> parse_memory_range(std::string_view text, bool with_d
     range.data = len_text.substr(colon + 1);
     len_text = len_text.substr(0, colon);
   }
-  auto addr = parse_hex_u64(text.substr(0, comma));
-  auto len = parse_hex_u64(len_text);
+  auto addr = hex::parse_u64(text.substr(0, comma));
+  auto len = hex::parse_u64(len_text);
   if (!addr || !len)
     return std::nullopt;
   range.address = *addr;

@@ -2,13 +2,11 @@
 
 #include <cstdio>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
 
 namespace gdbtrace {
-
-using rsp::hex_number;
 
 static std::string two_hex(int v) {
   char buf[8];
@@ -28,7 +26,7 @@ static std::string expedited(const StopReplyOptions& o) {
     if (!o.regs->valid.test(r))
       continue;
     out += two_hex(static_cast<int>(r)) + ":" +
-           rsp::to_hex(
+           hex::encode(
                std::span<const uint8_t>(o.regs->bytes.data() + gt_reg_offset(r), gt_reg_size(r))) +
            ";";
   }
@@ -44,13 +42,13 @@ static std::string reason_text(const StopEvent& e, const StopReplyOptions& o) {
   case StopKind::VForkDone:
     return "vforkdone:;";
   case StopKind::Execd:
-    return "exec:" + rsp::to_hex(e.exec_path) + ";";
+    return "exec:" + hex::encode(e.exec_path) + ";";
   case StopKind::ThreadCreated:
     return "create:;";
   case StopKind::SyscallEntry:
-    return "syscall_entry:" + hex_number(static_cast<uint64_t>(e.syscall_number)) + ";";
+    return "syscall_entry:" + hex::u64(static_cast<uint64_t>(e.syscall_number)) + ";";
   case StopKind::SyscallReturn:
-    return "syscall_return:" + hex_number(static_cast<uint64_t>(e.syscall_number)) + ";";
+    return "syscall_return:" + hex::u64(static_cast<uint64_t>(e.syscall_number)) + ";";
   default:
     break;
   }
@@ -60,11 +58,11 @@ static std::string reason_text(const StopEvent& e, const StopReplyOptions& o) {
   case StopReason::HwBreak:
     return o.hwbreak ? "hwbreak:;" : "";
   case StopReason::Watch:
-    return "watch:" + hex_number(e.watch_address) + ";";
+    return "watch:" + hex::u64(e.watch_address) + ";";
   case StopReason::RWatch:
-    return "rwatch:" + hex_number(e.watch_address) + ";";
+    return "rwatch:" + hex::u64(e.watch_address) + ";";
   case StopReason::AWatch:
-    return "awatch:" + hex_number(e.watch_address) + ";";
+    return "awatch:" + hex::u64(e.watch_address) + ";";
   default:
     return "";
   }
@@ -72,7 +70,7 @@ static std::string reason_text(const StopEvent& e, const StopReplyOptions& o) {
 
 std::string format_stop_reply(const StopEvent& e, const StopReplyOptions& o) {
   std::string process =
-      o.multiprocess ? ";process:" + hex_number(static_cast<uint64_t>(e.thread.pid)) : "";
+      o.multiprocess ? ";process:" + hex::u64(static_cast<uint64_t>(e.thread.pid)) : "";
   switch (e.kind) {
   case StopKind::Exited:
     return "W" + two_hex(e.exit_status) + process;
@@ -90,7 +88,7 @@ std::string format_stop_reply(const StopEvent& e, const StopReplyOptions& o) {
   std::string out = "T" + two_hex(sig) + reason_text(e, o) + expedited(o);
   out += "thread:" + format_thread_id(e.thread, o.multiprocess) + ";";
   if (o.core >= 0)
-    out += "core:" + hex_number(static_cast<uint64_t>(o.core)) + ";";
+    out += "core:" + hex::u64(static_cast<uint64_t>(o.core)) + ";";
   return out;
 }
 

@@ -6,12 +6,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/packet_parsers.h"
 
 namespace gdbtrace {
-
-using rsp::parse_hex_u64;
 
 int fileio_errno(int e) {
   switch (e) {
@@ -59,7 +57,7 @@ int fileio_errno(int e) {
 }
 
 static std::string fail(int host_errno) {
-  return "F-1," + rsp::hex_number(static_cast<uint64_t>(fileio_errno(host_errno)));
+  return "F-1," + hex::u64(static_cast<uint64_t>(fileio_errno(host_errno)));
 }
 static std::string fail_inval() {
   return fail(EINVAL);
@@ -144,9 +142,9 @@ std::string VFileServer::open(std::string_view args) {
   auto parts = split(args, ',');
   if (parts.size() != 3)
     return fail_inval();
-  auto path = rsp::from_hex(parts[0]);
-  auto flags = parse_hex_u64(parts[1]);
-  auto mode = parse_hex_u64(parts[2]);
+  auto path = hex::decode_string(parts[0]);
+  auto flags = hex::parse_u64(parts[1]);
+  auto mode = hex::parse_u64(parts[2]);
   if (!path || !flags || !mode || path->find('\0') != std::string::npos)
     return fail_inval();
   int host_flags = host_open_flags(*flags);
@@ -156,11 +154,11 @@ std::string VFileServer::open(std::string_view args) {
   if (fd < 0)
     return fail(errno);
   fds_[fd] = fd;
-  return "F" + rsp::hex_number(static_cast<uint64_t>(fd));
+  return "F" + hex::u64(static_cast<uint64_t>(fd));
 }
 
 std::string VFileServer::close(std::string_view args) {
-  auto fd = parse_hex_u64(args);
+  auto fd = hex::parse_u64(args);
   if (!fd || !fds_.count(static_cast<int>(*fd)))
     return fail(EBADF);
   ::close(fds_[static_cast<int>(*fd)]);
@@ -172,9 +170,9 @@ std::string VFileServer::pread(std::string_view args) {
   auto parts = split(args, ',');
   if (parts.size() != 3)
     return fail_inval();
-  auto fd = parse_hex_u64(parts[0]);
-  auto count = parse_hex_u64(parts[1]);
-  auto offset = parse_hex_u64(parts[2]);
+  auto fd = hex::parse_u64(parts[0]);
+  auto count = hex::parse_u64(parts[1]);
+  auto offset = hex::parse_u64(parts[2]);
   if (!fd || !count || !offset)
     return fail_inval();
   if (!fds_.count(static_cast<int>(*fd)))
@@ -185,7 +183,7 @@ std::string VFileServer::pread(std::string_view args) {
       ::pread(fds_[static_cast<int>(*fd)], buf.data(), buf.size(), static_cast<off_t>(*offset));
   if (n < 0)
     return fail(errno);
-  return "F" + rsp::hex_number(static_cast<uint64_t>(n)) + ";" +
+  return "F" + hex::u64(static_cast<uint64_t>(n)) + ";" +
          std::string(buf.data(), static_cast<size_t>(n));
 }
 
@@ -197,8 +195,8 @@ std::string VFileServer::pwrite(std::string_view args) {
   auto c2 = args.find(',', c1 + 1);
   if (c2 == std::string_view::npos)
     return fail_inval();
-  auto fd = parse_hex_u64(args.substr(0, c1));
-  auto offset = parse_hex_u64(args.substr(c1 + 1, c2 - c1 - 1));
+  auto fd = hex::parse_u64(args.substr(0, c1));
+  auto offset = hex::parse_u64(args.substr(c1 + 1, c2 - c1 - 1));
   if (!fd || !offset)
     return fail_inval();
   if (!fds_.count(static_cast<int>(*fd)))
@@ -208,7 +206,7 @@ std::string VFileServer::pwrite(std::string_view args) {
       ::pwrite(fds_[static_cast<int>(*fd)], data.data(), data.size(), static_cast<off_t>(*offset));
   if (n < 0)
     return fail(errno);
-  return "F" + rsp::hex_number(static_cast<uint64_t>(n));
+  return "F" + hex::u64(static_cast<uint64_t>(n));
 }
 
 static void put_be(std::string& out, uint64_t v, int bytes) {
@@ -217,7 +215,7 @@ static void put_be(std::string& out, uint64_t v, int bytes) {
 }
 
 std::string VFileServer::fstat(std::string_view args) {
-  auto fd = parse_hex_u64(args);
+  auto fd = hex::parse_u64(args);
   if (!fd || !fds_.count(static_cast<int>(*fd)))
     return fail(EBADF);
   struct stat st {};
@@ -238,11 +236,11 @@ std::string VFileServer::fstat(std::string_view args) {
   put_be(out, static_cast<uint64_t>(st.st_atime), 4);
   put_be(out, static_cast<uint64_t>(st.st_mtime), 4);
   put_be(out, static_cast<uint64_t>(st.st_ctime), 4);
-  return "F" + rsp::hex_number(out.size()) + ";" + out;
+  return "F" + hex::u64(out.size()) + ";" + out;
 }
 
 std::string VFileServer::unlink(std::string_view args) {
-  auto path = rsp::from_hex(args);
+  auto path = hex::decode_string(args);
   if (!path || path->find('\0') != std::string::npos)
     return fail_inval();
   if (::unlink(host_path(*path).c_str()) != 0)
@@ -251,19 +249,18 @@ std::string VFileServer::unlink(std::string_view args) {
 }
 
 std::string VFileServer::readlink(std::string_view args) {
-  auto path = rsp::from_hex(args);
+  auto path = hex::decode_string(args);
   if (!path || path->find('\0') != std::string::npos)
     return fail_inval();
   char buf[4096];
   ssize_t n = ::readlink(host_path(*path).c_str(), buf, sizeof buf);
   if (n < 0)
     return fail(errno);
-  return "F" + rsp::hex_number(static_cast<uint64_t>(n)) + ";" +
-         std::string(buf, static_cast<size_t>(n));
+  return "F" + hex::u64(static_cast<uint64_t>(n)) + ";" + std::string(buf, static_cast<size_t>(n));
 }
 
 std::string VFileServer::setfs(std::string_view args) {
-  auto pid = parse_hex_u64(args);
+  auto pid = hex::parse_u64(args);
   if (!pid || *pid > 0x7fffffff)
     return fail_inval();
   if (*pid != 0 && ::access(("/proc/" + std::to_string(*pid)).c_str(), F_OK) != 0)

@@ -1,6 +1,6 @@
 #include "server/xml_documents.h"
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/packet_parsers.h"
 
 namespace gdbtrace {
@@ -51,7 +51,7 @@ std::string threads_xml(const std::vector<ThreadInfo>& threads, bool multiproces
 }
 
 std::string libraries_svr4_xml(const std::vector<LibraryInfo>& libraries, uint64_t main_lm) {
-  auto hex = [](uint64_t v) { return "0x" + rsp::hex_number(v); };
+  auto hex = [](uint64_t v) { return "0x" + hex::u64(v); };
   std::string out = "<library-list-svr4 version=\"1.0\"";
   if (main_lm)
     out += " main-lm=\"" + hex(main_lm) + "\"";

@@ -180,7 +180,7 @@ public:
 
   // Raw siginfo_t (128 bytes, PTRACE_GETSIGINFO) of the signal THREAD stopped with, for
   // qXfer:siginfo:read ($_siginfo); write replaces it (PTRACE_SETSIGINFO) before the resume.
-  // Added by the server helper (see docs/handoff/server.md); the defaults report "unsupported".
+  // For qXfer:siginfo read/write; the defaults report "unsupported".
   virtual Result<std::string> read_siginfo(ThreadId thread) {
     return make_error(ENOSYS, "siginfo is not supported by this target");
   }

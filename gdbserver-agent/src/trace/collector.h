@@ -59,8 +59,12 @@ public:
   virtual void console(const std::string& text) = 0; // agent printf / notices to gdb's console
 };
 
+// What only the collector sees, per tracepoint number: every hit (also those
+// that produced no frame), frames lost before they reached the engine (a full
+// kernel ring), evaluation errors. Frames and bytes in the trace buffer, and
+// frames the buffer refused, are the engine's to count (TracepointReport).
 struct CollectorStats {
-  uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
+  uint64_t hits = 0, drops = 0, errors = 0;
 };
 
 class Collector {

@@ -4,8 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "common/hex.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 
 namespace gdbtrace {
 namespace {
@@ -270,15 +270,8 @@ private:
         }
       }
     }
-    auto& st = stats_[tp.number];
-    auto bytes = frame.finish();
-    if (!ctx_->append_frame(bytes)) {
-      ++st.drops;
-      return false;
-    }
-    ++st.frames;
-    st.bytes += bytes.size();
-    return true;
+    // A frame the full buffer refuses is the engine's drop, counted there.
+    return ctx_->append_frame(frame.finish());
   }
 
   void fail(uint32_t number, const std::string& what) {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "trace/hex_util.h"
+#include "common/hex.h"
 
 namespace gdbtrace {
 namespace {

@@ -13,13 +13,6 @@
 
 namespace gdbtrace {
 
-struct TfileTsv {
-  uint32_t number = 0;
-  int64_t initial = 0;
-  bool builtin = false;
-  std::string name;
-};
-
 struct TfileTracepoint {
   const Tracepoint* tp = nullptr;
   uint64_t hits = 0;
@@ -30,7 +23,7 @@ struct TfileContents {
   uint32_t regblock_size = 0;
   std::string tdesc_xml; // empty: no tdesc lines (gdb then uses the executable's arch)
   TraceStatus status;
-  std::vector<TfileTsv> tsvs;
+  std::vector<TsvDefinition> tsvs;
   std::vector<TfileTracepoint> tracepoints;
 };
 

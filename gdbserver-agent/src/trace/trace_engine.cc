@@ -1,10 +1,10 @@
 // TraceEngine: run control, the TraceContext collectors report into, and trace
-// frame selection. Packet parsing/formatting lives in trace_packets.cc.
+// frame selection. The operations the server calls are in trace_operations.cc.
 #include <algorithm>
 #include <chrono>
 
+#include "common/hex.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 #include "trace/trace_engine_impl.h"
 
 namespace gdbtrace {
@@ -43,7 +43,7 @@ bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
       pc = e->tp.address;
   auto& c = counters[tp];
   if (!buffer.append(frame, tp, pc)) {
-    ++c.drops;
+    ++c.buffer_drops;
     request_stop(TraceStopReason::BufferFull, {}, 0);
     return false;
   }
@@ -80,9 +80,9 @@ void TraceEngine::Impl::record_hit(uint32_t tp_number) {
   if (!running)
     return;
   auto& c = counters[tp_number];
-  ++c.hits;
+  ++c.pass_hits;
   auto* e = first_with_number(tp_number);
-  if (e && e->tp.pass_count && e->tp.step_count == 0 && c.hits >= e->tp.pass_count)
+  if (e && e->tp.pass_count && e->tp.step_count == 0 && c.pass_hits >= e->tp.pass_count)
     request_stop(TraceStopReason::PassCount, {}, tp_number);
 }
 
@@ -90,7 +90,7 @@ void TraceEngine::Impl::while_stepping_done(uint32_t tp_number) {
   if (!running)
     return;
   auto* e = first_with_number(tp_number);
-  if (e && e->tp.pass_count && counters[tp_number].hits >= e->tp.pass_count)
+  if (e && e->tp.pass_count && counters[tp_number].pass_hits >= e->tp.pass_count)
     request_stop(TraceStopReason::PassCount, {}, tp_number);
 }
 
@@ -163,6 +163,10 @@ TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) {
     if (e->tp.number == number)
       return e.get();
   return nullptr;
+}
+
+const TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) const {
+  return const_cast<Impl*>(this)->first_with_number(number);
 }
 
 Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
@@ -285,22 +289,8 @@ void TraceEngine::add_collector(std::unique_ptr<Collector> collector) {
   impl_->collectors.push_back(std::move(collector));
 }
 
-std::string TraceEngine::supported_features() const {
-  return ";ConditionalTracepoints+;TracepointSource+;DisconnectedTracing+"
-         ";EnableDisableTracepoints+;InstallInTrace+;FastTracepoints+;QTBuffer:size+"
-         ";tracenz+;qXfer:traceframe-info:read+";
-}
-
-std::optional<std::string> TraceEngine::handle_packet(std::string_view packet) {
-  return impl_->dispatch(packet);
-}
-
 bool TraceEngine::frame_selected() const {
   return impl_->current_frame >= 0;
-}
-
-bool TraceEngine::running() const {
-  return impl_->running;
 }
 
 std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t address) const {

@@ -1,10 +1,14 @@
 // The trace engine: everything about gdb tracepoints that is not "how a hit is
-// caught". Owns tracepoint definitions, trace state variables, the trace buffer
-// (frames in gdb's tfile layout), the tfind index and run status; delegates
-// probe installation to Collectors (ptrace, kernel module, eBPF).
+// caught" and not "how a packet is spelled". Owns tracepoint definitions, trace
+// state variables, the trace buffer (frames in gdb's tfile layout), the tfind
+// index and run status; delegates probe installation to Collectors (ptrace,
+// kernel module, eBPF).
 //
-// The server forwards every tracepoint packet (QT*, qT*) here and asks the
-// engine for register/memory contents while a trace frame is selected.
+// The server parses the tracepoint packets (server/trace_requests.h) and calls
+// the typed operations below; it formats the replies. Operations that gdb may
+// send in any order (a stray qTsV, QTFrame before any run, QTDP:- for an
+// unknown tracepoint) answer with an error or an empty result, never assume an
+// earlier packet.
 #pragma once
 
 #include <functional>
@@ -13,13 +17,69 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/register_block.h"
 #include "common/result.h"
 #include "target/native_target.h"
 #include "trace/collector.h"
+#include "trace/trace_status.h"
+#include "trace/tracepoint_parser.h"
 
 namespace gdbtrace {
+
+// QTDP header: the tracepoint without its actions.
+struct TracepointDefinition {
+  Tracepoint tp;     // number, address, enabled, step/pass, fast, condition
+  bool more = false; // trailing '-': action packets follow
+};
+
+// One QTDP:- packet: actions for an already defined tracepoint.
+struct ActionList {
+  bool starts_stepping = false;     // 'S' prefix: these and later actions are step actions
+  std::vector<TraceAction> actions; // verified
+  std::vector<std::string> texts;   // one per action, as received (upload, re-definition)
+  bool more = false;                // trailing '-': more action packets follow
+};
+struct TracepointActions {
+  uint32_t number = 0;
+  uint64_t address = 0;
+  // The list, or why it did not parse; the engine decides what a bad list
+  // means for the tracepoint (dropped, or refused as a changed re-definition).
+  Result<ActionList> list = ActionList{};
+};
+
+// QTDPsrc: one source string of a tracepoint (replayed on upload).
+struct TracepointSource {
+  uint32_t number = 0;
+  uint64_t address = 0;
+  std::string type; // "at", "cond", "cmd"
+  std::string text;
+};
+
+// QTFrame: which trace frame to select, searching forward from the selected one.
+struct FrameQuery {
+  enum Kind { Number, Pc, InRange, OutsideRange, Tracepoint, None } kind = None;
+  uint64_t a = 0, b = 0; // frame number / pc / range start..end / tracepoint number
+};
+struct FrameHit {
+  uint64_t frame = 0;
+  uint32_t tracepoint = 0;
+};
+
+// QTNotes: only the fields present change.
+struct TraceNotes {
+  std::optional<std::string> user, notes, tstop;
+};
+
+// A tracepoint location's counters as qTP reports them.
+struct TracepointCounts {
+  uint64_t hits = 0, bytes = 0;
+};
+
+struct CollectorInfo {
+  std::string name, description;
+};
 
 class TraceEngine {
 public:
@@ -41,21 +101,43 @@ public:
   // falls back.
   void add_collector(std::unique_ptr<Collector> collector);
 
-  // Feature string fragment for qSupported (";ConditionalTracepoints+;...").
-  std::string supported_features() const;
+  // --- definitions (QTinit, QTDP, QTDPsrc, QTDV, QTro, QTEnable/QTDisable) ---
+  // What bytecode in a definition may refer to now (registers; TSVs once running).
+  VerifyEnv verify_env() const;
+  void reset();
+  Result<void> define_tracepoint(TracepointDefinition def);
+  Result<void> add_actions(TracepointActions actions);
+  Result<void> add_source(TracepointSource source);
+  Result<void> define_tsv(TsvDefinition tsv);
+  void set_readonly_regions(std::vector<std::pair<uint64_t, uint64_t>> regions);
+  Result<void> set_tracepoint_enabled(uint32_t number, uint64_t address, bool enabled);
 
-  // Handles QT*/qT* packets and gdbtrace's own qGdbtrace.* packets (payload
-  // without '$'/checksum). Returns std::nullopt when PACKET is not one of
-  // these; otherwise the reply payload (may be binary: the codec escapes it).
-  //   qGdbtrace.status            -> hex-encoded JSON status (plugin `gdbtrace status`)
-  //   qGdbtrace.frames:OFF,LEN    -> 'm'|'l' + raw bytes of the frame stream (concatenated
-  //                                  tfile frames, oldest first) from byte OFF; 'l' = last chunk
-  std::optional<std::string> handle_packet(std::string_view packet);
+  // --- run control and settings ---
+  Result<void> start();
+  void stop();
+  bool running() const;
+  void set_disconnected_tracing(bool on);
+  void set_circular(bool on);
+  // nullopt: the default size.
+  Result<void> set_buffer_size(std::optional<uint64_t> size);
+  void set_notes(const TraceNotes& notes);
 
-  // `monitor gdbtrace ...` commands; nullopt when not ours.
-  std::optional<std::string> handle_monitor(std::string_view command);
+  // --- what gdb reads back ---
+  // Drains the collectors first (and applies a stop they asked for), so the
+  // report is never staler than the frames already produced.
+  TraceReport report();
+  Result<TracepointCounts> tracepoint_counts(uint32_t number, uint64_t address);
+  // A TSV's value in the selected frame, else its live value; nullopt: unknown.
+  std::optional<int64_t> tsv_value(uint32_t number);
+  // Snapshots for the upload (qTfP/qTsP, qTfV/qTsV).
+  std::vector<Tracepoint> tracepoints() const;
+  std::vector<TsvDefinition> tsvs() const;
+  // The frame stream (concatenated tfile frames, oldest first), after draining.
+  std::span<const uint8_t> frame_bytes();
+  Result<void> save(const std::string& path);
 
   // --- trace frame selection (QTFrame) ---
+  std::optional<FrameHit> select_frame(const FrameQuery& query);
   bool frame_selected() const;
   // Registers of the selected frame (unknown registers not valid).
   RegisterBlock frame_registers() const;
@@ -65,11 +147,16 @@ public:
   // qXfer:traceframe-info:read document for the selected frame.
   std::string traceframe_info_xml() const;
 
+  // --- collectors (`monitor gdbtrace backend`) ---
+  std::vector<CollectorInfo> collectors() const;
+  const std::string& preferred_backend() const; // "" = auto
+  // "" or "auto": first collector that accepts each tracepoint.
+  Result<void> prefer_backend(std::string_view name);
+
   // --- lifecycle notifications from the server ---
   void on_process_exit(Pid pid);
   // gdb went away. With disconnected tracing on, the run continues; else it stops.
   void on_disconnect();
-  bool running() const;
 
   // Why a software breakpoint (Z0) at ADDRESS cannot be an int3 now, or
   // nullopt. While an in-kernel collector probes an address, the kernel's

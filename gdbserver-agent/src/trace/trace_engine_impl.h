@@ -1,4 +1,5 @@
-// Private state of the TraceEngine (trace_engine.cc and the packet handlers).
+// Private state of the TraceEngine (trace_engine.cc: run control and the
+// TraceContext; trace_operations.cc: the typed operations the server calls).
 #pragma once
 
 #include <asio.hpp>
@@ -41,8 +42,12 @@ struct TsvEntry {
   bool builtin = false; // $trace_timestamp: value comes from the clock
 };
 
-struct TpCounters {
-  uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
+// What the engine itself counts per tracepoint number. Hits, probe-side drops
+// and errors belong to the collector (Collector::stats); see TracepointReport.
+struct EngineCounters {
+  uint64_t frames = 0, bytes = 0; // accepted into the trace buffer
+  uint64_t buffer_drops = 0;      // refused by a full, non-circular buffer
+  uint64_t pass_hits = 0;         // record_hit() calls this run: drives pass counts only
 };
 
 struct TraceEngine::Impl : TraceContext {
@@ -61,28 +66,12 @@ struct TraceEngine::Impl : TraceContext {
   void request_stop(TraceStopReason reason, std::string error_text, uint32_t tp_number) override;
   void console(const std::string& text) override;
 
-  // --- packets (trace_packets.cc) ---
-  std::optional<std::string> dispatch(std::string_view packet);
-  std::string cmd_qtinit();
-  std::string cmd_qtdp(std::string_view body);
-  std::string cmd_qtdp_actions(std::string_view body);
-  std::string cmd_qtdpsrc(std::string_view body);
-  std::string cmd_qtdv(std::string_view body);
-  std::string cmd_qtro(std::string_view body);
-  std::string cmd_qtenable(std::string_view body, bool enable);
-  std::string cmd_qtstart();
-  std::string cmd_qtframe(std::string_view body);
-  std::string cmd_qtstatus();
-  std::string cmd_qtp(std::string_view body);
-  std::string cmd_qtv(std::string_view body);
-  std::string cmd_upload_tp(bool first);
-  std::string cmd_upload_tsv(bool first);
-  std::string cmd_qtbuffer(std::string_view body);
-  std::string cmd_qtbuffer_size(std::string_view body);
-  std::string cmd_qtnotes(std::string_view body);
-  std::string cmd_qtsave(std::string_view body);
-  std::string cmd_gdbtrace_frames(std::string_view body);
-  std::string status_json();
+  // --- operations (trace_operations.cc) ---
+  Result<void> add_actions_to(TracepointEntry& e, ActionList list);
+  Result<void> check_redefined_actions(TracepointEntry& e, const Result<ActionList>& list);
+  void drop(TracepointEntry* e);
+  TracepointReport report_for(const TracepointEntry& e) const;
+  TraceReport make_report() const;
 
   // --- run control ---
   Result<void> install(TracepointEntry& entry);
@@ -100,7 +89,9 @@ struct TraceEngine::Impl : TraceContext {
   TraceStatus status() const;
   TracepointEntry* find(uint32_t number, uint64_t address);
   TracepointEntry* first_with_number(uint32_t number);
+  const TracepointEntry* first_with_number(uint32_t number) const;
   TfileContents tfile_contents() const;
+  std::vector<TsvDefinition> tsv_definitions() const;
 
   asio::io_context& io;
   NativeTarget& target;
@@ -111,7 +102,7 @@ struct TraceEngine::Impl : TraceContext {
 
   std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
   std::map<uint32_t, TsvEntry> tsvs;
-  std::map<uint32_t, TpCounters> counters; // by tracepoint number
+  std::map<uint32_t, EngineCounters> counters; // by tracepoint number
   std::map<uint32_t, std::vector<bool>> register_availability;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
@@ -132,11 +123,6 @@ struct TraceEngine::Impl : TraceContext {
   bool disconnected_tracing = false;
   int64_t start_time = 0, stop_time = 0;
   std::string user, notes, stop_note;
-
-  // qTfP/qTsP and qTfV/qTsV cursors.
-  size_t upload_tp = 0, upload_action = 0, upload_step = 0, upload_source = 0;
-  bool upload_header_sent = false;
-  std::map<uint32_t, TsvEntry>::iterator upload_tsv;
 };
 
 } // namespace gdbtrace

@@ -1,6 +1,6 @@
 #include "trace/trace_status.h"
 
-#include "trace/hex_util.h"
+#include "common/hex.h"
 
 namespace gdbtrace {
 

@@ -1,8 +1,11 @@
-// The run status the engine reports in qTStatus and writes into tfile headers.
+// The run status the engine reports in qTStatus and writes into tfile headers,
+// and the TraceReport (status + per-tracepoint counters) that qTStatus, the
+// qGdbtrace.status JSON and `monitor gdbtrace status` all render.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "trace/collector.h"
 
@@ -18,6 +21,28 @@ struct TraceStatus {
   bool circular = false, disconnected_tracing = false;
   int64_t start_time = 0, stop_time = 0; // µs, steady clock (as gdbserver)
   std::string user, notes;               // QTNotes (plain)
+};
+
+// One tracepoint location in a report. Each counter has one owner:
+//   hits, errors        - the collector (Collector::stats): it sees every hit,
+//                          including those that never became a frame;
+//   frames, bytes       - the engine: frames the trace buffer accepted;
+//   drops               - both, for different losses: frames the collector
+//                          lost before the engine saw them (a full kernel ring)
+//                          plus frames the trace buffer refused (tfull).
+struct TracepointReport {
+  uint32_t number = 0;
+  uint64_t address = 0;
+  bool enabled = true, fast = false;
+  std::string backend; // collector name, "" before it was ever installed
+  uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
+};
+
+struct TraceReport {
+  TraceStatus status;
+  uint64_t buffer_used = 0, frames_discarded = 0;
+  uint32_t register_block_size = 0;
+  std::vector<TracepointReport> tracepoints; // definition order
 };
 
 // The qTStatus reply, field for field as gdbserver 13 formats it.

@@ -1,4 +1,5 @@
-// A tracepoint as gdb defined it (QTDP/QTDPsrc), after parsing and verification.
+// A tracepoint as gdb defined it (QTDP/QTDPsrc), after parsing and verification,
+// and a trace state variable (QTDV).
 //
 // Owned by the TraceEngine; collectors receive a const reference when they
 // install probes and must copy whatever they need to keep.
@@ -51,6 +52,14 @@ struct Tracepoint {
   // pieces) and for recognising an identical re-definition.
   std::vector<std::string> action_texts;
   std::vector<std::string> step_action_texts;
+};
+
+// A trace state variable as gdb defines it (QTDV) and gets it back (qTfV, tfile).
+struct TsvDefinition {
+  uint32_t number = 0;
+  int64_t initial = 0;
+  bool builtin = false; // $trace_timestamp: its value comes from the clock
+  std::string name;
 };
 
 } // namespace gdbtrace

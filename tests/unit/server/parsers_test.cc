@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/packet_parsers.h"
 
 using namespace gdbtrace;
@@ -94,8 +94,8 @@ TEST(QSupported, Features) {
 }
 
 TEST(VRun, HexArguments) {
-  auto r = parse_vrun("vRun;" + rsp::to_hex(std::string_view("/bin/echo")) + ";" +
-                      rsp::to_hex(std::string_view("a b")) + ";");
+  auto r = parse_vrun("vRun;" + hex::encode(std::string_view("/bin/echo")) + ";" +
+                      hex::encode(std::string_view("a b")) + ";");
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, (std::vector<std::string>{"/bin/echo", "a b", ""}));
   auto empty = parse_vrun("vRun;");

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "rsp/hex.h"
+#include "common/hex.h"
 #include "server/vfile.h"
 
 using namespace gdbtrace;
@@ -19,7 +19,7 @@ protected:
     path = tmpl;
   }
   void TearDown() override { unlink(path.c_str()); }
-  std::string hexpath() const { return rsp::to_hex(std::string_view(path)); }
+  std::string hexpath() const { return hex::encode(std::string_view(path)); }
   std::string path;
   VFileServer vf;
 };
@@ -49,7 +49,7 @@ TEST_F(VFile, WriteUnlinkReadlink) {
   EXPECT_EQ(vf.handle("pwrite:" + num + ",0,HELLO"), "F5");
   EXPECT_EQ(vf.handle("pread:" + num + ",5,0"), "F5;HELLO");
   vf.handle("close:" + num);
-  EXPECT_EQ(vf.handle("readlink:" + rsp::to_hex(std::string_view("/proc/self/exe"))).substr(0, 1),
+  EXPECT_EQ(vf.handle("readlink:" + hex::encode(std::string_view("/proc/self/exe"))).substr(0, 1),
             "F");
   EXPECT_EQ(vf.handle("unlink:" + hexpath()), "F0");
   EXPECT_EQ(vf.handle("open:" + hexpath() + ",0,0"), "F-1,2"); // ENOENT

@@ -1,13 +1,19 @@
-// The trace engine driven packet by packet, with the real ptrace collector and
-// agent-expression VM over a fake target whose trace breakpoints the test hits.
+// The trace engine driven packet by packet (through the server's tracepoint
+// rows of the packet table, as gdbtrace-server dispatches them), with the real
+// ptrace collector and agent-expression VM over a fake target whose trace
+// breakpoints the test hits.
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
 #include <random>
 
+#include "common/hex.h"
 #include "fake_target.h"
+#include "rsp/packet_codec.h"
+#include "server/monitor.h"
+#include "server/packet_table.h"
+#include "server/trace_protocol.h"
 #include "trace/frame.h"
-#include "trace/hex_util.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
 
@@ -25,11 +31,28 @@ protected:
     hooks.current_pid = [] { return Pid(1); };
     engine = std::make_unique<TraceEngine>(io, target, hooks);
     engine->add_collector(make_ptrace_collector(target));
+    use_engine(std::move(engine));
+  }
+  // Drives ENGINE (replacing the fixture's) through the tracepoint rows.
+  void use_engine(std::unique_ptr<TraceEngine> e) {
+    engine = std::move(e);
+    protocol =
+        std::make_unique<TraceProtocol>(*engine, [this](const std::string& s) { console += s; });
+    packets = PacketTable();
+    packets.add(protocol->rows());
   }
   std::string send(std::string_view packet) {
-    auto r = engine->handle_packet(packet);
+    const PacketRow* row = packets.find(packet);
+    EXPECT_TRUE(row) << packet;
+    if (!row)
+      return "<not handled>";
+    auto r = PacketTable::run(*row, packet);
     EXPECT_TRUE(r.has_value()) << packet;
-    return r.value_or("<not handled>");
+    return r.value_or("<no reply>");
+  }
+  std::string monitor(const std::string& command) {
+    auto r = run_monitor_command(command, engine.get());
+    return r.error.empty() ? r.output : "error: " + r.error;
   }
   void define(std::initializer_list<std::string_view> packets) {
     for (auto p : packets)
@@ -44,6 +67,8 @@ protected:
   FakeTarget target;
   std::string console;
   std::unique_ptr<TraceEngine> engine;
+  std::unique_ptr<TraceProtocol> protocol;
+  PacketTable packets;
 };
 
 // reg 0 (rax); const8 3; equal; end
@@ -52,14 +77,14 @@ constexpr const char* kCondRaxIs3 = "X7,26000022031327";
 } // namespace
 
 TEST_F(EngineTest, NotOurPacket) {
-  EXPECT_FALSE(engine->handle_packet("qSupported"));
+  EXPECT_FALSE(packets.find("qSupported"));
+  EXPECT_FALSE(packets.find("QThreadEvents:1")); // shares "QT" but is the server's
 }
 
 TEST_F(EngineTest, SupportedFeatures) {
-  EXPECT_EQ(engine->supported_features(),
-            ";ConditionalTracepoints+;TracepointSource+;DisconnectedTracing+"
-            ";EnableDisableTracepoints+;InstallInTrace+;FastTracepoints+;QTBuffer:size+"
-            ";tracenz+;qXfer:traceframe-info:read+");
+  EXPECT_EQ(packets.features(), "ConditionalTracepoints+;InstallInTrace+;FastTracepoints+;"
+                                "tracenz+;TracepointSource+;EnableDisableTracepoints+;"
+                                "DisconnectedTracing+;QTBuffer:size+");
 }
 
 TEST_F(EngineTest, UploadReplaysDefinitionsAndSources) {
@@ -187,7 +212,7 @@ TEST_F(EngineTest, BufferBytesAreTheFrames) {
   EXPECT_EQ(rest.size(), (2 * 823 - 1024) * 2u);
   EXPECT_EQ(send("qTBuffer:" + hex::u64(2 * 823) + ",10"), "l");
   EXPECT_EQ(send("qTBuffer:" + hex::u64(2 * 823 + 1) + ",10").substr(0, 2), "E.");
-  std::string raw = send("qGdbtrace.frames:0,10");
+  auto raw = rsp::unescape_binary(send("qGdbtrace.frames:0,10")).value_or("?");
   ASSERT_EQ(raw.size(), 17u);
   EXPECT_EQ(raw[0], 'm');
   EXPECT_EQ(raw.substr(1), std::string(reinterpret_cast<char*>(bytes.data()), 16));
@@ -214,6 +239,64 @@ TEST_F(EngineTest, FullBufferStopsTheRun) {
   settle();
   EXPECT_FALSE(engine->running());
   EXPECT_EQ(send("qTStatus").substr(0, 22), "T0;tfull:0;tframes:1;t");
+}
+
+// A frame the full buffer refuses is one drop: the engine counts it, the
+// ptrace collector does not count it again (it used to, and status showed 2).
+TEST_F(EngineTest, FullBufferDropIsCountedOnce) {
+  define({"QTinit", "QTBuffer:size:400", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  auto regs = make_regs(0x401000);
+  target.hit(0x401000, regs); // 823 of 0x400 bytes
+  target.hit(0x401000, regs); // refused: the buffer is full
+  settle();
+  std::string json;
+  ASSERT_TRUE(hex::decode_string(send("qGdbtrace.status"), json));
+  EXPECT_NE(json.find("\"hits\":2,\"frames\":1,\"bytes\":823,\"drops\":1,\"errors\":0"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(monitor("gdbtrace status").find("hits 2, frames 1, drops 1, errors 0"),
+            std::string::npos);
+  EXPECT_EQ(send("qTP:1:401000"), "V2:337"); // hits and frame bytes, hex
+}
+
+// gdb sends the upload and frame packets in a fixed order, but a hostile or
+// confused client need not: every one answers sanely on its own.
+TEST_F(EngineTest, PacketsOutOfOrderAnswerSanely) {
+  // Fresh engine, nothing asked before: {packet, reply or its first two characters}.
+  const std::pair<const char*, const char*> fresh[] = {
+      {"qTsV", "l"}, // no qTfV before it (this crashed the server)
+      {"qTsP", "l"},
+      {"qTsV", "l"},
+      {"QTFrame:0", "F-1"},
+      {"QTFrame:pc:401000", "F-1"},
+      {"qTV:1", "U"},
+      {"qTBuffer:0,10", "l"},
+      {"qTP:1:401000", "E."},
+      {"QTDP:-1:401000:R01", "E."}, // actions before the definition
+      {"QTDPsrc:1:401000:at:0:1:61", "E."},
+      {"QTEnable:1:401000", "E."},
+      {"QTStop", "OK"},
+      {"qTfSTM", "E."},
+      {"qTsSTM", "E."},
+  };
+  for (auto [packet, want] : fresh) {
+    std::string reply = send(packet);
+    EXPECT_EQ(std::string_view(want) == "E." ? reply.substr(0, 2) : reply, want) << packet;
+  }
+
+  // An upload interrupted by QTinit continues from its snapshot, then ends.
+  define({"QTDV:2:5:0:6d79", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01"});
+  EXPECT_EQ(send("qTfV"), "1:0:1:" + hex::encode("trace_timestamp"));
+  EXPECT_EQ(send("qTfP").substr(0, 9), "T1:401000");
+  ASSERT_EQ(send("QTinit"), "OK");
+  EXPECT_EQ(send("qTsV"), "l"); // QTinit ended the upload
+  EXPECT_EQ(send("qTsP"), "l");
+  define({"QTDV:2:5:0:6d79"});
+  EXPECT_EQ(send("qTfV").substr(0, 1), "1");
+  define({"QTDV:3:0:0:6e"}); // defined mid-upload: not in this upload's snapshot
+  EXPECT_EQ(send("qTsV"), "2:5:0:" + hex::encode("my"));
+  EXPECT_EQ(send("qTsV"), "l");
+  EXPECT_EQ(send("qTsV"), "l"); // past the end stays at the end
 }
 
 TEST_F(EngineTest, CircularBufferKeepsNewest) {
@@ -372,17 +455,14 @@ TEST_F(EngineTest, StatusJsonAndMonitor) {
   EXPECT_NE(json.find("\"number\":1,\"address\":\"0x401000\",\"enabled\":true"), std::string::npos)
       << json;
   EXPECT_NE(json.find("\"backend\":\"ptrace\",\"hits\":1,\"frames\":1"), std::string::npos) << json;
-  auto mon = engine->handle_monitor("gdbtrace status");
-  ASSERT_TRUE(mon);
-  EXPECT_NE(mon->find("tracepoint 1 at 0x401000: backend ptrace, hits 1, frames 1"),
+  std::string mon = monitor("gdbtrace status");
+  EXPECT_NE(mon.find("tracepoint 1 at 0x401000: backend ptrace, hits 1, frames 1"),
             std::string::npos)
-      << *mon;
-  mon = engine->handle_monitor("gdbtrace backend");
-  ASSERT_TRUE(mon);
-  EXPECT_NE(mon->find("ptrace: "), std::string::npos);
-  mon = engine->handle_monitor("gdbtrace backend nosuch");
-  EXPECT_NE(mon->find("no backend 'nosuch'"), std::string::npos);
-  EXPECT_FALSE(engine->handle_monitor("help"));
+      << mon;
+  EXPECT_NE(monitor("gdbtrace backend").find("ptrace: "), std::string::npos);
+  EXPECT_NE(monitor("gdbtrace backend nosuch").find("no backend 'nosuch'"), std::string::npos);
+  EXPECT_NE(monitor("gdbtrace frob").find("gdbtrace: unknown command"), std::string::npos);
+  EXPECT_NE(monitor("gdbtracex").find("error: Unknown gdbtrace command"), std::string::npos);
 }
 
 // gdb stops sending actions when it cannot compile one ("collect main" in
@@ -451,12 +531,13 @@ TEST_F(EngineTest, FallbackMessageDrainAndRegisterAvailability) {
   TraceEngine::Hooks hooks;
   hooks.console = [this](const std::string& s) { console += s; };
   hooks.current_pid = [] { return Pid(1); };
-  TraceEngine eng(io, target, hooks);
-  eng.add_collector(std::move(kernel));
-  eng.add_collector(make_ptrace_collector(target));
+  auto eng = std::make_unique<TraceEngine>(io, target, hooks);
+  eng->add_collector(std::move(kernel));
+  eng->add_collector(make_ptrace_collector(target));
+  use_engine(std::move(eng));
   for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:1:0-",
                  "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
-    ASSERT_EQ(eng.handle_packet(p).value_or("?"), "OK") << p;
+    ASSERT_EQ(send(p), "OK") << p;
   EXPECT_NE(
       console.find("tracepoint 2: fakekernel cannot single-step (while-stepping); using ptrace"),
       std::string::npos)
@@ -469,21 +550,20 @@ TEST_F(EngineTest, FallbackMessageDrainAndRegisterAvailability) {
   f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
   auto bytes = f.finish();
   k->pending.emplace_back(bytes.begin(), bytes.end());
-  EXPECT_NE(eng.handle_packet("qTStatus")->find("tframes:1;"), std::string::npos);
-  ASSERT_EQ(eng.handle_packet("QTFrame:0").value_or("?"), "F0T1");
-  RegisterBlock r = eng.frame_registers();
+  EXPECT_NE(send("qTStatus").find("tframes:1;"), std::string::npos);
+  ASSERT_EQ(send("QTFrame:0"), "F0T1");
+  RegisterBlock r = engine->frame_registers();
   EXPECT_TRUE(r.valid.test(GT_RIP));
   EXPECT_EQ(r.pc(), 0x401000u);
   EXPECT_FALSE(r.valid.test(GT_XMM0)); // the collector said it has no FPU/SSE state
   // While running, the engine also drains by itself every 50 ms (QTFrame does not drain).
   k->pending.emplace_back(bytes.begin(), bytes.end());
-  EXPECT_EQ(eng.handle_packet("QTFrame:1").value_or("?"), "F-1");
+  EXPECT_EQ(send("QTFrame:1"), "F-1");
   io.restart();
   io.run_for(std::chrono::milliseconds(150));
-  EXPECT_EQ(eng.handle_packet("QTFrame:1").value_or("?"), "F1T1");
-  auto mon = eng.handle_monitor("gdbtrace backend ptrace");
-  ASSERT_TRUE(mon);
-  EXPECT_NE(mon->find("backend selection: ptrace"), std::string::npos);
+  EXPECT_EQ(send("QTFrame:1"), "F1T1");
+  EXPECT_NE(monitor("gdbtrace backend ptrace").find("backend selection: ptrace"),
+            std::string::npos);
 }
 
 // Malformed and random packets get an error reply (or are not ours); nothing crashes
@@ -521,9 +601,8 @@ TEST_F(EngineTest, GarbageNeverCrashes) {
                        "QTDisconnected:",
                        "QTBuffer:circular:"};
   for (const char* p : bad) {
-    auto r = engine->handle_packet(p);
-    ASSERT_TRUE(r) << p;
-    EXPECT_TRUE(r->substr(0, 1) == "E" || *r == "OK" || *r == "F-1") << p << " -> " << *r;
+    std::string r = send(p);
+    EXPECT_TRUE(r.substr(0, 1) == "E" || r == "OK" || r == "F-1") << p << " -> " << r;
   }
   std::mt19937 rng(7);
   const std::string prefixes[] = {"QTDP:", "QTDP:-1:401000:", "QTFrame:", "qTBuffer:",
@@ -534,6 +613,6 @@ TEST_F(EngineTest, GarbageNeverCrashes) {
     int n = int(rng() % 24);
     for (int k = 0; k < n; ++k)
       p.push_back("0123456789abcdefXRMSL:,-;"[rng() % 25]);
-    (void)engine->handle_packet(p);
+    (void)packets.dispatch(p);
   }
 }

@@ -7,8 +7,10 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "fake_target.h"
-#include "trace/hex_util.h"
+#include "server/packet_table.h"
+#include "server/trace_protocol.h"
 #include "trace/ptrace_collector.h"
 #include "trace/tfile_writer.h"
 #include "trace/trace_engine.h"
@@ -83,6 +85,9 @@ TEST(TfileWriter, GdbReadsWhatQtSaveWrites) {
   hooks.current_pid = [] { return Pid(1); };
   TraceEngine engine(io, target, hooks);
   engine.add_collector(make_ptrace_collector(target));
+  TraceProtocol protocol(engine, nullptr);
+  PacketTable packets;
+  packets.add(protocol.rows());
   uint8_t data[4] = {0xde, 0xad, 0xbe, 0xef};
   target.poke(0x2000, data, 4);
   auto src = [](const char* type, const std::string& s) {
@@ -95,15 +100,15 @@ TEST(TfileWriter, GdbReadsWhatQtSaveWrites) {
         src("at", "*0x401000"), src("cmd", "collect $regs"),
         src("cmd", "collect *(unsigned char (*)[4]) 0x2000"), src("cmd", "end"),
         std::string("QTStart")})
-    ASSERT_EQ(engine.handle_packet(p).value_or("?"), "OK") << p;
+    ASSERT_EQ(packets.dispatch(p).value_or("?"), "OK") << p;
   for (uint64_t rax : {0x1111, 0x2222}) {
     auto regs = test::make_regs(0x401000);
     regs.set_u64(GT_RAX, rax);
     target.hit(0x401000, regs);
   }
-  ASSERT_EQ(engine.handle_packet("QTStop").value_or("?"), "OK");
+  ASSERT_EQ(packets.dispatch("QTStop").value_or("?"), "OK");
   std::string path = testing::TempDir() + "gdbtrace_tfile_test.tf";
-  ASSERT_EQ(engine.handle_packet("QTSave:" + hex::encode(path)).value_or("?"), "OK");
+  ASSERT_EQ(packets.dispatch("QTSave:" + hex::encode(path)).value_or("?"), "OK");
   std::string file = slurp(path);
   ASSERT_EQ(file.substr(0, 8), "\x7fTRACE0\n");
   EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));

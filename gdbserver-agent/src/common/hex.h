@@ -1,15 +1,19 @@
-// Hex helpers for tracepoint packets (the RSP's varlen-hex numbers and
-// hex-encoded strings), kept local so the trace engine does not depend on the
-// packet codec.
+// Hex text, the one library for it: the RSP's hex payloads and varlen-hex
+// numbers, hex-encoded strings in tracepoint packets and tfile headers.
+// Header-only so every room (rsp/, server/, trace/, collectors) can use it
+// without a link dependency.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace gdbtrace::hex {
 
+// -1 when C is not a hex digit.
 inline int digit(char c) {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -38,6 +42,14 @@ inline bool take_u64(std::string_view& s, uint64_t& out) {
   return true;
 }
 
+// A whole hex number (no sign, no prefix); nullopt when empty, not hex or overflowing.
+inline std::optional<uint64_t> parse_u64(std::string_view text) {
+  uint64_t v = 0;
+  if (!take_u64(text, v) || !text.empty())
+    return std::nullopt;
+  return v;
+}
+
 // Consumes C from the front of S.
 inline bool take_char(std::string_view& s, char c) {
   if (s.empty() || s.front() != c)
@@ -46,8 +58,9 @@ inline bool take_char(std::string_view& s, char c) {
   return true;
 }
 
+// Consumes PREFIX from the front of S.
 inline bool take_prefix(std::string_view& s, std::string_view prefix) {
-  if (s.substr(0, prefix.size()) != prefix)
+  if (!s.starts_with(prefix))
     return false;
   s.remove_prefix(prefix.size());
   return true;
@@ -76,6 +89,14 @@ inline bool decode_string(std::string_view s, std::string& out) {
   return true;
 }
 
+// The bytes of an even-length hex string; nullopt on odd length or a non-hex char.
+inline std::optional<std::string> decode_string(std::string_view s) {
+  std::string out;
+  if (!decode_string(s, out))
+    return std::nullopt;
+  return out;
+}
+
 inline std::string encode(const void* data, size_t len) {
   static const char digits[] = "0123456789abcdef";
   std::string out;
@@ -92,6 +113,10 @@ inline std::string encode(std::string_view s) {
   return encode(s.data(), s.size());
 }
 
+inline std::string encode(std::span<const uint8_t> bytes) {
+  return encode(bytes.data(), bytes.size());
+}
+
 // Lower-case hex without leading zeros ("0" for zero), like gdb's phex_nz.
 inline std::string u64(uint64_t v) {
   static const char digits[] = "0123456789abcdef";
@@ -105,12 +130,6 @@ inline std::string u64(uint64_t v) {
   while (n)
     out.push_back(buf[--n]);
   return out;
-}
-
-// Exactly 16 digits, like gdb's phex (v, 8) (addresses in uploads).
-inline std::string u64_padded(uint64_t v) {
-  std::string s = u64(v);
-  return std::string(16 - s.size(), '0') + s;
 }
 
 } // namespace gdbtrace::hex

@@ -1,0 +1,302 @@
+#include "server/trace_protocol.h"
+
+#include <algorithm>
+
+#include "common/hex.h"
+#include "server/trace_report_format.h"
+#include "server/trace_requests.h"
+
+namespace gdbtrace {
+
+namespace {
+
+// qTBuffer answers at most this many bytes (hex doubles them).
+constexpr size_t kMaxBufferChunk = 8000;
+// qGdbtrace.frames answers up to 1 MiB per reply: gdb grows its packet buffer
+// for replies, and fewer round trips is what makes bulk export fast.
+constexpr size_t kMaxFramesChunk = 1 << 20;
+
+std::string error_reply(const Error& e) {
+  return "E." + e.message;
+}
+
+Reply ok_or_error(const Result<void>& r) {
+  return r ? "OK" : error_reply(r.error());
+}
+
+// The packets that need nothing but the engine: parse, one operation, reply.
+
+Reply qtdp_actions(TraceEngine& engine, std::string_view args) {
+  auto actions = parse_qtdp_actions(args, engine.verify_env());
+  if (!actions)
+    return error_reply(actions.error());
+  return ok_or_error(engine.add_actions(std::move(*actions)));
+}
+
+Reply qtdpsrc(TraceEngine& engine, std::string_view args) {
+  auto src = parse_qtdpsrc(args);
+  if (!src)
+    return error_reply(src.error());
+  return ok_or_error(engine.add_source(std::move(*src)));
+}
+
+Reply qtdv(TraceEngine& engine, std::string_view args) {
+  auto tsv = parse_qtdv(args);
+  if (!tsv)
+    return error_reply(tsv.error());
+  return ok_or_error(engine.define_tsv(std::move(*tsv)));
+}
+
+Reply qtro(TraceEngine& engine, std::string_view args) {
+  auto regions = parse_qtro(args);
+  if (!regions)
+    return error_reply(regions.error());
+  engine.set_readonly_regions(std::move(*regions));
+  return "OK";
+}
+
+Reply qtenable(TraceEngine& engine, std::string_view args, bool enable) {
+  auto ref = parse_tracepoint_ref(args, "QTEnable/QTDisable");
+  if (!ref)
+    return error_reply(ref.error());
+  return ok_or_error(engine.set_tracepoint_enabled(ref->number, ref->address, enable));
+}
+
+Reply qtstart(TraceEngine& engine, std::string_view) {
+  return ok_or_error(engine.start());
+}
+
+Reply qtstop(TraceEngine& engine, std::string_view) {
+  engine.stop();
+  return "OK";
+}
+
+Reply qtdisconnected(TraceEngine& engine, std::string_view args) {
+  auto on = parse_hex_flag(args, "QTDisconnected");
+  if (!on)
+    return error_reply(on.error());
+  engine.set_disconnected_tracing(*on);
+  return "OK";
+}
+
+Reply qtframe(TraceEngine& engine, std::string_view args) {
+  auto query = parse_qtframe(args);
+  if (!query)
+    return error_reply(query.error());
+  auto hit = engine.select_frame(*query);
+  if (query->kind == FrameQuery::None)
+    return "OK";
+  if (!hit)
+    return "F-1";
+  return "F" + hex::u64(hit->frame) + "T" + hex::u64(hit->tracepoint);
+}
+
+Reply qtbuffer_circular(TraceEngine& engine, std::string_view args) {
+  auto on = parse_hex_flag(args, "QTBuffer:circular");
+  if (!on)
+    return error_reply(on.error());
+  engine.set_circular(*on);
+  return "OK";
+}
+
+Reply qtbuffer_size(TraceEngine& engine, std::string_view args) {
+  auto size = parse_qtbuffer_size(args);
+  if (!size)
+    return error_reply(size.error());
+  return ok_or_error(engine.set_buffer_size(*size));
+}
+
+Reply qtnotes(TraceEngine& engine, std::string_view args) {
+  auto notes = parse_qtnotes(args);
+  if (!notes)
+    return error_reply(notes.error());
+  engine.set_notes(*notes);
+  return "OK";
+}
+
+Reply qtsave(TraceEngine& engine, std::string_view args) {
+  auto path = parse_qtsave(args);
+  if (!path)
+    return error_reply(path.error());
+  return ok_or_error(engine.save(*path));
+}
+
+Reply qtstatus(TraceEngine& engine, std::string_view) {
+  return format_qtstatus(engine.report().status);
+}
+
+Reply qtp(TraceEngine& engine, std::string_view args) {
+  auto ref = parse_tracepoint_ref(args, "qTP");
+  if (!ref)
+    return error_reply(ref.error());
+  auto counts = engine.tracepoint_counts(ref->number, ref->address);
+  if (!counts)
+    return error_reply(counts.error());
+  // gdb parses hex; gdbserver 13 prints decimal here, which gdb misreads.
+  return "V" + hex::u64(counts->hits) + ":" + hex::u64(counts->bytes);
+}
+
+Reply qtv(TraceEngine& engine, std::string_view args) {
+  auto number = parse_qtv(args);
+  if (!number)
+    return error_reply(number.error());
+  auto value = engine.tsv_value(*number);
+  return value ? "V" + hex::u64(uint64_t(*value)) : "U";
+}
+
+Reply qtbuffer(TraceEngine& engine, std::string_view args) {
+  auto range = parse_byte_range(args, "qTBuffer");
+  if (!range)
+    return error_reply(range.error());
+  auto bytes = engine.frame_bytes();
+  if (range->offset == bytes.size())
+    return "l";
+  if (range->offset > bytes.size())
+    return "E.qTBuffer offset beyond the trace data";
+  size_t n = std::min<uint64_t>({range->length, bytes.size() - range->offset, kMaxBufferChunk});
+  return hex::encode(bytes.data() + range->offset, n);
+}
+
+Reply gdbtrace_status(TraceEngine& engine, std::string_view) {
+  return hex::encode(format_report_json(engine.report()));
+}
+
+// 'm'|'l' + raw bytes of the frame stream from OFF ('l': the last chunk).
+Reply gdbtrace_frames(TraceEngine& engine, std::string_view args) {
+  auto range = parse_byte_range(args, "qGdbtrace.frames: want qGdbtrace.frames:OFF,LEN");
+  if (!range)
+    return error_reply(range.error());
+  auto bytes = engine.frame_bytes();
+  if (range->offset > bytes.size())
+    return "E.qGdbtrace.frames offset beyond the trace data";
+  size_t n = std::min<uint64_t>({range->length, bytes.size() - range->offset, kMaxFramesChunk});
+  std::string out(range->offset + n == bytes.size() ? "l" : "m");
+  out.append(reinterpret_cast<const char*>(bytes.data() + range->offset), n);
+  return out;
+}
+
+} // namespace
+
+std::vector<PacketRow> TraceProtocol::rows() {
+  auto bind = [this](Reply (TraceProtocol::*f)(const Packet&)) {
+    return [this, f](const Packet& p) { return (this->*f)(p); };
+  };
+  auto op = [this](Reply (*f)(TraceEngine&, std::string_view)) {
+    return [this, f](const Packet& p) { return f(engine_, p.args); };
+  };
+  using T = TraceProtocol;
+  return {
+      PacketRow::exact("QTinit", bind(&T::qtinit)),
+      // InstallInTrace: a tracepoint defined during a run is installed at once.
+      // tracenz: the agent-expression VM has the tracenz opcode.
+      PacketRow::prefix("QTDP:", bind(&T::qtdp))
+          .advertise("ConditionalTracepoints+;InstallInTrace+;FastTracepoints+;tracenz+"),
+      PacketRow::prefix("QTDP:-", op(&qtdp_actions)),
+      PacketRow::prefix("QTDPsrc:", op(&qtdpsrc)).advertise("TracepointSource+"),
+      PacketRow::prefix("QTDV:", op(&qtdv)),
+      PacketRow::prefix("QTro", op(&qtro)),
+      PacketRow::prefix("QTEnable:",
+                        [this](const Packet& p) { return qtenable(engine_, p.args, true); })
+          .advertise("EnableDisableTracepoints+"),
+      PacketRow::prefix("QTDisable:",
+                        [this](const Packet& p) { return qtenable(engine_, p.args, false); }),
+      PacketRow::exact("QTStart", op(&qtstart)),
+      PacketRow::exact("QTStop", op(&qtstop)),
+      PacketRow::prefix("QTDisconnected:", op(&qtdisconnected)).advertise("DisconnectedTracing+"),
+      PacketRow::prefix("QTFrame:", op(&qtframe)),
+      PacketRow::prefix("QTBuffer:circular:", op(&qtbuffer_circular)),
+      PacketRow::prefix("QTBuffer:size:", op(&qtbuffer_size)).advertise("QTBuffer:size+"),
+      PacketRow::prefix("QTNotes:", op(&qtnotes)),
+      PacketRow::prefix("QTSave:", op(&qtsave)),
+      PacketRow::exact("qTStatus", op(&qtstatus)),
+      PacketRow::prefix("qTP:", op(&qtp)),
+      PacketRow::exact("qTfP", [this](const Packet&) { return upload_tracepoint(true); }),
+      PacketRow::exact("qTsP", [this](const Packet&) { return upload_tracepoint(false); }),
+      PacketRow::exact("qTfV", [this](const Packet&) { return upload_tsv(true); }),
+      PacketRow::exact("qTsV", [this](const Packet&) { return upload_tsv(false); }),
+      PacketRow::prefix("qTV:", op(&qtv)),
+      PacketRow::prefix("qTBuffer:", op(&qtbuffer)),
+      // Static tracepoints (markers) are not ours: say so rather than reply empty.
+      PacketRow::exact(
+          "qTfSTM", [](const Packet&) { return Reply("E.static tracepoints are not supported"); }),
+      PacketRow::exact(
+          "qTsSTM", [](const Packet&) { return Reply("E.static tracepoints are not supported"); }),
+      PacketRow::prefix(
+          "qTSTMat:",
+          [](const Packet&) { return Reply("E.static tracepoints are not supported"); }),
+      // Every collector of ours traps with a 1-byte int3 (or a uprobe), so any
+      // instruction can carry a fast tracepoint.
+      PacketRow::exact("qTMinFTPILen", [](const Packet&) { return Reply("1"); }),
+      PacketRow::exact("qGdbtrace.status", op(&gdbtrace_status)),
+      PacketRow::prefix("qGdbtrace.frames:", op(&gdbtrace_frames)).binary(),
+  };
+}
+
+void TraceProtocol::reset_cursors() {
+  tp_cursor_ = {};
+  tsv_cursor_ = {};
+}
+
+Reply TraceProtocol::qtinit(const Packet&) {
+  engine_.reset();
+  reset_cursors();
+  return "OK";
+}
+
+Reply TraceProtocol::qtdp(const Packet& p) {
+  auto def = parse_qtdp(p.args, engine_.verify_env());
+  if (!def) {
+    if (console_)
+      console_("gdbtrace: " + def.error().message + "\n");
+    return error_reply(def.error());
+  }
+  return ok_or_error(engine_.define_tracepoint(std::move(*def)));
+}
+
+// One piece per packet: the header ("T"), then each action ("A"), step action
+// ("S") and source string ("Z"), then the next tracepoint; "l" at the end.
+Reply TraceProtocol::upload_tracepoint(bool first) {
+  TracepointCursor& c = tp_cursor_;
+  if (first)
+    c = TracepointCursor{engine_.tracepoints()};
+  while (c.tp < c.snapshot.size()) {
+    const Tracepoint& tp = c.snapshot[c.tp];
+    std::string id = hex::u64(tp.number) + ":" + hex::u64(tp.address);
+    if (!c.header_sent) {
+      c.header_sent = true;
+      c.action = c.step = c.source = 0;
+      std::string r = "T" + id + ":" + (tp.enabled ? "E" : "D") + ":" + hex::u64(tp.step_count) +
+                      ":" + hex::u64(tp.pass_count);
+      if (tp.fast)
+        r += ":F" + hex::u64(tp.fast_min_len);
+      if (tp.has_condition)
+        r += ":X" + hex::u64(tp.condition.code.size()) + "," + hex::encode(tp.condition.code);
+      return r;
+    }
+    if (c.action < tp.action_texts.size())
+      return "A" + id + ":" + tp.action_texts[c.action++];
+    if (c.step < tp.step_action_texts.size())
+      return "S" + id + ":" + tp.step_action_texts[c.step++];
+    if (c.source < tp.source.size()) {
+      const std::string& text = tp.source[c.source];
+      const std::string& type = tp.source_types[c.source++];
+      return "Z" + id + ":" + type + ":0:" + hex::u64(text.size()) + ":" + hex::encode(text);
+    }
+    ++c.tp;
+    c.header_sent = false;
+  }
+  return "l";
+}
+
+Reply TraceProtocol::upload_tsv(bool first) {
+  TsvCursor& c = tsv_cursor_;
+  if (first)
+    c = TsvCursor{engine_.tsvs()};
+  if (c.next >= c.snapshot.size())
+    return "l";
+  const TsvDefinition& tsv = c.snapshot[c.next++];
+  return hex::u64(tsv.number) + ":" + hex::u64(uint64_t(tsv.initial)) + ":" +
+         (tsv.builtin ? "1" : "0") + ":" + hex::encode(tsv.name);
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,79 @@
+#include "server/trace_report_format.h"
+
+#include <cstdio>
+
+#include "common/hex.h"
+
+namespace gdbtrace {
+
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (uint8_t(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else
+      out += c;
+  }
+  return out + "\"";
+}
+
+const char* json_bool(bool b) {
+  return b ? "true" : "false";
+}
+
+std::string tracepoint_json(const TracepointReport& t) {
+  return "{\"number\":" + std::to_string(t.number) +
+         ",\"address\":" + json_string("0x" + hex::u64(t.address)) +
+         ",\"enabled\":" + json_bool(t.enabled) + ",\"fast\":" + json_bool(t.fast) +
+         ",\"backend\":" + json_string(t.backend) + ",\"hits\":" + std::to_string(t.hits) +
+         ",\"frames\":" + std::to_string(t.frames) + ",\"bytes\":" + std::to_string(t.bytes) +
+         ",\"drops\":" + std::to_string(t.drops) + ",\"errors\":" + std::to_string(t.errors) + "}";
+}
+
+} // namespace
+
+std::string format_report_json(const TraceReport& r) {
+  const TraceStatus& st = r.status;
+  std::string j = "{";
+  j += "\"running\":" + std::string(json_bool(st.running));
+  j += ",\"stop_reason\":" + json_string(stop_reason_word(st));
+  j += ",\"stop_text\":" + json_string(st.stop_text);
+  j += ",\"stop_tracepoint\":" + std::to_string(st.stop_tp);
+  j += ",\"buffer\":{\"size\":" + std::to_string(st.size) +
+       ",\"used\":" + std::to_string(r.buffer_used) + ",\"frames\":" + std::to_string(st.frames) +
+       ",\"created\":" + std::to_string(st.created) +
+       ",\"discarded\":" + std::to_string(r.frames_discarded) +
+       ",\"circular\":" + json_bool(st.circular) + "}";
+  j += ",\"register_block_size\":" + std::to_string(r.register_block_size);
+  j += ",\"tracepoints\":[";
+  for (size_t i = 0; i < r.tracepoints.size(); ++i)
+    j += (i ? "," : "") + tracepoint_json(r.tracepoints[i]);
+  return j + "]}";
+}
+
+std::string format_report_text(const TraceReport& r) {
+  const TraceStatus& st = r.status;
+  std::string out = std::string("trace ") + (st.running ? "running" : "not running") +
+                    (st.ever_ran && !st.running ? std::string(", stopped: ") + stop_reason_word(st)
+                                                : std::string()) +
+                    "\n";
+  out += "buffer: " + std::to_string(r.buffer_used) + " of " + std::to_string(st.size) +
+         " bytes, " + std::to_string(st.frames) + " frames (" + std::to_string(st.created) +
+         " created, " + std::to_string(r.frames_discarded) + " discarded)" +
+         (st.circular ? ", circular" : "") + "\n";
+  for (const auto& t : r.tracepoints)
+    out += "tracepoint " + std::to_string(t.number) + " at 0x" + hex::u64(t.address) +
+           (t.enabled ? "" : " (disabled)") + ": backend " +
+           (t.backend.empty() ? std::string("-") : t.backend) + ", hits " + std::to_string(t.hits) +
+           ", frames " + std::to_string(t.frames) + ", drops " + std::to_string(t.drops) +
+           ", errors " + std::to_string(t.errors) + "\n";
+  return out;
+}
+
+} // namespace gdbtrace

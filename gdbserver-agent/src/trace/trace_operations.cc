@@ -1,0 +1,456 @@
+// The typed operations the server calls for the tracepoint packets, following
+// gdbserver 13's tracepoint.cc in what each one does (not in how it is spelled:
+// parsing and reply formats are server/trace_requests.cc and trace_protocol.cc).
+#include <algorithm>
+
+#include "common/hex.h"
+#include "trace/frame.h"
+#include "trace/trace_engine_impl.h"
+
+namespace gdbtrace {
+
+namespace {
+
+Error not_defined(uint32_t number, uint64_t address) {
+  return make_error(ENOENT, "tracepoint " + std::to_string(number) + " at 0x" + hex::u64(address) +
+                                " is not defined");
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- definitions
+
+VerifyEnv TraceEngine::verify_env() const {
+  return impl_->verify_env();
+}
+
+void TraceEngine::reset() {
+  Impl& m = *impl_;
+  m.current_frame = -1;
+  m.stop_run(TraceStopReason::Requested);
+  for (auto& c : m.collectors)
+    c->remove_all();
+  m.tracepoints.clear();
+  m.readonly_regions.clear();
+  m.counters.clear();
+  m.register_availability.clear();
+  std::erase_if(m.tsvs, [](const auto& kv) { return !kv.second.builtin; });
+  m.buffer.clear();
+}
+
+Result<void> TraceEngine::define_tracepoint(TracepointDefinition def) {
+  Impl& m = *impl_;
+  Tracepoint& tp = def.tp;
+  if (auto* existing = m.find(tp.number, tp.address)) {
+    const Tracepoint& old = existing->tp;
+    bool same = old.enabled == tp.enabled && old.step_count == tp.step_count &&
+                old.pass_count == tp.pass_count && old.fast == tp.fast &&
+                old.has_condition == tp.has_condition && old.condition.code == tp.condition.code;
+    if (!same) {
+      std::string msg = "tracepoint " + std::to_string(tp.number) + " at 0x" +
+                        hex::u64(tp.address) +
+                        " is already defined differently (QTinit first to redefine)";
+      m.console("gdbtrace: " + msg + "\n");
+      return make_error(EEXIST, msg);
+    }
+    // Identical re-definition (gdb re-sends after shared libraries load): accept it
+    // and check the action packets that follow against what we have.
+    existing->redefining = def.more;
+    existing->dedupe_sources = true;
+    existing->redefine_stepping = false;
+    existing->redefine_action = existing->redefine_step = existing->redefine_source = 0;
+    return ok();
+  }
+  auto entry = std::make_unique<TracepointEntry>();
+  entry->tp = std::move(tp);
+  entry->complete = !def.more;
+  auto* e = entry.get();
+  m.tracepoints.push_back(std::move(entry));
+  if (m.running && e->complete) {
+    if (auto r = m.install(*e); !r) {
+      m.console("gdbtrace: " + r.error().message + "\n");
+      m.tracepoints.pop_back();
+      return r;
+    }
+  }
+  return ok();
+}
+
+Result<void> TraceEngine::add_actions(TracepointActions request) {
+  Impl& m = *impl_;
+  auto* e = m.find(request.number, request.address);
+  if (!e)
+    return not_defined(request.number, request.address);
+  if (e->redefining)
+    return m.check_redefined_actions(*e, request.list);
+  if (e->complete)
+    return make_error(EINVAL, "tracepoint " + std::to_string(e->tp.number) +
+                                  ": actions after the definition was complete");
+  if (!request.list) {
+    m.console("gdbtrace: " + request.list.error().message + "\n");
+    // A half-defined tracepoint would trace the wrong thing: drop it.
+    m.drop(e);
+    return request.list.error();
+  }
+  return m.add_actions_to(*e, std::move(*request.list));
+}
+
+Result<void> TraceEngine::Impl::add_actions_to(TracepointEntry& e, ActionList list) {
+  if (list.starts_stepping)
+    e.stepping_seen = true;
+  auto& actions = e.stepping_seen ? e.tp.step_actions : e.tp.actions;
+  auto& texts = e.stepping_seen ? e.tp.step_action_texts : e.tp.action_texts;
+  std::move(list.actions.begin(), list.actions.end(), std::back_inserter(actions));
+  std::move(list.texts.begin(), list.texts.end(), std::back_inserter(texts));
+  if (list.more)
+    return ok();
+  e.complete = true;
+  if (running) {
+    if (auto r = install(e); !r) {
+      console("gdbtrace: " + r.error().message + "\n");
+      drop(&e);
+      return r;
+    }
+  }
+  return ok();
+}
+
+// An identical re-definition re-sends its actions: they must match what the
+// first definition had, piece by piece.
+Result<void> TraceEngine::Impl::check_redefined_actions(TracepointEntry& e,
+                                                        const Result<ActionList>& list) {
+  if (!list)
+    return list.error();
+  if (list->starts_stepping)
+    e.redefine_stepping = true;
+  bool same = true;
+  for (const auto& t : list->texts) {
+    auto& texts = e.redefine_stepping ? e.tp.step_action_texts : e.tp.action_texts;
+    size_t& next = e.redefine_stepping ? e.redefine_step : e.redefine_action;
+    same = same && next < texts.size() && texts[next++] == t;
+  }
+  if (!same) {
+    e.redefining = false;
+    std::string msg = "tracepoint " + std::to_string(e.tp.number) +
+                      " is already defined with different actions (QTinit first to redefine)";
+    console("gdbtrace: " + msg + "\n");
+    return make_error(EEXIST, msg);
+  }
+  if (!list->more)
+    e.redefining = false;
+  return ok();
+}
+
+void TraceEngine::Impl::drop(TracepointEntry* e) {
+  std::erase_if(tracepoints, [e](const auto& p) { return p.get() == e; });
+}
+
+Result<void> TraceEngine::add_source(TracepointSource src) {
+  auto* e = impl_->find(src.number, src.address);
+  if (!e)
+    return not_defined(src.number, src.address);
+  // A re-sent identical definition re-sends its source strings too: keep one copy.
+  if (e->dedupe_sources && e->redefine_source < e->tp.source.size() &&
+      e->tp.source[e->redefine_source] == src.text &&
+      e->tp.source_types[e->redefine_source] == src.type) {
+    ++e->redefine_source;
+    return ok();
+  }
+  e->tp.source.push_back(std::move(src.text));
+  e->tp.source_types.push_back(std::move(src.type));
+  return ok();
+}
+
+Result<void> TraceEngine::define_tsv(TsvDefinition def) {
+  auto& tsv = impl_->tsvs[def.number];
+  // Our $trace_timestamp keeps its clock even when gdb downloads it back.
+  if (!tsv.builtin) {
+    tsv.initial = def.initial;
+    tsv.value = def.initial;
+  }
+  if (!def.name.empty())
+    tsv.name = std::move(def.name);
+  return ok();
+}
+
+void TraceEngine::set_readonly_regions(std::vector<std::pair<uint64_t, uint64_t>> regions) {
+  impl_->readonly_regions = std::move(regions);
+}
+
+Result<void> TraceEngine::set_tracepoint_enabled(uint32_t number, uint64_t address, bool enable) {
+  auto* e = impl_->find(number, address);
+  if (!e)
+    return not_defined(number, address);
+  if (e->tp.enabled == enable)
+    return ok();
+  if (e->installed && e->collector)
+    if (auto r = e->collector->set_enabled(e->tp.number, e->tp.address, enable); !r)
+      return r;
+  e->tp.enabled = enable;
+  return ok();
+}
+
+// ---------------------------------------------------------------- run control
+
+Result<void> TraceEngine::start() {
+  Impl& m = *impl_;
+  if (m.running)
+    return make_error(EBUSY, "a trace run is already in progress (tstop first)");
+  m.traced_pid = m.hooks.current_pid ? m.hooks.current_pid() : -1;
+  if (m.traced_pid <= 0)
+    return make_error(ESRCH, "no process to trace (start or attach to one first)");
+  // gdb stops sending a tracepoint's actions when it cannot compile one
+  // (e.g. "collect main": "don't know symbol class"), leaving the last QTDP
+  // promising more. gdbserver runs such a tracepoint with the actions it got;
+  // do the same, and say so, rather than refuse the whole run.
+  for (auto& e : m.tracepoints)
+    if (!e->complete) {
+      e->complete = true;
+      m.console("gdbtrace: tracepoint " + std::to_string(e->tp.number) +
+                ": gdb sent no further actions; collecting the " +
+                std::to_string(e->tp.actions.size()) + " it sent\n");
+    }
+  for (auto& e : m.tracepoints)
+    if (auto r = m.check_tsv_references(e->tp); !r) {
+      m.console("gdbtrace: " + r.error().message + "\n");
+      return r;
+    }
+  m.counters.clear();
+  m.buffer.reserve_for_run();
+  // Collectors may report frames from install() on: be running while installing.
+  m.running = true;
+  m.stop_pending = false;
+  m.ever_ran = true;
+  for (auto& e : m.tracepoints) {
+    if (auto r = m.install(*e); !r) {
+      m.running = false;
+      for (auto& c : m.collectors)
+        c->remove_all();
+      for (auto& t : m.tracepoints)
+        t->installed = false;
+      m.console("gdbtrace: " + r.error().message + "\n");
+      return r;
+    }
+  }
+  m.stop_reason = TraceStopReason::None;
+  m.stop_text.clear();
+  m.stop_tp = 0;
+  m.start_time = m.trace_timestamp();
+  m.stop_time = 0;
+  m.arm_drain_timer();
+  return ok();
+}
+
+void TraceEngine::stop() {
+  impl_->stop_run(TraceStopReason::Requested);
+}
+
+bool TraceEngine::running() const {
+  return impl_->running;
+}
+
+void TraceEngine::set_disconnected_tracing(bool on) {
+  impl_->disconnected_tracing = on;
+}
+
+void TraceEngine::set_circular(bool on) {
+  impl_->buffer.set_circular(on);
+}
+
+Result<void> TraceEngine::set_buffer_size(std::optional<uint64_t> size) {
+  if (impl_->running)
+    return make_error(EBUSY, "cannot change the trace buffer size during a run");
+  impl_->current_frame = -1;
+  impl_->buffer.set_capacity(size.value_or(TraceBuffer::kDefaultSize));
+  return ok();
+}
+
+void TraceEngine::set_notes(const TraceNotes& n) {
+  if (n.user)
+    impl_->user = *n.user;
+  if (n.notes)
+    impl_->notes = *n.notes;
+  if (n.tstop)
+    impl_->stop_note = *n.tstop;
+}
+
+// ---------------------------------------------------------------- reading back
+
+// Counts are kept per tracepoint number: every location of a number shows them.
+TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
+  TracepointReport r;
+  r.number = e.tp.number;
+  r.address = e.tp.address;
+  r.enabled = e.tp.enabled;
+  r.fast = e.tp.fast;
+  r.backend = e.collector ? e.collector->name() : "";
+  if (auto it = counters.find(e.tp.number); it != counters.end()) {
+    r.frames = it->second.frames;
+    r.bytes = it->second.bytes;
+    r.drops = it->second.buffer_drops;
+  }
+  if (e.collector) {
+    CollectorStats cs = e.collector->stats(e.tp.number);
+    r.hits = cs.hits;
+    r.drops += cs.drops;
+    r.errors = cs.errors;
+  }
+  return r;
+}
+
+TraceReport TraceEngine::Impl::make_report() const {
+  TraceReport r;
+  r.status = status();
+  r.buffer_used = buffer.used();
+  r.frames_discarded = buffer.frames_discarded();
+  r.register_block_size = register_block_size();
+  for (const auto& e : tracepoints)
+    r.tracepoints.push_back(report_for(*e));
+  return r;
+}
+
+TraceReport TraceEngine::report() {
+  impl_->drain_all();
+  impl_->apply_pending_stop(); // a drain that filled the buffer ends the run now
+  return impl_->make_report();
+}
+
+Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_t address) {
+  auto* e = impl_->find(number, address);
+  if (!e)
+    return not_defined(number, address);
+  // gdb sums qTP over a tracepoint's locations: report on the first one only.
+  if (e != impl_->first_with_number(number))
+    return TracepointCounts{};
+  auto r = impl_->report_for(*e);
+  return TracepointCounts{r.hits, r.bytes};
+}
+
+std::optional<int64_t> TraceEngine::tsv_value(uint32_t number) {
+  Impl& m = *impl_;
+  if (m.current_frame >= 0) {
+    std::optional<int64_t> v;
+    FrameView(m.buffer.frame(m.current_frame), m.register_block_size())
+        .for_each([&](const FrameBlock& b) {
+          if (b.type == 'V' && b.tsv == number)
+            v = b.value; // the last one wins, as gdbserver
+          return true;
+        });
+    return v;
+  }
+  // Before the first run a variable has no value yet.
+  if (!m.running && !m.ever_ran)
+    return std::nullopt;
+  if (!m.tsvs.count(number))
+    return std::nullopt;
+  for (auto& c : m.collectors)
+    if (auto v = c->tsv_value(number))
+      return v;
+  return m.get_tsv(number);
+}
+
+std::vector<Tracepoint> TraceEngine::tracepoints() const {
+  std::vector<Tracepoint> out;
+  for (const auto& e : impl_->tracepoints)
+    out.push_back(e->tp);
+  return out;
+}
+
+std::vector<TsvDefinition> TraceEngine::Impl::tsv_definitions() const {
+  std::vector<TsvDefinition> out;
+  for (const auto& [num, tsv] : tsvs)
+    out.push_back({num, tsv.initial, tsv.builtin, tsv.name});
+  return out;
+}
+
+std::vector<TsvDefinition> TraceEngine::tsvs() const {
+  return impl_->tsv_definitions();
+}
+
+std::span<const uint8_t> TraceEngine::frame_bytes() {
+  impl_->drain_all();
+  return impl_->buffer.bytes();
+}
+
+TfileContents TraceEngine::Impl::tfile_contents() const {
+  TfileContents c;
+  c.regblock_size = register_block_size();
+  if (hooks.target_description)
+    c.tdesc_xml = hooks.target_description();
+  c.status = status();
+  c.tsvs = tsv_definitions();
+  for (const auto& e : tracepoints) {
+    TfileTracepoint t;
+    t.tp = &e->tp;
+    // As in qTP, a number's counts go with its first location only.
+    if (e.get() == first_with_number(e->tp.number)) {
+      auto r = report_for(*e);
+      t.hits = r.hits;
+      t.frame_bytes = r.bytes;
+    }
+    c.tracepoints.push_back(t);
+  }
+  return c;
+}
+
+Result<void> TraceEngine::save(const std::string& path) {
+  impl_->drain_all();
+  return write_tfile(path, impl_->tfile_contents(), impl_->buffer.bytes());
+}
+
+// ---------------------------------------------------------------- frame selection
+
+std::optional<FrameHit> TraceEngine::select_frame(const FrameQuery& q) {
+  Impl& m = *impl_;
+  long found = -1;
+  switch (q.kind) {
+  case FrameQuery::None:
+    m.current_frame = -1;
+    return std::nullopt;
+  case FrameQuery::Number:
+    found = q.a < m.buffer.frame_count() ? long(q.a) : -1;
+    break;
+  case FrameQuery::Pc:
+    found = m.buffer.find_pc(q.a, m.current_frame);
+    break;
+  case FrameQuery::InRange:
+  case FrameQuery::OutsideRange:
+    found = m.buffer.find_range(q.a, q.b, q.kind == FrameQuery::InRange, m.current_frame);
+    break;
+  case FrameQuery::Tracepoint:
+    found = q.a > 0xffff ? -1 : m.buffer.find_tracepoint(uint16_t(q.a), m.current_frame);
+    break;
+  }
+  if (found < 0)
+    return std::nullopt;
+  m.current_frame = found;
+  return FrameHit{uint64_t(found), m.buffer.frame_tp(found)};
+}
+
+// ---------------------------------------------------------------- collectors
+
+std::vector<CollectorInfo> TraceEngine::collectors() const {
+  std::vector<CollectorInfo> out;
+  for (const auto& c : impl_->collectors)
+    out.push_back({c->name(), c->describe()});
+  return out;
+}
+
+const std::string& TraceEngine::preferred_backend() const {
+  return impl_->preferred_backend;
+}
+
+Result<void> TraceEngine::prefer_backend(std::string_view name) {
+  if (name.empty() || name == "auto") {
+    impl_->preferred_backend.clear();
+    return ok();
+  }
+  for (const auto& c : impl_->collectors)
+    if (c->name() == name) {
+      impl_->preferred_backend = std::string(name);
+      return ok();
+    }
+  return make_error(ENOENT, "no backend '" + std::string(name) + "'");
+}
+
+} // namespace gdbtrace
