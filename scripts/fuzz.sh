@@ -34,7 +34,7 @@ for t in $selected; do
   [ -d "$repo/tests/fuzz/corpus/$t" ] && cp -n "$repo/tests/fuzz/corpus/$t"/* "$corpus"/ 2>/dev/null || true
   echo "=== fuzz_$t: ${secs}s"
   # shellcheck disable=SC2086
-  if ! "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
+  if ! GDBTRACE_FUZZ_WORKDIR=$build "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
       ${FUZZ_FLAGS:-} "$corpus" 2>"$build/fuzz_$t.log"; then
     tail -60 "$build/fuzz_$t.log"
     echo "fuzz_$t: FAILED (inputs: $build/crash-$t-*)"

@@ -208,8 +208,9 @@ void LinuxTarget::interpret_pending() {
     for (auto& [pid, p] : procs_) {
       // The leader's exit ends the process: its other threads' collected
       // statuses (their exits) come first.
+      Pid leader = pid; // (clang < 16 cannot capture a structured binding)
       bool others_pending = std::any_of(p->lwps.begin(), p->lwps.end(), [&](const auto& kv) {
-        return kv.first != pid && kv.second.raw && kv.second.resumed;
+        return kv.first != leader && kv.second.raw && kv.second.resumed;
       });
       for (auto& [tid, l] : p->lwps) {
         bool leader_exit = tid == pid && l.raw && !WIFSTOPPED(*l.raw);
