@@ -5,6 +5,7 @@ Stock gdbserver 13.1 is weaker here than the rule this project follows: it exits
 number ("gdbserver: Invalid hex digit 122") and drops the connection on an oversized packet. Checks it
 fails are marked @stricter_than_gdbserver (skipped when GDBTRACE_SERVER is stock gdbserver)."""
 
+import re
 import unittest
 
 from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program, run_gdb
@@ -99,6 +100,36 @@ class MalformedPackets(GdbTestCase):
     def test_vfile_errors(self):
         self.assertRegex(self.send("vFile:pread:7777,10,0"), rb"^F-1,[0-9a-f]+")
         self.assertRegex(self.send("vFile:open:" + b"/no/such/file".hex() + ",0,0"), rb"^F-1,[0-9a-f]+")
+        self.assertAlive()
+
+    @stricter_than_gdbserver("no limits on lengths in qGdbtrace packets it does not have")
+    def test_huge_lengths_get_bounded_replies(self):
+        # Every length a client names is capped by what one reply may hold (PacketSize), or the
+        # packet is refused: never a huge allocation, never a reply gdb cannot take.
+        limit = 0x4000
+        for packet in ["m555555554000,ffffffffffffffff", "qXfer:features:read:target.xml:0,ffffffffffff",
+                       "qXfer:auxv:read::0,7fffffffffffffff", "qTBuffer:0,ffffffffffffffff",
+                       "qGdbtrace.frames:0,ffffffffffffffff", "vFile:pread:0,ffffffffffffffff,0",
+                       "Mffffffffffffff00,ffffffffffff:00", "X0,ffffffffffffffff:", "qTBuffer:ffffffffffffffff,10",
+                       "qXfer:threads:read::ffffffffffffffff,ffffffffffffffff"]:
+            reply = self.send(packet)
+            # A binary reply's escapes at most double it on the wire; the payload must still fit.
+            self.assertLessEqual(len(reply), 2 * limit, f"{packet} -> {len(reply)} bytes")
+        fd = self.send("vFile:open:" + "/proc/self/maps".encode().hex() + ",0,0")
+        self.assertRegex(fd, rb"^F[0-9a-f]+$")
+        reply = self.send(f"vFile:pread:{fd[1:].decode()},ffffffffffffffff,0")
+        self.assertRegex(reply, rb"^F[0-9a-f]+;")
+        self.assertLessEqual(len(reply), 2 * limit)
+        self.assertAlive()
+
+    @stricter_than_gdbserver("no clamp")
+    def test_trace_buffer_size_beyond_memory_is_clamped(self):
+        self.assertEqual(self.send("QTBuffer:size:7fffffffffffffff"), b"OK")
+        status = self.send("qTStatus").decode()
+        size = int(re.search(r"tsize:([0-9a-f]+)", status).group(1), 16)
+        mem_total = int(re.search(r"MemTotal:\s+(\d+) kB", open("/proc/meminfo").read()).group(1)) * 1024
+        self.assertLessEqual(size, mem_total // 2 + 4096, status)
+        self.assertGreater(size, 0, status)
         self.assertAlive()
 
     def test_trace_packets_survive(self):

@@ -1,6 +1,8 @@
 // The typed operations the server calls for the tracepoint packets, following
 // gdbserver 13's tracepoint.cc in what each one does (not in how it is spelled:
 // parsing and reply formats are server/trace_requests.cc and trace_protocol.cc).
+#include <sys/sysinfo.h>
+
 #include <algorithm>
 
 #include "common/hex.h"
@@ -257,11 +259,28 @@ void TraceEngine::set_circular(bool on) {
   impl_->buffer.set_circular(on);
 }
 
+// The largest trace buffer we accept: half of this machine's memory. The
+// buffer is reserved whole at QTStart, and a run that fills a larger one
+// would push the stub (and the traced program) into swap or the OOM killer.
+static uint64_t max_buffer_size() {
+  struct sysinfo info {};
+  if (sysinfo(&info) != 0)
+    return uint64_t{1} << 32;
+  return static_cast<uint64_t>(info.totalram) * info.mem_unit / 2;
+}
+
 Result<void> TraceEngine::set_buffer_size(std::optional<uint64_t> size) {
   if (impl_->running)
     return make_error(EBUSY, "cannot change the trace buffer size during a run");
+  uint64_t want = size.value_or(TraceBuffer::kDefaultSize);
+  if (uint64_t limit = max_buffer_size(); want > limit) {
+    impl_->console("gdbtrace: a trace buffer of " + std::to_string(want) +
+                   " bytes is more than half of this machine's memory; using " +
+                   std::to_string(limit) + " bytes\n");
+    want = limit;
+  }
   impl_->current_frame = -1;
-  impl_->buffer.set_capacity(size.value_or(TraceBuffer::kDefaultSize));
+  impl_->buffer.set_capacity(static_cast<size_t>(want));
   return ok();
 }
 
