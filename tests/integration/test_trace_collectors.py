@@ -108,6 +108,21 @@ class BreakpointAtProbeSite(GdbTestCase):
         # The uprobe's int3 is hidden from memory reads (else gdb "skips" it as a permanent one).
         self.assertNotRegex(run.output, r"int3|Target returns error|Error on target|SIGSEGV")
 
+    def test_breakpoint_inserted_before_the_probe(self):
+        kernel = [name for name in ("module", "ebpf") if name in available_collectors()]
+        require(self, bool(kernel), "no in-kernel collector here")
+        # always-inserted: gdb's int3 is in the program before tstart; the kernel's uprobe would adopt
+        # it and consume every trap there, so the stub moves it into a debug register first.
+        run = run_gdb(["set breakpoint always-inserted on", "monitor gdbtrace backend " + kernel[0],
+                       "break done", "break probe_me", "trace probe_me", "actions", "collect i", "end",
+                       "tstart", "continue", "print i", "continue", "print i", "delete 2", "continue",
+                       "tstop", "tstatus", "monitor gdbtrace status"],
+                      program="trace_loop", args=(N,))
+        self.assertOrdered(run, [r"Breakpoint 2, probe_me \(i=0, j=0\)", r"\$1 = 0",
+                                 r"Breakpoint 2, probe_me \(i=1, j=3\)", r"\$2 = 1",
+                                 r"Breakpoint 1, done", rf"Collected {N} trace frames",
+                                 rf"tracepoint 3 at 0x[0-9a-f]+: backend {kernel[0]}, hits {N}"])
+
 
 if __name__ == "__main__":
     unittest.main()

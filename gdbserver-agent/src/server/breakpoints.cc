@@ -11,6 +11,11 @@ const GdbBreakpoint* BreakpointTable::find(Pid pid, int type, uint64_t address) 
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+GdbBreakpoint* BreakpointTable::find(Pid pid, int type, uint64_t address) {
+  auto it = entries_.find({pid, type, address});
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
 void BreakpointTable::add(Pid pid, int type, uint64_t address, GdbBreakpoint bp) {
   entries_[{pid, type, address}] = std::move(bp);
 }

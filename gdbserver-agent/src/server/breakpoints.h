@@ -30,6 +30,7 @@ public:
 
   bool contains(Pid pid, int type, uint64_t address) const;
   const GdbBreakpoint* find(Pid pid, int type, uint64_t address) const;
+  GdbBreakpoint* find(Pid pid, int type, uint64_t address);
   void add(Pid pid, int type, uint64_t address, GdbBreakpoint bp);
   void remove(Pid pid, int type, uint64_t address);
   void remove_process(Pid pid);

@@ -59,6 +59,9 @@ public:
   bool exit_requested() const { return exit_requested_; }
   bool extended() const { return extended_; }
   bool has_processes() const { return !target_.processes().empty(); }
+  // An in-kernel collector is about to probe ADDRESS: a software breakpoint of
+  // gdb's there moves into a debug register (TraceEngine::Hooks::before_kernel_probe).
+  Result<void> make_room_for_kernel_probe(Pid pid, uint64_t address);
   // Kills the processes we started and detaches from attached ones (server exit).
   void detach_or_kill_all();
 

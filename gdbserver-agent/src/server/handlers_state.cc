@@ -122,6 +122,22 @@ GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool bi
   return *n == data->size() ? "OK" : "E05";
 }
 
+Result<void> GdbServer::make_room_for_kernel_probe(Pid pid, uint64_t address) {
+  GdbBreakpoint* bp = breakpoints_.find(pid, 0, address);
+  if (!bp || bp->via_debug_register)
+    return ok();
+  // The debug register goes in first, so the breakpoint never lapses.
+  if (auto r = target_.insert_breakpoint(pid, BreakpointType::Hardware, address, 1); !r)
+    return make_error(r.error().code, "gdb's breakpoint there (no debug register is free for it: " +
+                                          r.error().message + ")");
+  if (auto r = target_.remove_breakpoint(pid, BreakpointType::Software, address, 1); !r) {
+    (void)target_.remove_breakpoint(pid, BreakpointType::Hardware, address, 1);
+    return make_error(r.error().code, "gdb's breakpoint there (" + r.error().message + ")");
+  }
+  bp->via_debug_register = true;
+  return ok();
+}
+
 GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
   auto z = parse_z_packet(packet);
   if (!z)

@@ -228,6 +228,9 @@ int main(int argc, char** argv) {
   // Target-side tsave (QTSave) embeds the same description gdb reads, so a
   // fresh gdb decodes the frames' 'R' blocks with the right layout.
   hooks.target_description = [&target] { return target_xml(target->has_avx()); };
+  hooks.before_kernel_probe = [&server_ptr](Pid pid, uint64_t address) -> Result<void> {
+    return server_ptr ? server_ptr->make_room_for_kernel_probe(pid, address) : ok();
+  };
   TraceEngine engine(io, *target, hooks);
   add_collectors(engine, *target, io, opts.debug);
 

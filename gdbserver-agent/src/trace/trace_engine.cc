@@ -180,8 +180,15 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot " + ok.error().message;
       continue;
     }
-    if (c->name() != "ptrace")
+    if (c->name() != "ptrace") {
+      if (hooks.before_kernel_probe)
+        if (auto r = hooks.before_kernel_probe(traced_pid, tp.address); !r) {
+          why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
+                     r.error().message;
+          continue;
+        }
       entry.original_text = text_under_probe(entry);
+    }
     auto installed = c->install(traced_pid, tp, *this);
     if (!installed) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + installed.error().message;

@@ -91,6 +91,11 @@ public:
     // Optional: the target description XML, written into tfiles saved on the
     // target side (QTSave) so gdb reads their 'R' blocks with the right layout.
     std::function<std::string()> target_description;
+    // Optional: called before an in-kernel collector probes ADDRESS in PID. A
+    // software breakpoint gdb already has there (e.g. `set breakpoint
+    // always-inserted on`) must leave its int3, which the kernel's uprobe would
+    // adopt and consume; an error keeps the tracepoint off in-kernel collectors.
+    std::function<Result<void>(Pid, uint64_t)> before_kernel_probe;
   };
 
   TraceEngine(asio::io_context& io, NativeTarget& target, Hooks hooks);
