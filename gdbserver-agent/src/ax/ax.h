@@ -57,11 +57,27 @@ enum ax_status {
 
 /* Verifier work area (about 13 KB). User space may leave ax_verify_ctx.scratch
  * NULL and the verifier uses its own stack; kernel code must allocate one
- * (kmalloc) because kernel stacks are small. */
+ * (kmalloc) because kernel stacks are small. After ax_verify() accepted a
+ * program, the caller's scratch keeps what the verifier proved about each
+ * instruction: read it with ax_depth_before(). */
 struct ax_verify_scratch {
   uint8_t depth[AX_MAX_CODE_LEN];           /* 1 + stack depth at each reached pc, 0: unreached */
   uint8_t insn_start[AX_MAX_CODE_LEN / 8u]; /* bitmap: an instruction starts at this pc */
   uint16_t worklist[AX_MAX_CODE_LEN];       /* pcs whose successors still need a visit */
+};
+
+/* Values on the stack when the instruction at PC starts, on every path that
+ * reaches it (the verifier proved there is one such number); -1 when no path
+ * reaches PC or no instruction starts there. Valid after ax_verify() returned
+ * AX_OK with this scratch, for PC below the program's length. */
+static inline int ax_depth_before(const struct ax_verify_scratch *ws, uint32_t pc) {
+  return ws->depth[pc] ? (int)ws->depth[pc] - 1 : -1;
+}
+
+/* How a program uses a trace state variable (ax_verify_ctx.note_tsv). */
+enum ax_tsv_access {
+  AX_TSV_READ = 1u,  /* getv, tracev */
+  AX_TSV_WRITE = 2u  /* setv */
 };
 
 /* What the verifier needs to know about the context the program will run in. */
@@ -69,6 +85,10 @@ struct ax_verify_ctx {
   uint32_t num_regs;             /* registers accepted by `reg` (GT_NUM_REGS_*) */
   /* Returns nonzero when trace state variable NUM exists. NULL: any number ok. */
   int (*tsv_exists)(void *opaque, uint32_t num);
+  /* Called for every getv/setv/tracev operand (ACCESS: enum ax_tsv_access), so
+   * callers learn which TSVs a program reads and writes without decoding it
+   * themselves. May be NULL. Calls before an error are not taken back. */
+  void (*note_tsv)(void *opaque, uint32_t num, uint32_t access);
   void *opaque;
   int allow_trace_ops;           /* 0 for conditions: trace/tracev/trace_quick/tracenz rejected */
   struct ax_verify_scratch *scratch; /* NULL: on the stack (not allowed under __KERNEL__) */
@@ -127,7 +147,7 @@ struct ax_env {
  * NULL). Semantics are gdbserver's (gdbserver/ax.cc) with its undefined cases
  * pinned down: shifts by >= 64 give 0 (rsh_signed: the sign fill),
  * INT64_MIN / -1 wraps, ref* zero-extend little-endian loads, tracenz sizes
- * are clamped to 0xffffffff. Details: docs/handoff/ax.md. */
+ * are clamped to 0xffffffff. */
 int ax_eval(const uint8_t *code, const struct ax_verified *verified, const struct ax_env *env,
             uint64_t *result);
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <map>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
 

@@ -15,13 +15,14 @@
 #include <map>
 #include <vector>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "ax/ax.h"
 #include "bpf/bpf_codegen.h"
 #include "bpf/bpf_fd.h"
 #include "bpf/bpf_layout.h"
 #include "bpf/bpf_support.h"
 #include "bpf/uprobe_location.h"
+#include "trace/frame.h"
 
 namespace gdbtrace {
 namespace {
@@ -440,13 +441,10 @@ int BpfCollector::on_record(void* self, void* data, size_t size) {
 }
 
 int BpfCollector::handle_record(const uint8_t* data, size_t size) {
-  if (discard_ || !ctx_ || size < 6)
+  FrameView frame({data, size}, ctx_ ? ctx_->register_block_size() : 0);
+  if (discard_ || !ctx_ || !frame.has_header())
     return 0;
-  uint16_t tp;
-  uint32_t body;
-  memcpy(&tp, data, 2);
-  memcpy(&body, data + 2, 4);
-  if (tp == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
+  if (frame.tp_number() == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
     bpf::ErrorRecord e;
     memcpy(&e, data, sizeof e);
     ctx_->request_stop(TraceStopReason::Error,
@@ -456,15 +454,15 @@ int BpfCollector::handle_record(const uint8_t* data, size_t size) {
                            " (eBPF collector)");
     return 0;
   }
-  if (6 + size_t(body) > size)
+  if (frame.total_size() > size)
     return 0; // cannot happen: the program bounds the size
-  Probe* p = find(tp);
+  Probe* p = find(frame.tp_number());
   if (!p || !ctx_->collecting())
     return 0; // e.g. after the pass-count frame
   p->frames++;
-  p->bytes += 6 + body;
-  ctx_->append_frame(std::span<const uint8_t>(data, 6 + body));
-  ctx_->record_hit(tp); // may request a stop (pass count)
+  p->bytes += frame.total_size();
+  ctx_->append_frame(std::span<const uint8_t>(data, frame.total_size()));
+  ctx_->record_hit(frame.tp_number()); // may request a stop (pass count)
   return 0;
 }
 

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "kmod/module_session.h"
 #include "kmod/probe_site.h"
 

@@ -9,13 +9,14 @@
 
 #include <asio/posix/stream_descriptor.hpp>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 extern "C" {
-#include "ax/ax_opcodes.h" // C header without its own extern "C"
+#include "abi/ax_opcodes.h" // C header without its own extern "C"
 }
 #include "kmod/emu_recipe.h"
 #include "kmod/module_session.h"
 #include "kmod/probe_site.h"
+#include "trace/frame.h"
 
 namespace gdbtrace {
 
@@ -198,9 +199,9 @@ public:
     if (!session_.initialized() || !ctx_)
       return;
     session_.drain([this](std::span<const uint8_t> frame) {
-      if (frame.size() >= 6 && ctx_->collecting()) {
-        uint16_t tp = uint16_t(frame[0] | frame[1] << 8);
-        ctx_->record_hit(tp);
+      FrameView view(frame, regblock_size_);
+      if (view.has_header() && ctx_->collecting()) {
+        ctx_->record_hit(view.tp_number());
         ctx_->append_frame(
             frame); // a full buffer stops the run (engine); later frames are discarded
       }

@@ -6,11 +6,8 @@
 // status and stop reasons all live in the TraceEngine. Owning objects release
 // kernel attachments in their destructors.
 //
-// Frame layout (gdb tfile / gdbserver traceframe), little endian, packed:
-//   u16 tracepoint number, u32 size of the blocks that follow, then blocks:
-//   'R' + register block (the 'g' layout, TraceContext::register_block_size() bytes)
-//   'M' + u64 address + u16 length + bytes
-//   'V' + u32 tsv number + i64 value
+// Frames are in gdb's tfile layout (abi/tframe.h); the 'R' block is
+// TraceContext::register_block_size() bytes of the 'g' layout.
 // Collectors that cannot read some registers (kernel collectors have no FPU
 // state) still write the full block and report the registers they filled via
 // TraceContext::set_register_availability().

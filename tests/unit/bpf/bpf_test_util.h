@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "ax/ax.h"
 #include "trace/collector.h"
 #include "trace/tracepoint.h"

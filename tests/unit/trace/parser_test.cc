@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "trace/tracepoint_parser.h"
 
 using namespace gdbtrace;
