@@ -228,21 +228,13 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   return o;
 }
 
+// Cheap: what the code generator refuses without generating. The program is
+// generated once, by install(); what only generation finds (frame size, room
+// for TSVs, registers a uprobe cannot see) fails there, and the engine moves on
+// to the next collector all the same.
 Result<void> BpfCollector::check(const Tracepoint& tp) const {
-  bpf::CodegenOptions o = codegen_options(0, nullptr, GT_REGBLOCK_SIZE_AVX);
-  std::map<uint32_t, uint32_t> seen = tsv_slots_;
-  o.tsv_index = [&](uint32_t n) -> std::optional<uint32_t> {
-    if (seen.count(n))
-      return seen[n];
-    if (seen.size() >= bpf::kMaxTsvs)
-      return std::nullopt;
-    uint32_t i = uint32_t(seen.size());
-    seen[n] = i;
-    return i;
-  };
-  auto prog = bpf::generate_program(tp, bpf::CodegenMaps{}, o);
-  if (!prog)
-    return prog.error();
+  if (auto r = bpf::check_tracepoint(tp); !r)
+    return r;
   if (probes_.size() >= bpf::kMaxProbes)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
                                   std::to_string(bpf::kMaxProbes) + " tracepoints");
@@ -305,8 +297,6 @@ Result<UniqueFd> BpfCollector::attach(const bpf::UprobeLocation& loc, Pid pid, i
 }
 
 Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& ctx) {
-  if (auto r = check(tp); !r)
-    return r;
   if (!ringbuf_)
     if (auto r = create_ring(); !r)
       return r;

@@ -10,9 +10,6 @@
 #include <asio/posix/stream_descriptor.hpp>
 
 #include "abi/amd64_regs.h"
-extern "C" {
-#include "abi/ax_opcodes.h" // C header without its own extern "C"
-}
 #include "kmod/emu_recipe.h"
 #include "kmod/module_session.h"
 #include "kmod/probe_site.h"
@@ -38,20 +35,6 @@ void add_memory_actions(const CollectMemory& m, std::vector<gdbtrace_action>& ou
     a.len = n;
     out.push_back(a);
     done += n;
-  }
-}
-
-// Trace state variables a program reads or writes (getv/setv/tracev operands).
-void collect_tsv_numbers(const AgentExpr& e, std::set<uint32_t>& out) {
-  const auto& code = e.code;
-  size_t pc = 0;
-  while (pc < code.size()) {
-    const struct ax_opinfo* info = ax_opinfo(code[pc]);
-    if (!info || !(info->flags & AX_F_KNOWN) || code[pc] == AX_OP_PRINTF)
-      return; // verified code has no unknown opcodes; printf is refused by check()
-    if ((info->flags & AX_F_TSV) && pc + 2 < code.size())
-      out.insert(uint32_t(code[pc + 1]) << 8 | code[pc + 2]);
-    pc += 1 + info->operand_bytes;
   }
 }
 
@@ -289,12 +272,16 @@ private:
   }
 
   Result<void> define_tsvs(const Tracepoint& tp, TraceContext& ctx) {
-    std::set<uint32_t> nums;
+    std::set<uint32_t> nums; // every TSV the programs read or write (from the verifier)
+    auto add = [&nums](const AgentExpr& e) {
+      nums.insert(e.tsvs_read.begin(), e.tsvs_read.end());
+      nums.insert(e.tsvs_written.begin(), e.tsvs_written.end());
+    };
     if (tp.has_condition)
-      collect_tsv_numbers(tp.condition, nums);
+      add(tp.condition);
     for (const auto& a : tp.actions)
       if (auto* x = std::get_if<CollectExpr>(&a))
-        collect_tsv_numbers(x->expr, nums);
+        add(x->expr);
     for (uint32_t n : nums) {
       if (defined_tsvs_.count(n))
         continue;

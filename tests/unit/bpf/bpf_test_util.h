@@ -14,6 +14,7 @@
 #include "ax/ax.h"
 #include "trace/collector.h"
 #include "trace/tracepoint.h"
+#include "trace/tracepoint_parser.h"
 
 namespace gdbtrace::test {
 
@@ -72,16 +73,11 @@ inline std::vector<uint8_t> ax_asm(const std::string& text) {
   return code;
 }
 
+// CODE verified the way QTDP bytecode is (verify_expr keeps the verifier's report).
 inline AgentExpr verified(const std::vector<uint8_t>& code, bool allow_trace) {
-  AgentExpr e;
-  e.code = code;
-  ax_verify_ctx vctx{};
-  vctx.num_regs = GT_NUM_REGS_AVX;
-  vctx.allow_trace_ops = allow_trace;
-  uint32_t err_pc = 0;
-  int rc = ax_verify(e.code.data(), uint32_t(e.code.size()), &vctx, &e.info, &err_pc);
-  EXPECT_EQ(rc, AX_OK) << ax_strerror(rc) << " at " << err_pc;
-  return e;
+  auto e = verify_expr(code, !allow_trace, VerifyEnv{GT_NUM_REGS_AVX, {}}, "test expression");
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? *e : AgentExpr{};
 }
 
 inline AgentExpr ax(const std::string& text, bool allow_trace = true) {

@@ -146,3 +146,15 @@ TEST(QtdpSource, Decodes) {
   EXPECT_EQ(s->text, "*0x401136\n");
   EXPECT_FALSE(parse_qtdp_source("1:401136:at:0:b:2"));
 }
+
+// verify_expr keeps what the verifier proved, so collectors never decode
+// bytecode again: per-pc stack depths and the TSVs read and written.
+TEST(VerifyExpr, KeepsDepthsAndTsvs) {
+  // getv 2; const8 1; add; setv 1; tracev 2; end
+  std::vector<uint8_t> code = {0x2c, 0, 2, 0x22, 1, 0x02, 0x2d, 0, 1, 0x2e, 0, 2, 0x27};
+  auto e = verify_expr(code, false, env(), "test");
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->depth, (std::vector<int16_t>{0, -1, -1, 1, -1, 2, 1, -1, -1, 1, -1, -1, 1}));
+  EXPECT_EQ(e->tsvs_read, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(e->tsvs_written, (std::vector<uint32_t>{1}));
+}
