@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bpf/bpf_fd.h"
+#include "common/unique_fd.h"
 #include "common/result.h"
 
 namespace gdbtrace::bpf {

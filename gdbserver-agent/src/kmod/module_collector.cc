@@ -12,7 +12,7 @@
 #include "abi/amd64_regs.h"
 #include "kmod/emu_recipe.h"
 #include "kmod/module_session.h"
-#include "kmod/probe_site.h"
+#include "trace/collector_probe_site.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -57,6 +57,7 @@ public:
   }
 
   std::string name() const override { return "module"; }
+  unsigned caps() const override { return kProbesInKernel; }
 
   std::string describe() const override {
     std::string d = "gdbtrace.ko uprobes, frames built in the kernel";
@@ -104,7 +105,7 @@ public:
     if (auto r = define_tsvs(tp, ctx); !r)
       return r;
 
-    auto site = kmod::resolve_probe_site(pid, tp.address);
+    auto site = resolve_probe_site(pid, tp.address);
     if (!site)
       return site.error();
     std::vector<gdbtrace_action> actions;
@@ -124,7 +125,7 @@ public:
     }
     gdbtrace_probe_add req{};
     req.pid = pid;
-    req.fd = site->fd;
+    req.fd = site->fd.get();
     req.offset = site->offset;
     req.address = tp.address;
     req.tp_number = tp.number;
@@ -138,7 +139,7 @@ public:
     req.pass_count = tp.pass_count;
     if (emulate_) {
       uint8_t bytes[GDBTRACE_MAX_EMU] = {};
-      ssize_t n = ::pread(site->fd, bytes, sizeof bytes, off_t(site->offset));
+      ssize_t n = ::pread(site->fd.get(), bytes, sizeof bytes, off_t(site->offset));
       if (n > 0)
         if (auto e = kmod::make_emu_recipe({bytes, size_t(n)}))
           req.emu = *e;
@@ -149,7 +150,6 @@ public:
       req.emu = gdbtrace_emu{};
       id = session_.add_probe(req);
     }
-    ::close(site->fd);
     if (!id)
       return make_error(id.error().code, id.error().message + " (" + site->path + ")");
     probes_.push_back(Probe{*id, tp.number, tp.address});

@@ -62,10 +62,22 @@ struct CollectorStats {
 
 class Collector {
 public:
+  // What kind of collector this is, for the engine's decisions (never compare
+  // name(), which is for people and for `monitor gdbtrace backend NAME`).
+  enum Capability : unsigned {
+    // Probes are kernel uprobes: the int3 at a probed address belongs to the
+    // kernel, which would swallow the trap of a gdb software breakpoint there.
+    kProbesInKernel = 1u << 0,
+  };
+
   virtual ~Collector() = default;
   virtual std::string name() const = 0; // "module", "ebpf", "ptrace"
+  virtual unsigned caps() const = 0;    // Capability bits
   // Whether this collector can serve TP; the error text says why not
-  // (e.g. "while-stepping needs the ptrace collector").
+  // (e.g. "while-stepping needs the ptrace collector"). Cheap (no program is
+  // generated, nothing touches the kernel): the engine calls it before
+  // install(), which need not repeat it, and moves on to the next collector
+  // when either fails.
   virtual Result<void> check(const Tracepoint& tp) const = 0;
   // Install TP in process PID (probes armed at once; called at QTStart, or
   // later for tracepoints added during a run). A disabled TP (tp.enabled false)

@@ -17,6 +17,7 @@ public:
   ~PtraceCollector() override { remove_all(); }
 
   std::string name() const override { return "ptrace"; }
+  unsigned caps() const override { return 0; }
   std::string describe() const override {
     return "int3 traps handled by gdbtrace-server over ptrace; every tracepoint kind incl. "
            "while-stepping; slowest (two context switches per hit)";

@@ -286,7 +286,7 @@ bool TraceEngine::running() const {
 std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t address) const {
   for (const auto& e : impl_->tracepoints)
     if (e->installed && e->collector && e->tp.address == address &&
-        e->collector->name() != "ptrace")
+        (e->collector->caps() & Collector::kProbesInKernel))
       return "tracepoint " + std::to_string(e->tp.number) + " is collected in the kernel (" +
              e->collector->name() + ") at this address, which takes the int3 trap";
   return std::nullopt;

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "kmod/module_collector.h"
-#include "kmod/probe_site.h"
+#include "trace/collector_probe_site.h"
 
 extern "C" int kmod_site_test_fn() {
   return 7;
@@ -27,20 +27,19 @@ TEST(KmodCollector, AbsentDeviceIsAClearError) {
 
 TEST(KmodProbeSite, ResolvesOwnFunctionToFileOffset) {
   auto addr = reinterpret_cast<uint64_t>(&kmod_site_test_fn);
-  auto site = gdbtrace::kmod::resolve_probe_site(::getpid(), addr);
+  auto site = gdbtrace::resolve_probe_site(::getpid(), addr);
   ASSERT_TRUE(site.ok()) << site.error().message;
   // The file holds the same bytes at that offset as memory at the address.
   uint8_t file_bytes[8], mem_bytes[8];
-  ASSERT_EQ(::pread(site->fd, file_bytes, 8, off_t(site->offset)), 8);
+  ASSERT_EQ(::pread(site->fd.get(), file_bytes, 8, off_t(site->offset)), 8);
   std::memcpy(mem_bytes, reinterpret_cast<const void*>(addr), 8);
   EXPECT_EQ(std::memcmp(file_bytes, mem_bytes, 8), 0);
-  ::close(site->fd);
 }
 
 TEST(KmodProbeSite, RejectsStackAndUnmapped) {
   int local = 0;
-  auto s = gdbtrace::kmod::resolve_probe_site(::getpid(), reinterpret_cast<uint64_t>(&local));
+  auto s = gdbtrace::resolve_probe_site(::getpid(), reinterpret_cast<uint64_t>(&local));
   EXPECT_FALSE(s.ok());
-  auto u = gdbtrace::kmod::resolve_probe_site(::getpid(), 0x10);
+  auto u = gdbtrace::resolve_probe_site(::getpid(), 0x10);
   EXPECT_FALSE(u.ok());
 }

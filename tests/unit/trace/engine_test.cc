@@ -420,6 +420,7 @@ public:
   std::vector<std::vector<uint8_t>> pending;
   TraceContext* ctx = nullptr;
   std::string name() const override { return "fakekernel"; }
+  unsigned caps() const override { return kProbesInKernel; }
   Result<void> check(const Tracepoint& tp) const override {
     if (tp.step_count)
       return make_error(EINVAL, "single-step (while-stepping)");
