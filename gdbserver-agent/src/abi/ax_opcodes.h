@@ -1,6 +1,7 @@
 /*
  * Agent-expression opcodes (gdb 13 gdbsupport/ax.def): the one table of
- * opcode numbers, names, operand sizes and stack effects. The verifier and the
+ * opcode numbers, names, operand sizes and stack effects (abi/ax_opcodes.def,
+ * one AX_OPCODE line per opcode). The verifier and the
  * interpreter (ax/), the eBPF code generator (bpf/) and the stub's kernel-module
  * collector (kmod/) all read it; nothing else spells an opcode number.
  *
@@ -34,65 +35,12 @@ enum ax_op_flags {
   AX_F_JUMP = 1u << 5   /* operand is a 16-bit jump target */
 };
 
-/* X(code, symbol, name, operand bytes, pops, pushes, flags); AX_F_KNOWN implied. */
-#define AX_OPCODE_TABLE(X)                                                                         \
-  X(0x01, FLOAT, "float", 0, 0, 0, AX_F_FLOAT)                                                     \
-  X(0x02, ADD, "add", 0, 2, 1, 0)                                                                  \
-  X(0x03, SUB, "sub", 0, 2, 1, 0)                                                                  \
-  X(0x04, MUL, "mul", 0, 2, 1, 0)                                                                  \
-  X(0x05, DIV_SIGNED, "div_signed", 0, 2, 1, 0)                                                    \
-  X(0x06, DIV_UNSIGNED, "div_unsigned", 0, 2, 1, 0)                                                \
-  X(0x07, REM_SIGNED, "rem_signed", 0, 2, 1, 0)                                                    \
-  X(0x08, REM_UNSIGNED, "rem_unsigned", 0, 2, 1, 0)                                                \
-  X(0x09, LSH, "lsh", 0, 2, 1, 0)                                                                  \
-  X(0x0a, RSH_SIGNED, "rsh_signed", 0, 2, 1, 0)                                                    \
-  X(0x0b, RSH_UNSIGNED, "rsh_unsigned", 0, 2, 1, 0)                                                \
-  X(0x0c, TRACE, "trace", 0, 2, 0, AX_F_TRACE | AX_F_MEM)                                          \
-  X(0x0d, TRACE_QUICK, "trace_quick", 1, 1, 1, AX_F_TRACE | AX_F_MEM)                              \
-  X(0x0e, LOG_NOT, "log_not", 0, 1, 1, 0)                                                          \
-  X(0x0f, BIT_AND, "bit_and", 0, 2, 1, 0)                                                          \
-  X(0x10, BIT_OR, "bit_or", 0, 2, 1, 0)                                                            \
-  X(0x11, BIT_XOR, "bit_xor", 0, 2, 1, 0)                                                          \
-  X(0x12, BIT_NOT, "bit_not", 0, 1, 1, 0)                                                          \
-  X(0x13, EQUAL, "equal", 0, 2, 1, 0)                                                              \
-  X(0x14, LESS_SIGNED, "less_signed", 0, 2, 1, 0)                                                  \
-  X(0x15, LESS_UNSIGNED, "less_unsigned", 0, 2, 1, 0)                                              \
-  X(0x16, EXT, "ext", 1, 1, 1, 0)                                                                  \
-  X(0x17, REF8, "ref8", 0, 1, 1, AX_F_MEM)                                                         \
-  X(0x18, REF16, "ref16", 0, 1, 1, AX_F_MEM)                                                       \
-  X(0x19, REF32, "ref32", 0, 1, 1, AX_F_MEM)                                                       \
-  X(0x1a, REF64, "ref64", 0, 1, 1, AX_F_MEM)                                                       \
-  X(0x1b, REF_FLOAT, "ref_float", 0, 1, 1, AX_F_FLOAT)                                             \
-  X(0x1c, REF_DOUBLE, "ref_double", 0, 1, 1, AX_F_FLOAT)                                           \
-  X(0x1d, REF_LONG_DOUBLE, "ref_long_double", 0, 1, 1, AX_F_FLOAT)                                 \
-  X(0x1e, L_TO_D, "l_to_d", 0, 1, 1, AX_F_FLOAT)                                                   \
-  X(0x1f, D_TO_L, "d_to_l", 0, 1, 1, AX_F_FLOAT)                                                   \
-  X(0x20, IF_GOTO, "if_goto", 2, 1, 0, AX_F_JUMP)                                                  \
-  X(0x21, GOTO, "goto", 2, 0, 0, AX_F_JUMP)                                                        \
-  X(0x22, CONST8, "const8", 1, 0, 1, 0)                                                            \
-  X(0x23, CONST16, "const16", 2, 0, 1, 0)                                                          \
-  X(0x24, CONST32, "const32", 4, 0, 1, 0)                                                          \
-  X(0x25, CONST64, "const64", 8, 0, 1, 0)                                                          \
-  X(0x26, REG, "reg", 2, 0, 1, 0)                                                                  \
-  X(0x27, END, "end", 0, 0, 0, 0)                                                                  \
-  X(0x28, DUP, "dup", 0, 1, 2, 0)                                                                  \
-  X(0x29, POP, "pop", 0, 1, 0, 0)                                                                  \
-  X(0x2a, ZERO_EXT, "zero_ext", 1, 1, 1, 0)                                                        \
-  X(0x2b, SWAP, "swap", 0, 2, 2, 0)                                                                \
-  X(0x2c, GETV, "getv", 2, 0, 1, AX_F_TSV)                                                         \
-  X(0x2d, SETV, "setv", 2, 1, 1, AX_F_TSV)                                                         \
-  X(0x2e, TRACEV, "tracev", 2, 0, 0, AX_F_TSV | AX_F_TRACE)                                        \
-  X(0x2f, TRACENZ, "tracenz", 0, 2, 0, AX_F_TRACE | AX_F_MEM)                                      \
-  X(0x30, TRACE16, "trace16", 2, 1, 1, AX_F_TRACE | AX_F_MEM)                                      \
-  X(0x32, PICK, "pick", 1, 0, 1, 0)                                                                \
-  X(0x33, ROT, "rot", 0, 3, 3, 0)                                                                  \
-  X(0x34, PRINTF, "printf", 3, 2, 0, 0)
-
+/* AX_OP_ADD = 0x02, ... from the table in abi/ax_opcodes.def. */
 enum ax_opcode {
-#define AX_OPCODE_ENUM(code, sym, name, operand, pops, pushes, flags) AX_OP_##sym = code,
-  AX_OPCODE_TABLE(AX_OPCODE_ENUM)
-#undef AX_OPCODE_ENUM
-      AX_OP_INVALID2 = 0x31, /* in ax.def, but no opcode */
+#define AX_OPCODE(code, sym, name, operand, pops, pushes, flags) AX_OP_##sym = code,
+#include "abi/ax_opcodes.def"
+#undef AX_OPCODE
+  AX_OP_INVALID2 = 0x31, /* in ax.def, but no opcode */
   AX_OP_LAST = AX_OP_PRINTF
 };
 

@@ -1,17 +1,20 @@
 /*
- * The opcode table of abi/ax_opcodes.h as an array indexed by opcode.
+ * The opcode table of abi/ax_opcodes.def as an array indexed by opcode.
  */
 #include "abi/ax_opcodes.h"
 #include "ax/ax.h"
 
-#define AX_OPCODE_ENTRY(code, sym, nm, operand, pop, push, fl)                                     \
+#define AX_OPCODE(code, sym, nm, operand, pop, push, fl)                                           \
   [code] = {.name = nm,                                                                            \
             .operand_bytes = operand,                                                              \
             .pops = pop,                                                                           \
             .pushes = push,                                                                        \
             .flags = AX_F_KNOWN | (fl)},
 
-static const struct ax_opinfo table[AX_OP_LAST + 1] = {AX_OPCODE_TABLE(AX_OPCODE_ENTRY)};
+static const struct ax_opinfo table[AX_OP_LAST + 1] = {
+#include "abi/ax_opcodes.def"
+};
+#undef AX_OPCODE
 
 static const struct ax_opinfo unknown = {
     .name = 0, .operand_bytes = 0, .pops = 0, .pushes = 0, .flags = 0};

@@ -50,32 +50,38 @@ TEST(ProbeSite, RefusesWhatAUprobeCannotTake) {
   munmap(anon, 4096);
 }
 
+// A page of a new temporary file (zeros: not ELF), mapped executable.
+struct TempCodeMapping {
+  char path[32] = "/tmp/probe_site_testXXXXXX";
+  void* code = MAP_FAILED;
+  TempCodeMapping() {
+    int fd = mkstemp(path);
+    if (fd >= 0 && ftruncate(fd, 4096) == 0)
+      code = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    if (fd >= 0)
+      close(fd);
+  }
+  ~TempCodeMapping() {
+    if (code != MAP_FAILED)
+      munmap(code, 4096);
+    unlink(path);
+  }
+  uint64_t address() const { return reinterpret_cast<uint64_t>(code); }
+};
+
 TEST(ProbeSite, RefusesADeletedFile) {
-  char path[] = "/tmp/probe_site_testXXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(ftruncate(fd, 4096), 0);
-  void* code = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-  close(fd);
-  ASSERT_NE(code, MAP_FAILED);
-  unlink(path);
-  auto r = resolve_probe_site(getpid(), reinterpret_cast<uint64_t>(code));
+  TempCodeMapping m;
+  ASSERT_NE(m.code, MAP_FAILED);
+  unlink(m.path);
+  auto r = resolve_probe_site(getpid(), m.address());
   EXPECT_NE(message(r).find("deleted"), std::string::npos) << message(r);
-  munmap(code, 4096);
 }
 
 TEST(ProbeSite, RefusesAFileThatIsNotElf) {
-  char path[] = "/tmp/probe_site_testXXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(ftruncate(fd, 4096), 0);
-  void* code = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-  close(fd);
-  ASSERT_NE(code, MAP_FAILED);
-  auto r = resolve_probe_site(getpid(), reinterpret_cast<uint64_t>(code));
+  TempCodeMapping m;
+  ASSERT_NE(m.code, MAP_FAILED);
+  auto r = resolve_probe_site(getpid(), m.address());
   EXPECT_NE(message(r).find("not an ELF file"), std::string::npos) << message(r);
-  munmap(code, 4096);
-  unlink(path);
 }
 
 } // namespace
