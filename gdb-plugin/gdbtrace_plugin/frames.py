@@ -16,11 +16,12 @@ frame headers) keeps the partial frame until the next chunk completes it.
 
 import struct
 
-_HEADER = struct.Struct("<HI")
+HEADER = struct.Struct("<HI")  # u16 tracepoint, u32 size of the blocks
 _MEM = struct.Struct("<QH")
 _TSV = struct.Struct("<Iq")
+_I64 = struct.Struct("<q")
 
-FRAME_HEADER_SIZE = _HEADER.size
+FRAME_HEADER_SIZE = HEADER.size
 BLOCK_REGS, BLOCK_MEM, BLOCK_TSV = b"R"[0], b"M"[0], b"V"[0]
 MEM_BLOCK_HEADER_SIZE = 1 + _MEM.size  # tag, address, length
 TSV_BLOCK_SIZE = 1 + _TSV.size  # tag, number, value
@@ -78,11 +79,43 @@ class Frame:
         )
 
 
-def _end_of(body, pos, size, index, what):
-    """POS + SIZE, after checking BODY holds SIZE more bytes at POS."""
-    if len(body) - pos < size:
-        raise FrameFormatError("frame %d: truncated %s" % (index, what))
-    return pos + size
+class Block:
+    """One block of a frame: KIND (BLOCK_REGS, BLOCK_MEM, BLOCK_TSV), HEAD (offset of its tag),
+    DATA and LENGTH (where its payload is: register bytes, memory bytes, the i64 value), ADDRESS
+    ('M') and TSV ('V')."""
+
+    __slots__ = ("kind", "head", "data", "length", "address", "tsv")
+
+
+_BLOCK_NAMES = {BLOCK_REGS: "register block", BLOCK_MEM: "memory block", BLOCK_TSV: "tsv block"}
+
+
+def walk_blocks(buf, pos, end, regblock_size, index=0):
+    """The blocks of the frame body BUF[POS:END], in order (the one block walker: Frame parsing
+    and the batch decoder's layouts both use it). FrameFormatError when malformed."""
+    out = []
+    while pos < end:
+        b = Block()
+        b.kind, b.head = buf[pos], pos
+        b.address = b.tsv = None
+        pos += 1
+        if b.kind == BLOCK_REGS:
+            b.data, b.length = pos, regblock_size
+        elif b.kind == BLOCK_MEM:
+            if end - pos < _MEM.size:
+                raise FrameFormatError("frame %d: truncated memory block header" % index)
+            b.address, b.length = _MEM.unpack_from(buf, pos)
+            b.data = pos + _MEM.size
+        elif b.kind == BLOCK_TSV:
+            b.tsv = struct.unpack_from("<I", buf, pos)[0] if end - pos >= 4 else None
+            b.data, b.length = pos + 4, 8
+        else:
+            raise FrameFormatError("frame %d: unknown block type 0x%02x" % (index, b.kind))
+        pos = b.data + b.length
+        if pos > end:
+            raise FrameFormatError("frame %d: truncated %s" % (index, _BLOCK_NAMES[b.kind]))
+        out.append(b)
+    return out
 
 
 def parse_frame(body, index, tp, regblock_size):
@@ -90,26 +123,14 @@ def parse_frame(body, index, tp, regblock_size):
     regs = None
     mem = []
     tsv = None
-    pos = 0
-    while pos < len(body):
-        kind = body[pos]
-        pos += 1
-        if kind == BLOCK_REGS:
-            end = _end_of(body, pos, regblock_size, index, "register block")
-            regs = body[pos:end]
-        elif kind == BLOCK_MEM:
-            data_at = _end_of(body, pos, _MEM.size, index, "memory block header")
-            address, length = _MEM.unpack_from(body, pos)
-            end = _end_of(body, data_at, length, index, "memory block")
-            mem.append((address, body[data_at:end]))
-        elif kind == BLOCK_TSV:
-            end = _end_of(body, pos, _TSV.size, index, "tsv block")
-            number, value = _TSV.unpack_from(body, pos)
-            tsv = tsv or {}
-            tsv[number] = value
+    for b in walk_blocks(body, 0, len(body), regblock_size, index):
+        if b.kind == BLOCK_REGS:
+            regs = body[b.data : b.data + b.length]
+        elif b.kind == BLOCK_MEM:
+            mem.append((b.address, body[b.data : b.data + b.length]))
         else:
-            raise FrameFormatError("frame %d: unknown block type 0x%02x" % (index, kind))
-        pos = end
+            tsv = tsv or {}
+            tsv[b.tsv] = _I64.unpack_from(body, b.data)[0]
     return Frame(index, tp, regs, mem, tsv)
 
 
@@ -137,7 +158,7 @@ class FrameSplitter:
                 i += take
                 if len(self._header) < FRAME_HEADER_SIZE:
                     return
-                self._tp, self._left = _HEADER.unpack(self._header)
+                self._tp, self._left = HEADER.unpack(self._header)
                 self._header = b""
             take = min(self._left, n - i)
             if self.keep_bodies:
@@ -214,4 +235,4 @@ def build_frame(tp, regs=None, mem=(), tsv=()):
         body += bytes([BLOCK_MEM]) + _MEM.pack(address, len(data)) + bytes(data)
     for number, value in tsv:
         body += bytes([BLOCK_TSV]) + _TSV.pack(number, value)
-    return _HEADER.pack(tp, len(body)) + bytes(body)
+    return HEADER.pack(tp, len(body)) + bytes(body)
