@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "abi/amd64_regs.h"
+#include "abi/ax_opcodes.h"
 #include "ax/ax.h"
 #include "trace/collector.h"
 #include "trace/tracepoint.h"
@@ -18,31 +19,9 @@
 
 namespace gdbtrace::test {
 
-// Operand bytes of opcode OP (gdb ax.def); printf is not assembled here.
+// Operand bytes of opcode OP (abi/ax_opcodes.def); printf is not assembled here.
 inline int operand_bytes(uint8_t op) {
-  switch (op) {
-  case 0x0d:
-  case 0x16:
-  case 0x22:
-  case 0x2a:
-  case 0x32:
-    return 1; // trace_quick ext const8 zero_ext pick
-  case 0x20:
-  case 0x21:
-  case 0x23:
-  case 0x26:
-  case 0x2c:
-  case 0x2d:
-  case 0x2e:
-  case 0x30:
-    return 2;
-  case 0x24:
-    return 4;
-  case 0x25:
-    return 8;
-  default:
-    return 0;
-  }
+  return ax_opinfo(op)->operand_bytes;
 }
 
 // "const8 5 const8 7 add end" -> bytecode. Operands are decimal or 0x hex.
