@@ -9,8 +9,8 @@
  * zero_ext work for every width 1..64.
  * Target memory is read as little-endian (x86-64).
  */
-#include "ax/ax.h"
 #include "abi/ax_opcodes.h"
+#include "ax/ax.h"
 
 struct machine {
   const uint8_t* code;

@@ -21,7 +21,8 @@ struct RegisterBlock {
 
   uint64_t get_u64(unsigned regno) const {
     uint64_t v = 0;
-    std::memcpy(&v, bytes.data() + gt_reg_offset(regno), gt_reg_size(regno) < 8 ? gt_reg_size(regno) : 8);
+    std::memcpy(&v, bytes.data() + gt_reg_offset(regno),
+                gt_reg_size(regno) < 8 ? gt_reg_size(regno) : 8);
     return v;
   }
   void set_u64(unsigned regno, uint64_t v) {
