@@ -1,9 +1,9 @@
 /*
  * Agent-expression opcodes (gdb 13 gdbsupport/ax.def): the one table of
  * opcode numbers, names, operand sizes and stack effects (abi/ax_opcodes.def,
- * one AX_OPCODE line per opcode). The verifier and the
- * interpreter (ax/), the eBPF code generator (bpf/) and the stub's kernel-module
- * collector (kmod/) all read it; nothing else spells an opcode number.
+ * one AX_OPCODE line per opcode). The verifier and the interpreter (ax/) and
+ * the eBPF code generator (bpf/) read it; other code asks what the verifier
+ * reported (AgentExpr in trace/tracepoint.h) and spells no opcode number.
  *
  * Freestanding C (no libc): included by the kernel module like ax/ax.h.
  *
