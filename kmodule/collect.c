@@ -13,7 +13,7 @@
 #include <asm/msr.h>
 #include <asm/segment.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "gdbtrace.h"
 #include "emulate.h"
 

@@ -26,7 +26,9 @@ import struct
 from . import frames as frames_mod
 from . import regs as regs_mod
 
-_HEADER = struct.Struct("<HI")
+_HEADER = frames_mod.HEADER
+_HDR = frames_mod.FRAME_HEADER_SIZE
+_REGS, _MEM, _TSV = frames_mod.BLOCK_REGS, frames_mod.BLOCK_MEM, frames_mod.BLOCK_TSV
 MAX_LAYOUTS_PER_SHAPE = 8
 
 
@@ -38,32 +40,9 @@ class Layout:
             self.plan.tp, self.size, len(self.struct.format), len(self.checks))
 
 
-class _Block:
-    __slots__ = ("kind", "head", "data", "length", "address", "tsv")
-
-
 def _blocks(frame, regblock_size):
-    """Blocks of one complete frame with their offsets (data = offset of the payload)."""
-    out = []
-    pos, end = 6, len(frame)
-    while pos < end:
-        b = _Block()
-        b.kind, b.head = frame[pos], pos
-        pos += 1
-        b.address = b.tsv = None
-        if b.kind == 0x52:
-            b.data, b.length = pos, regblock_size
-        elif b.kind == 0x4D:
-            b.address, b.length = struct.unpack_from("<QH", frame, pos)
-            b.data = pos + 10
-        elif b.kind == 0x56:
-            b.tsv = struct.unpack_from("<I", frame, pos)[0]
-            b.data, b.length = pos + 4, 8
-        else:
-            raise frames_mod.FrameFormatError("unknown block type 0x%02x" % b.kind)
-        pos = b.data + b.length
-        out.append(b)
-    return out
+    """Blocks of one complete frame with their offsets in FRAME (header included)."""
+    return frames_mod.walk_blocks(frame, _HDR, len(frame), regblock_size)
 
 
 class _Builder:
@@ -139,15 +118,15 @@ def build_layout(plan, frame, regblock_size, ts_tsv=None, want_fs=False):
 def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
     blocks = _blocks(frame, regblock_size)
     b = _Builder(frame)
-    b.fix(0, 6)
+    b.fix(0, _HDR)
     regs_block = None
     for blk in blocks:
         b.fix(blk.head, 1)
-        if blk.kind == 0x4D:
+        if blk.kind == _MEM:
             b.fix(blk.head + 9, 2)  # length
-        elif blk.kind == 0x56:
+        elif blk.kind == _TSV:
             b.fix(blk.head + 1, 4)  # tsv number
-        elif blk.kind == 0x52:
+        elif blk.kind == _REGS:
             regs_block = blk
     if regs_block is not None and plan.address is not None:
         rip_off = regs_block.data + regs_mod.OFFSETS[regs_mod.RIP]
@@ -172,7 +151,7 @@ def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
                 leaf_fields.append((off, code))
                 continue
             tsv = _program_tsv(program)
-            vblk = next((x for x in blocks if x.kind == 0x56 and x.tsv == tsv), None) if tsv is not None else None
+            vblk = next((x for x in blocks if x.kind == _TSV and x.tsv == tsv), None) if tsv is not None else None
             if vblk is None or (leaf.fmt or "<q") != "<q":
                 raise _NotFast("value computed by bytecode")
             b.field(vblk.data, "q")
@@ -189,7 +168,7 @@ def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
             address = (struct.unpack_from("<Q", frame, base_off)[0] + program.const) & ax_mask
         else:
             raise _NotFast("address computed by a general program")
-        mblk = next((x for x in blocks if x.kind == 0x4D and x.address <= address
+        mblk = next((x for x in blocks if x.kind == _MEM and x.address <= address
                      and address + column.size <= x.address + x.length), None)
         if mblk is None:
             raise _NotFast("not collected in the reference frame")
@@ -213,7 +192,7 @@ def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
 
     ts_off = fs_off = None
     if ts_tsv is not None:
-        vblk = next((x for x in blocks if x.kind == 0x56 and x.tsv == ts_tsv), None)
+        vblk = next((x for x in blocks if x.kind == _TSV and x.tsv == ts_tsv), None)
         if vblk is not None:
             ts_off = vblk.data
             b.field(ts_off, "q")
@@ -280,17 +259,17 @@ class Runner:
         buf = self._tail + bytes(chunk) if self._tail else bytes(chunk)
         runs = []
         pos, end = 0, len(buf)
-        while end - pos >= 6:
+        while end - pos >= _HDR:
             tp, size = _HEADER.unpack_from(buf, pos)
-            if end - pos - 6 < size:
+            if end - pos - _HDR < size:
                 break
-            frame_end = pos + 6 + size
+            frame_end = pos + _HDR + size
             run = self._fast_run(buf, pos, tp, size) if self.fast else None
             if run is None:
                 run = self._slow_frame(buf, pos, frame_end, tp, size)
                 pos = frame_end
             else:
-                pos += len(run.rows) * (6 + size)
+                pos += len(run.rows) * (_HDR + size)
             runs.append(run)
         self._tail = buf[pos:]
         return runs
@@ -370,7 +349,7 @@ class Runner:
         index = self.next_index
         self.next_index += 1
         self.frames_slow += 1
-        frame = frames_mod.parse_frame(memoryview(buf)[pos + 6 : frame_end], index, self.tp_map.get(tp, tp),
+        frame = frames_mod.parse_frame(memoryview(buf)[pos + _HDR : frame_end], index, self.tp_map.get(tp, tp),
                                        self.regblock_size)
         plan = self.plan_for(frame)
         if self.fast:

@@ -1,24 +1,31 @@
 """Trace-frame stream parsing (no gdb import: unit-testable on synthetic bytes).
 
 The stub's qGdbtrace.frames packet returns the trace buffer as concatenated
-frames in gdb's tfile layout, little endian, packed:
+frames in gdb's tfile layout, little endian, packed (its one description is
+gdbserver-agent/src/abi/tframe.h; tests/unit/abi/abi_python_test.cc fails when
+the constants below differ from it):
 
     u16 tracepoint number, u32 size of the blocks that follow, then blocks
     'R' + register block (the 'g' layout; 560 bytes, 816 with AVX)
     'M' + u64 address + u16 length + bytes
     'V' + u32 trace-state-variable number + i64 value
 
-A fetch can end in the middle of a frame; `FrameParser.feed` keeps the tail
-until the next chunk completes it.
+A fetch can end in the middle of a frame; `FrameSplitter` (the one walk over
+frame headers) keeps the partial frame until the next chunk completes it.
 """
 
 import struct
 
-_HEADER = struct.Struct("<HI")
+HEADER = struct.Struct("<HI")  # u16 tracepoint, u32 size of the blocks
 _MEM = struct.Struct("<QH")
 _TSV = struct.Struct("<Iq")
+_I64 = struct.Struct("<q")
 
-FRAME_HEADER_SIZE = _HEADER.size
+FRAME_HEADER_SIZE = HEADER.size
+BLOCK_REGS, BLOCK_MEM, BLOCK_TSV = b"R"[0], b"M"[0], b"V"[0]
+MEM_BLOCK_HEADER_SIZE = 1 + _MEM.size  # tag, address, length
+TSV_BLOCK_SIZE = 1 + _TSV.size  # tag, number, value
+MEM_BLOCK_MAX = 0xFFFF  # bytes one 'M' block holds
 
 
 class FrameFormatError(Exception):
@@ -72,40 +79,105 @@ class Frame:
         )
 
 
+class Block:
+    """One block of a frame: KIND (BLOCK_REGS, BLOCK_MEM, BLOCK_TSV), HEAD (offset of its tag),
+    DATA and LENGTH (where its payload is: register bytes, memory bytes, the i64 value), ADDRESS
+    ('M') and TSV ('V')."""
+
+    __slots__ = ("kind", "head", "data", "length", "address", "tsv")
+
+
+_BLOCK_NAMES = {BLOCK_REGS: "register block", BLOCK_MEM: "memory block", BLOCK_TSV: "tsv block"}
+
+
+def walk_blocks(buf, pos, end, regblock_size, index=0):
+    """The blocks of the frame body BUF[POS:END], in order (the one block walker: Frame parsing
+    and the batch decoder's layouts both use it). FrameFormatError when malformed."""
+    out = []
+    while pos < end:
+        b = Block()
+        b.kind, b.head = buf[pos], pos
+        b.address = b.tsv = None
+        pos += 1
+        if b.kind == BLOCK_REGS:
+            b.data, b.length = pos, regblock_size
+        elif b.kind == BLOCK_MEM:
+            if end - pos < _MEM.size:
+                raise FrameFormatError("frame %d: truncated memory block header" % index)
+            b.address, b.length = _MEM.unpack_from(buf, pos)
+            b.data = pos + _MEM.size
+        elif b.kind == BLOCK_TSV:
+            b.tsv = struct.unpack_from("<I", buf, pos)[0] if end - pos >= 4 else None
+            b.data, b.length = pos + 4, 8
+        else:
+            raise FrameFormatError("frame %d: unknown block type 0x%02x" % (index, b.kind))
+        pos = b.data + b.length
+        if pos > end:
+            raise FrameFormatError("frame %d: truncated %s" % (index, _BLOCK_NAMES[b.kind]))
+        out.append(b)
+    return out
+
+
 def parse_frame(body, index, tp, regblock_size):
     """Decode the blocks of one frame (BODY = the bytes after the header)."""
     regs = None
     mem = []
     tsv = None
-    pos, end = 0, len(body)
-    while pos < end:
-        kind = body[pos]
-        pos += 1
-        if kind == 0x52:  # 'R'
-            if end - pos < regblock_size:
-                raise FrameFormatError("frame %d: truncated register block" % index)
-            regs = body[pos : pos + regblock_size]
-            pos += regblock_size
-        elif kind == 0x4D:  # 'M'
-            if end - pos < _MEM.size:
-                raise FrameFormatError("frame %d: truncated memory block header" % index)
-            address, length = _MEM.unpack_from(body, pos)
-            pos += _MEM.size
-            if end - pos < length:
-                raise FrameFormatError("frame %d: truncated memory block" % index)
-            mem.append((address, body[pos : pos + length]))
-            pos += length
-        elif kind == 0x56:  # 'V'
-            if end - pos < _TSV.size:
-                raise FrameFormatError("frame %d: truncated tsv block" % index)
-            number, value = _TSV.unpack_from(body, pos)
-            pos += _TSV.size
-            if tsv is None:
-                tsv = {}
-            tsv[number] = value
+    for b in walk_blocks(body, 0, len(body), regblock_size, index):
+        if b.kind == BLOCK_REGS:
+            regs = body[b.data : b.data + b.length]
+        elif b.kind == BLOCK_MEM:
+            mem.append((b.address, body[b.data : b.data + b.length]))
         else:
-            raise FrameFormatError("frame %d: unknown block type 0x%02x" % (index, kind))
+            tsv = tsv or {}
+            tsv[b.tsv] = _I64.unpack_from(body, b.data)[0]
     return Frame(index, tp, regs, mem, tsv)
+
+
+class FrameSplitter:
+    """Splits a stream fed in chunks into frames by their headers.
+
+    `feed` yields (tracepoint, body, end) for every frame the chunk completes,
+    END being the offset in the chunk just after it. With keep_bodies=False the
+    body is None and only the header of a partial frame is kept (counting a
+    large stream without holding it)."""
+
+    def __init__(self, keep_bodies=True):
+        self.keep_bodies = keep_bodies
+        self._header = b""
+        self._tp = 0
+        self._left = None  # body bytes still to come, None while reading a header
+        self._body = bytearray()
+
+    def feed(self, chunk):
+        i, n = 0, len(chunk)
+        while True:
+            if self._left is None:
+                take = min(FRAME_HEADER_SIZE - len(self._header), n - i)
+                self._header += bytes(chunk[i : i + take])
+                i += take
+                if len(self._header) < FRAME_HEADER_SIZE:
+                    return
+                self._tp, self._left = HEADER.unpack(self._header)
+                self._header = b""
+            take = min(self._left, n - i)
+            if self.keep_bodies:
+                self._body += chunk[i : i + take]
+            i += take
+            self._left -= take
+            if self._left:
+                return
+            body = bytes(self._body) if self.keep_bodies else None
+            self._left = None
+            self._body = bytearray()
+            yield self._tp, body, i
+
+    @property
+    def pending_bytes(self):
+        """Bytes of an incomplete frame kept for the next chunk."""
+        if self._left is None:
+            return len(self._header)
+        return FRAME_HEADER_SIZE + len(self._body)
 
 
 class FrameParser:
@@ -114,28 +186,19 @@ class FrameParser:
     def __init__(self, regblock_size, first_index=0):
         self.regblock_size = regblock_size
         self.next_index = first_index
-        self._tail = b""
+        self._splitter = FrameSplitter()
 
     def feed(self, chunk):
-        data = self._tail + bytes(chunk) if self._tail else bytes(chunk)
         frames = []
-        pos, end = 0, len(data)
-        header = _HEADER
-        while end - pos >= FRAME_HEADER_SIZE:
-            tp, size = header.unpack_from(data, pos)
-            if end - pos - FRAME_HEADER_SIZE < size:
-                break
-            body = data[pos + FRAME_HEADER_SIZE : pos + FRAME_HEADER_SIZE + size]
+        for tp, body, _ in self._splitter.feed(chunk):
             frames.append(parse_frame(body, self.next_index, tp, self.regblock_size))
             self.next_index += 1
-            pos += FRAME_HEADER_SIZE + size
-        self._tail = data[pos:]
         return frames
 
     @property
     def pending_bytes(self):
         """Bytes of an incomplete frame waiting for the next chunk."""
-        return len(self._tail)
+        return self._splitter.pending_bytes
 
 
 class FrameCounter:
@@ -145,28 +208,13 @@ class FrameCounter:
         self.frames = 0
         self.complete_bytes = 0  # stream length up to the end of the last complete frame
         self._seen = 0
-        self._header = b""
-        self._body_left = None
+        self._splitter = FrameSplitter(keep_bodies=False)
 
     def feed(self, chunk):
-        i, n = 0, len(chunk)
-        while i < n:
-            if self._body_left is None:
-                take = min(FRAME_HEADER_SIZE - len(self._header), n - i)
-                self._header += bytes(chunk[i : i + take])
-                i += take
-                if len(self._header) < FRAME_HEADER_SIZE:
-                    break
-                self._body_left = _HEADER.unpack(self._header)[1]
-                self._header = b""
-            take = min(self._body_left, n - i)
-            i += take
-            self._body_left -= take
-            if self._body_left == 0:
-                self._body_left = None
-                self.frames += 1
-                self.complete_bytes = self._seen + i
-        self._seen += n
+        for _, _, end in self._splitter.feed(chunk):
+            self.frames += 1
+            self.complete_bytes = self._seen + end
+        self._seen += len(chunk)
 
 
 def parse_stream(data, regblock_size):
@@ -182,9 +230,9 @@ def build_frame(tp, regs=None, mem=(), tsv=()):
     """Encode one frame (used by the unit tests and the tfile writer's checks)."""
     body = bytearray()
     if regs is not None:
-        body += b"R" + bytes(regs)
+        body += bytes([BLOCK_REGS]) + bytes(regs)
     for address, data in mem:
-        body += b"M" + _MEM.pack(address, len(data)) + bytes(data)
+        body += bytes([BLOCK_MEM]) + _MEM.pack(address, len(data)) + bytes(data)
     for number, value in tsv:
-        body += b"V" + _TSV.pack(number, value)
-    return _HEADER.pack(tp, len(body)) + bytes(body)
+        body += bytes([BLOCK_TSV]) + _TSV.pack(number, value)
+    return HEADER.pack(tp, len(body)) + bytes(body)

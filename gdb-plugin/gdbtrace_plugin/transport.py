@@ -173,16 +173,16 @@ class TfileSource(Stub):
     def _find_stream_end(self):
         """Frames run until a header with tracepoint number 0 (gdb's end marker). gdb's writer
         (and ours) end the file with exactly those 4 zero bytes; other files are walked."""
-        import struct
+        from .frames import FRAME_HEADER_SIZE, HEADER
 
         pos, data = 0, self._frames
         if data.endswith(b"\0\0\0\0"):
             return len(data) - 4
-        while len(data) - pos >= 6:
-            tp, size = struct.unpack_from("<HI", data, pos)
+        while len(data) - pos >= FRAME_HEADER_SIZE:
+            tp, size = HEADER.unpack_from(data, pos)
             if tp == 0:
                 break
-            pos += 6 + size
+            pos += FRAME_HEADER_SIZE + size
         return min(pos, len(data))
 
     def request(self, packet):

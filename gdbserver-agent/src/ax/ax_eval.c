@@ -9,8 +9,8 @@
  * zero_ext work for every width 1..64.
  * Target memory is read as little-endian (x86-64).
  */
+#include "abi/ax_opcodes.h"
 #include "ax/ax.h"
-#include "ax/ax_opcodes.h"
 
 struct machine {
   const uint8_t* code;
@@ -37,12 +37,9 @@ static int pop(struct machine* m, uint64_t* v) {
 
 /* Operand bytes at pc+1.. as a big-endian number (gdb emits big-endian). */
 static int operand(const struct machine* m, uint32_t bytes, uint64_t* v) {
-  uint32_t i;
   if (bytes > m->len - m->pc - 1u)
     return AX_ERR_TRUNCATED;
-  *v = 0;
-  for (i = 0; i < bytes; i++)
-    *v = (*v << 8) | m->code[m->pc + 1u + i];
+  *v = ax_operand(m->code + m->pc + 1u, bytes);
   return AX_OK;
 }
 

@@ -12,8 +12,8 @@
  * Because depths agree at joins, a loop cannot grow the stack, so the
  * computed max_stack bounds every execution.
  */
+#include "abi/ax_opcodes.h"
 #include "ax/ax.h"
-#include "ax/ax_opcodes.h"
 
 _Static_assert(AX_MAX_STACK < 255u, "depth + 1 is stored in a uint8_t");
 _Static_assert(AX_MAX_CODE_LEN <= 65536u, "pcs are stored in a uint16_t");
@@ -28,7 +28,7 @@ struct verifier {
 };
 
 static uint32_t be16(const uint8_t* p) {
-  return ((uint32_t)p[0] << 8) | p[1];
+  return (uint32_t)ax_operand(p, 2);
 }
 
 static int is_insn_start(const struct verifier* v, uint32_t pc) {
@@ -80,9 +80,12 @@ static int check_operands(struct verifier* v, uint32_t pc) {
   if (info->flags & AX_F_MEM)
     v->out->uses_mem = 1;
   if (info->flags & AX_F_TSV) {
+    uint32_t num = be16(v->code + pc + 1);
     v->out->uses_tsv = 1;
-    if (ctx->tsv_exists && !ctx->tsv_exists(ctx->opaque, be16(v->code + pc + 1)))
+    if (ctx->tsv_exists && !ctx->tsv_exists(ctx->opaque, num))
       return AX_ERR_BAD_TSV;
+    if (ctx->note_tsv)
+      ctx->note_tsv(ctx->opaque, num, op == AX_OP_SETV ? AX_TSV_WRITE : AX_TSV_READ);
   }
   switch (op) {
   case AX_OP_REG:
@@ -134,19 +137,6 @@ static int check_jumps(struct verifier* v) {
   return AX_OK;
 }
 
-/* Values an instruction needs on the stack and leaves there. */
-static void stack_effect(const uint8_t* insn, uint32_t* pops, uint32_t* pushes) {
-  const struct ax_opinfo* info = ax_opinfo(insn[0]);
-  *pops = info->pops;
-  *pushes = info->pushes;
-  if (insn[0] == AX_OP_PICK) { /* pick n: copies the value n below the top */
-    *pops = insn[1] + 1u;
-    *pushes = insn[1] + 2u;
-  } else if (insn[0] == AX_OP_PRINTF) { /* function, channel, nargs arguments */
-    *pops = 2u + insn[1];
-  }
-}
-
 /* Record that control reaches TARGET with DEPTH values on the stack. */
 static int reach(struct verifier* v, uint32_t* wl_n, uint32_t target, uint32_t depth) {
   uint8_t want = (uint8_t)(depth + 1u);
@@ -175,7 +165,7 @@ static int check_stack(struct verifier* v) {
     depth = v->ws->depth[pc] - 1u;
     v->err_pc = pc;
     insn_size(v, pc, &size);
-    stack_effect(v->code + pc, &pops, &pushes);
+    ax_stack_effect(v->code + pc, &pops, &pushes);
     if (depth < pops)
       return AX_ERR_STACK_UNDERFLOW;
     depth = depth - pops + pushes;

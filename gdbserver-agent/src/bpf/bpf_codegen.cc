@@ -4,7 +4,9 @@
 #include <cstring>
 #include <map>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
+#include "abi/ax_opcodes.h"
+#include "abi/tframe.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
 
@@ -24,147 +26,46 @@ int16_t slot(uint32_t i) {
   return int16_t(kStackBase - 8 * int(i));
 }
 
-// AX opcodes the translator handles (values from gdb's ax.def).
-enum : uint8_t {
-  OP_ADD = 0x02,
-  OP_SUB,
-  OP_MUL,
-  OP_DIV_S,
-  OP_DIV_U,
-  OP_REM_S,
-  OP_REM_U,
-  OP_LSH,
-  OP_RSH_S,
-  OP_RSH_U,
-  OP_TRACE,
-  OP_TRACE_QUICK,
-  OP_LOG_NOT,
-  OP_BIT_AND,
-  OP_BIT_OR,
-  OP_BIT_XOR,
-  OP_BIT_NOT,
-  OP_EQUAL,
-  OP_LESS_S,
-  OP_LESS_U,
-  OP_EXT,
-  OP_REF8,
-  OP_REF16,
-  OP_REF32,
-  OP_REF64,
-  OP_IF_GOTO = 0x20,
-  OP_GOTO,
-  OP_CONST8,
-  OP_CONST16,
-  OP_CONST32,
-  OP_CONST64,
-  OP_REG,
-  OP_END,
-  OP_DUP,
-  OP_POP,
-  OP_ZERO_EXT,
-  OP_SWAP,
-  OP_GETV,
-  OP_SETV,
-  OP_TRACEV,
-  OP_TRACENZ,
-  OP_TRACE16,
-  OP_PICK = 0x32,
-  OP_ROT,
-  OP_PRINTF
-};
-
-struct OpShape {
-  int operand_bytes = -1; // -1: not supported by this translator
-  int pops = 0, pushes = 0;
-};
-
-OpShape shape(uint8_t op) {
-  switch (op) {
-  case OP_ADD:
-  case OP_SUB:
-  case OP_MUL:
-  case OP_DIV_S:
-  case OP_DIV_U:
-  case OP_REM_S:
-  case OP_REM_U:
-  case OP_LSH:
-  case OP_RSH_S:
-  case OP_RSH_U:
-  case OP_BIT_AND:
-  case OP_BIT_OR:
-  case OP_BIT_XOR:
-  case OP_EQUAL:
-  case OP_LESS_S:
-  case OP_LESS_U:
-    return {0, 2, 1};
-  case OP_LOG_NOT:
-  case OP_BIT_NOT:
-  case OP_REF8:
-  case OP_REF16:
-  case OP_REF32:
-  case OP_REF64:
-    return {0, 1, 1};
-  case OP_EXT:
-  case OP_ZERO_EXT:
-    return {1, 1, 1};
-  case OP_TRACE:
-  case OP_TRACENZ:
-    return {0, 2, 0};
-  case OP_TRACE_QUICK:
-    return {1, 1, 1};
-  case OP_TRACE16:
-    return {2, 1, 1};
-  case OP_IF_GOTO:
-    return {2, 1, 0};
-  case OP_GOTO:
-    return {2, 0, 0};
-  case OP_CONST8:
-    return {1, 0, 1};
-  case OP_CONST16:
-    return {2, 0, 1};
-  case OP_CONST32:
-    return {4, 0, 1};
-  case OP_CONST64:
-    return {8, 0, 1};
-  case OP_REG:
-    return {2, 0, 1};
-  case OP_END:
-    return {0, 0, 0};
-  case OP_DUP:
-    return {0, 1, 2};
-  case OP_POP:
-    return {0, 1, 0};
-  case OP_SWAP:
-    return {0, 2, 2};
-  case OP_ROT:
-    return {0, 3, 3};
-  case OP_PICK:
-    return {1, 0, 1}; // the operand decides how deep it reads
-  case OP_GETV:
-    return {2, 0, 1};
-  case OP_SETV:
-    return {2, 1, 1};
-  case OP_TRACEV:
-    return {2, 0, 0};
-  default:
-    return {};
-  }
-}
+// Frame bytes, named after abi/tframe.h (BPF immediates are 32-bit).
+constexpr int32_t kHeader = GT_TFRAME_HEADER_SIZE;
+constexpr int16_t kSizeField = GT_TFRAME_SIZE_OFFSET;
+constexpr int32_t kRegsHeader = GT_TFRAME_REGS_HEADER;
+constexpr int32_t kMemHeader = GT_TFRAME_MEM_HEADER;
+constexpr int16_t kMemAddr = GT_TFRAME_MEM_ADDR_OFFSET;
+constexpr int16_t kMemLen = GT_TFRAME_MEM_LEN_OFFSET;
+constexpr int32_t kTsvBlock = GT_TFRAME_TSV_SIZE;
 
 const char* op_name(uint8_t op) {
   const char* n = ax_op_name(op);
   return n ? n : "?";
 }
 
-uint64_t operand(const std::vector<uint8_t>& code, uint32_t pc, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; i++)
-    v = (v << 8) | code[pc + 1 + i]; // big endian
-  return v;
+// Bytes of the instruction at PC (opcode and operands; printf is refused before).
+uint32_t insn_size(const std::vector<uint8_t>& code, uint32_t pc) {
+  return 1u + ax_opinfo(code[pc])->operand_bytes;
+}
+
+uint64_t operand(const std::vector<uint8_t>& code, uint32_t pc) {
+  return ax_operand(&code[pc + 1], ax_opinfo(code[pc])->operand_bytes);
 }
 
 Error refuse(const std::string& what) {
   return make_error(EOPNOTSUPP, "the eBPF collector cannot run this tracepoint: " + what);
+}
+
+// The part of check_tracepoint() that looks at one expression.
+Result<void> check_expression(const AgentExpr& e) {
+  if (e.depth.size() != e.code.size())
+    return refuse("agent expression was not verified");
+  if (e.info.uses_printf)
+    return refuse("printf in an agent expression needs the ptrace collector");
+  for (uint32_t pc = 0; pc < e.code.size(); pc += insn_size(e.code, pc))
+    if (e.depth[pc] >= 0 && (ax_opinfo(e.code[pc])->flags & AX_F_JUMP) && operand(e.code, pc) <= pc)
+      return refuse("loops (backward jumps) are not supported");
+  if (e.info.max_stack > kMaxAxSlots)
+    return refuse("agent expression needs more than " + std::to_string(kMaxAxSlots) +
+                  " stack slots");
+  return ok();
 }
 
 class Generator {
@@ -200,7 +101,7 @@ private:
 
   // --- agent expressions ---
   Result<void> expression(const AgentExpr& e, bool is_condition, int end_label);
-  Result<std::vector<int>> depths(const AgentExpr& e);
+  void mark_jump_targets(const AgentExpr& e);
   Result<void> op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_condition, int end_label,
                   uint32_t& next_pc);
   void raise(int status, uint32_t pc, bool in_condition);
@@ -219,8 +120,7 @@ private:
   size_t reserve_at_ = 0;
   int exit_ = -1, drop_ = -1, cond_error_ = -1, action_error_ = -1, error_common_ = -1;
   std::map<uint32_t, int> pc_labels_;
-  std::vector<bool> jump_target_;
-  const std::vector<int>* depth_ = nullptr; // of the expression being translated
+  std::vector<bool> jump_target_; // of the expression being translated
 };
 
 void Generator::store_const(int16_t off, uint64_t v) {
@@ -242,8 +142,8 @@ void Generator::load_const(uint8_t dst, uint64_t v) {
 }
 
 Result<Program> Generator::run() {
-  if (tp_.step_count > 0)
-    return refuse("while-stepping needs the ptrace collector");
+  if (auto r = check_tracepoint(tp_); !r)
+    return r.error();
   exit_ = a_.new_label();
   drop_ = a_.new_label();
   cond_error_ = a_.new_label();
@@ -273,7 +173,7 @@ Result<Program> Generator::run() {
 
 // r6 = pt_regs, r9 = &control[slot]; leave when disabled.
 void Generator::prologue() {
-  out_.frame_max = 6;
+  out_.frame_max = kHeader;
   a_.emit(mov64_reg(R6, R1));
   a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
   a_.emit(ldx(BPF_DW, R0, R9, offsetof(ControlSlot, enabled)));
@@ -358,8 +258,8 @@ void Generator::count_hit_and_reserve() {
   a_.emit(call(BPF_FUNC_ringbuf_reserve));
   a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), drop_);
   a_.emit(mov64_reg(R7, R0));
-  a_.emit(mov64_imm(R8, 6));
-  a_.emit(st_imm(BPF_H, R7, 0, int32_t(tp_.number & 0xffff)));
+  a_.emit(mov64_imm(R8, kHeader));
+  a_.emit(st_imm(BPF_H, R7, 0, int32_t(tp_.number & 0xffff))); // header: u16 tracepoint
 }
 
 Result<void> Generator::action(const TraceAction& act) {
@@ -385,8 +285,8 @@ Result<void> Generator::action(const TraceAction& act) {
 void Generator::finish_frame() {
   int submit = a_.new_label();
   a_.emit(mov64_reg(R1, R8));
-  a_.emit(alu64_imm(BPF_SUB, R1, 6));
-  a_.emit(stx(BPF_W, R7, 2, R1));
+  a_.emit(alu64_imm(BPF_SUB, R1, kHeader));
+  a_.emit(stx(BPF_W, R7, kSizeField, R1));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(ldx(BPF_DW, R0, R10, kWake));
   a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), submit);
@@ -453,7 +353,7 @@ void Generator::error_paths() {
   a_.emit(call(BPF_FUNC_ringbuf_reserve));
   a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
   a_.emit(st_imm(BPF_H, R0, offsetof(ErrorRecord, marker), kErrorMarker));
-  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, size), sizeof(ErrorRecord) - 6));
+  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, size), sizeof(ErrorRecord) - kHeader));
   a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, tp_number), int32_t(tp_.number)));
   a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
   a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, status), R1));
@@ -512,10 +412,10 @@ void Generator::registers_block() {
   }
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(st_imm(BPF_B, R1, 0, 'R'));
+  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_REGS));
   // Ring-buffer memory is reused: clear the block, then fill what pt_regs has.
   for (uint32_t i = 0; i + 8 <= n; i += 8)
-    a_.emit(st_imm(BPF_DW, R1, int16_t(1 + i), 0));
+    a_.emit(st_imm(BPF_DW, R1, int16_t(kRegsHeader + i), 0));
   for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++) {
     if (gt_reg_offset(r) + gt_reg_size(r) > n)
       continue;
@@ -527,30 +427,30 @@ void Generator::registers_block() {
       continue;
     }
     uint8_t size = gt_reg_size(r) == 8 ? BPF_DW : BPF_W;
-    a_.emit(stx(size, R1, int16_t(1 + gt_reg_offset(r)), R2));
+    a_.emit(stx(size, R1, int16_t(kRegsHeader + gt_reg_offset(r)), R2));
     out_.registers[r] = true;
   }
-  a_.emit(alu64_imm(BPF_ADD, R8, int32_t(1 + n)));
-  out_.frame_max += 1 + n;
+  a_.emit(alu64_imm(BPF_ADD, R8, int32_t(kRegsHeader + n)));
+  out_.frame_max += kRegsHeader + n;
 }
 
 // --- memory blocks ---
 
 // 'M' + addr + u16 len + bytes at r7+r8, address in kAddr. Unreadable memory
 // leaves the block out (gdb then shows <unavailable>), without a branch so the
-// verifier sees one path: r8 += ok * (11 + len).
+// verifier sees one path: r8 += ok * (kMemHeader + len).
 void Generator::memory_block_const(uint32_t len, std::optional<uint32_t> error_pc) {
   for (uint32_t done = 0; done < len;) {
-    uint32_t n = std::min<uint32_t>(len - done, 0xffff);
+    uint32_t n = std::min<uint32_t>(len - done, GT_TFRAME_MEM_MAX);
     a_.emit(mov64_reg(R1, R7));
     a_.emit(alu64_reg(BPF_ADD, R1, R8));
-    a_.emit(st_imm(BPF_B, R1, 0, 'M'));
+    a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_MEM));
     a_.emit(ldx(BPF_DW, R3, R10, kAddr));
     if (done)
       a_.emit(alu64_imm(BPF_ADD, R3, int32_t(done)));
-    a_.emit(stx(BPF_DW, R1, 1, R3));
-    a_.emit(st_imm(BPF_H, R1, 9, int32_t(n)));
-    a_.emit(alu64_imm(BPF_ADD, R1, 11));
+    a_.emit(stx(BPF_DW, R1, kMemAddr, R3));
+    a_.emit(st_imm(BPF_H, R1, kMemLen, int32_t(n)));
+    a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
     a_.emit(mov64_imm(R2, int32_t(n)));
     a_.emit(call(read_user_helper()));
     if (error_pc) {
@@ -558,14 +458,14 @@ void Generator::memory_block_const(uint32_t len, std::optional<uint32_t> error_p
       a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
       raise(AX_ERR_MEM, *error_pc, false);
       a_.bind(readable);
-      a_.emit(alu64_imm(BPF_ADD, R8, int32_t(11 + n)));
+      a_.emit(alu64_imm(BPF_ADD, R8, int32_t(kMemHeader + n)));
     } else {
       a_.emit(alu64_imm(BPF_RSH, R0, 63)); // 1 on error (negative), 0 on success
       a_.emit(alu64_imm(BPF_XOR, R0, 1));
-      a_.emit(alu64_imm(BPF_MUL, R0, int32_t(11 + n)));
+      a_.emit(alu64_imm(BPF_MUL, R0, int32_t(kMemHeader + n)));
       a_.emit(alu64_reg(BPF_ADD, R8, R0));
     }
-    out_.frame_max += 11 + n;
+    out_.frame_max += kMemHeader + n;
     done += n;
   }
 }
@@ -578,21 +478,21 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
   a_.emit(mov64_reg(R9, size_reg)); // callee-saved: keeps its verifier bounds across the call
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(st_imm(BPF_B, R1, 0, 'M'));
+  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_MEM));
   a_.emit(ldx(BPF_DW, R3, R10, kAddr));
-  a_.emit(stx(BPF_DW, R1, 1, R3));
-  a_.emit(alu64_imm(BPF_ADD, R1, 11));
+  a_.emit(stx(BPF_DW, R1, kMemAddr, R3));
+  a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
   a_.emit(mov64_reg(R2, R9));
   if (!nz) {
-    a_.emit(stx(BPF_H, R1, -2, R9));
+    a_.emit(stx(BPF_H, R1, kMemLen - kMemHeader, R9));
     a_.emit(call(read_user_helper()));
     int readable = a_.new_label();
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, error_pc, false);
     a_.bind(readable);
-    a_.emit(alu64_imm(BPF_ADD, R9, 11));
+    a_.emit(alu64_imm(BPF_ADD, R9, kMemHeader));
     a_.emit(alu64_reg(BPF_ADD, R8, R9));
-    out_.frame_max += 11 + max;
+    out_.frame_max += kMemHeader + max;
     return;
   }
   int positive = a_.new_label(), have = a_.new_label();
@@ -605,7 +505,7 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
     a_.emit(call(BPF_FUNC_copy_from_user));
     a_.emit(mov64_reg(R1, R7));
     a_.emit(alu64_reg(BPF_ADD, R1, R8));
-    a_.emit(alu64_imm(BPF_ADD, R1, 11));
+    a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
     a_.emit(ldx(BPF_DW, R3, R10, kAddr));
     a_.emit(mov64_reg(R2, R9));
   }
@@ -620,10 +520,10 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
   a_.bind(have);
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(stx(BPF_H, R1, 9, R0));
-  a_.emit(alu64_imm(BPF_ADD, R0, 11));
+  a_.emit(stx(BPF_H, R1, kMemLen, R0));
+  a_.emit(alu64_imm(BPF_ADD, R0, kMemHeader));
   a_.emit(alu64_reg(BPF_ADD, R8, R0));
-  out_.frame_max += 11 + max + 1;
+  out_.frame_max += kMemHeader + max + 1;
 }
 
 Result<void> Generator::memory_action(const CollectMemory& m) {
@@ -662,11 +562,11 @@ void Generator::tsv_block(uint32_t number, uint32_t index) {
   load_tsv(R2, number, index);
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(st_imm(BPF_B, R1, 0, 'V'));
-  a_.emit(st_imm(BPF_W, R1, 1, int32_t(number)));
-  a_.emit(stx(BPF_DW, R1, 5, R2));
-  a_.emit(alu64_imm(BPF_ADD, R8, 13));
-  out_.frame_max += 13;
+  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_TSV));
+  a_.emit(st_imm(BPF_W, R1, GT_TFRAME_TSV_NUM_OFFSET, int32_t(number)));
+  a_.emit(stx(BPF_DW, R1, GT_TFRAME_TSV_VALUE_OFFSET, R2));
+  a_.emit(alu64_imm(BPF_ADD, R8, kTsvBlock));
+  out_.frame_max += kTsvBlock;
 }
 
 Result<uint32_t> Generator::tsv(uint32_t number) {
@@ -680,86 +580,33 @@ Result<uint32_t> Generator::tsv(uint32_t number) {
 
 // --- agent expressions ---
 
-// Stack depth before each reachable instruction (-1: unreachable). ax_verify
-// already proved the program consistent; this recomputes it for the layout and
-// refuses what the translator does not handle.
-Result<std::vector<int>> Generator::depths(const AgentExpr& e) {
+// Labels for the jump targets of reachable jumps. ax_verify proved the rest
+// (targets on instruction starts, one stack depth per instruction, recorded in
+// AgentExpr::depth); check_tracepoint() refused what the translator cannot do.
+void Generator::mark_jump_targets(const AgentExpr& e) {
   const auto& code = e.code;
-  std::vector<int> depth(code.size() + 1, -1);
   jump_target_.assign(code.size() + 1, false);
-  std::vector<uint32_t> work{0};
-  depth[0] = 0;
-  auto reach = [&](uint32_t pc, int d) -> Result<void> {
-    if (pc >= code.size())
-      return refuse("bytecode jumps out of the program");
-    if (depth[pc] >= 0 && depth[pc] != d)
-      return refuse("inconsistent stack depth");
-    if (depth[pc] < 0) {
-      depth[pc] = d;
-      work.push_back(pc);
-    }
-    return ok();
-  };
-  while (!work.empty()) {
-    uint32_t pc = work.back();
-    work.pop_back();
-    uint8_t op = code[pc];
-    if (op == OP_PRINTF)
-      return refuse("printf in an agent expression needs the ptrace collector");
-    OpShape sh = shape(op);
-    if (sh.operand_bytes < 0)
-      return refuse(std::string("agent-expression op '") + op_name(op) + "' is not supported");
-    if (pc + 1 + sh.operand_bytes > code.size())
-      return refuse("truncated bytecode");
-    int d = depth[pc];
-    int pops = sh.pops;
-    if (op == OP_PICK)
-      pops = int(operand(code, pc, 1)) + 1;
-    if (d < pops)
-      return refuse("stack underflow in agent expression");
-    int nd = d - sh.pops + sh.pushes;
-    if (op == OP_PICK)
-      nd = d + 1;
-    if (nd > int(kMaxAxSlots))
-      return refuse("agent expression needs more than " + std::to_string(kMaxAxSlots) +
-                    " stack slots");
-    if (op == OP_END)
-      continue;
-    uint32_t next = pc + 1 + sh.operand_bytes;
-    if (op == OP_IF_GOTO || op == OP_GOTO) {
-      uint32_t target = uint32_t(operand(code, pc, 2));
-      if (target <= pc)
-        return refuse("loops (backward jumps) are not supported");
+  pc_labels_.clear();
+  for (uint32_t pc = 0; pc < code.size(); pc += insn_size(code, pc))
+    if (e.depth[pc] >= 0 && (ax_opinfo(code[pc])->flags & AX_F_JUMP)) {
+      uint32_t target = uint32_t(operand(code, pc));
       jump_target_[target] = true;
-      if (auto r = reach(target, nd); !r)
-        return r.error();
-      if (op == OP_GOTO)
-        continue;
+      if (!pc_labels_.count(target))
+        pc_labels_[target] = a_.new_label();
     }
-    if (auto r = reach(next, nd); !r)
-      return r.error();
-  }
-  return depth;
 }
 
 Result<void> Generator::expression(const AgentExpr& e, bool is_condition, int end_label) {
-  auto d = depths(e);
-  if (!d)
-    return d.error();
-  depth_ = &*d;
-  pc_labels_.clear();
-  for (uint32_t pc = 0; pc < e.code.size(); pc++)
-    if (jump_target_[pc])
-      pc_labels_[pc] = a_.new_label();
+  mark_jump_targets(e);
   for (uint32_t pc = 0; pc < e.code.size();) {
-    uint32_t next = pc + 1 + std::max(0, shape(e.code[pc]).operand_bytes);
-    if ((*d)[pc] < 0) { // unreachable: nothing to emit
+    uint32_t next = pc + insn_size(e.code, pc);
+    if (e.depth[pc] < 0) { // unreachable: nothing to emit
       pc = next;
       continue;
     }
     if (auto it = pc_labels_.find(pc); it != pc_labels_.end())
       a_.bind(it->second);
-    if (auto r = op(e, pc, uint32_t((*d)[pc]), is_condition, end_label, next); !r)
+    if (auto r = op(e, pc, uint32_t(e.depth[pc]), is_condition, end_label, next); !r)
       return r;
     pc = next;
   }
@@ -771,8 +618,7 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
                            int end_label, uint32_t& next_pc) {
   const auto& code = e.code;
   uint8_t op = code[pc];
-  int nbytes = shape(op).operand_bytes;
-  uint64_t arg = operand(code, pc, nbytes);
+  uint64_t arg = operand(code, pc);
   auto binary = [&](uint8_t alu, int16_t off = 0) {
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 2)));
     a_.emit(ldx(BPF_DW, R1, R10, slot(d - 1)));
@@ -821,55 +667,55 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
   };
 
   switch (op) {
-  case OP_ADD:
+  case AX_OP_ADD:
     binary(BPF_ADD);
     break;
-  case OP_SUB:
+  case AX_OP_SUB:
     binary(BPF_SUB);
     break;
-  case OP_MUL:
+  case AX_OP_MUL:
     binary(BPF_MUL);
     break;
-  case OP_DIV_S:
+  case AX_OP_DIV_SIGNED:
     division(BPF_DIV, true);
     break;
-  case OP_DIV_U:
+  case AX_OP_DIV_UNSIGNED:
     division(BPF_DIV, false);
     break;
-  case OP_REM_S:
+  case AX_OP_REM_SIGNED:
     division(BPF_MOD, true);
     break;
-  case OP_REM_U:
+  case AX_OP_REM_UNSIGNED:
     division(BPF_MOD, false);
     break;
-  case OP_LSH:
+  case AX_OP_LSH:
     shift(BPF_LSH);
     break;
-  case OP_RSH_S:
+  case AX_OP_RSH_SIGNED:
     shift(BPF_ARSH);
     break;
-  case OP_RSH_U:
+  case AX_OP_RSH_UNSIGNED:
     shift(BPF_RSH);
     break;
-  case OP_BIT_AND:
+  case AX_OP_BIT_AND:
     binary(BPF_AND);
     break;
-  case OP_BIT_OR:
+  case AX_OP_BIT_OR:
     binary(BPF_OR);
     break;
-  case OP_BIT_XOR:
+  case AX_OP_BIT_XOR:
     binary(BPF_XOR);
     break;
-  case OP_EQUAL:
+  case AX_OP_EQUAL:
     compare(BPF_JEQ);
     break;
-  case OP_LESS_S:
+  case AX_OP_LESS_SIGNED:
     compare(BPF_JSLT);
     break;
-  case OP_LESS_U:
+  case AX_OP_LESS_UNSIGNED:
     compare(BPF_JLT);
     break;
-  case OP_LOG_NOT: {
+  case AX_OP_LOG_NOT: {
     int zero = a_.new_label();
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
     a_.emit(mov64_imm(R1, 1));
@@ -879,27 +725,27 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     a_.emit(stx(BPF_DW, R10, slot(d - 1), R1));
     break;
   }
-  case OP_BIT_NOT:
+  case AX_OP_BIT_NOT:
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
     a_.emit(alu64_imm(BPF_XOR, R0, -1));
     a_.emit(stx(BPF_DW, R10, slot(d - 1), R0));
     break;
-  case OP_EXT:
-  case OP_ZERO_EXT:
+  case AX_OP_EXT:
+  case AX_OP_ZERO_EXT:
     if (arg < 1 || arg > 64)
       return refuse("bad ext/zero_ext width");
     if (arg < 64) {
       a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
       a_.emit(alu64_imm(BPF_LSH, R0, int32_t(64 - arg)));
-      a_.emit(alu64_imm(op == OP_EXT ? BPF_ARSH : BPF_RSH, R0, int32_t(64 - arg)));
+      a_.emit(alu64_imm(op == AX_OP_EXT ? BPF_ARSH : BPF_RSH, R0, int32_t(64 - arg)));
       a_.emit(stx(BPF_DW, R10, slot(d - 1), R0));
     }
     break;
-  case OP_REF8:
-  case OP_REF16:
-  case OP_REF32:
-  case OP_REF64: {
-    int size = 1 << (op - OP_REF8);
+  case AX_OP_REF8:
+  case AX_OP_REF16:
+  case AX_OP_REF32:
+  case AX_OP_REF64: {
+    int size = 1 << (op - AX_OP_REF8);
     int readable = a_.new_label();
     a_.emit(ldx(BPF_DW, R3, R10, slot(d - 1)));
     a_.emit(st_imm(BPF_DW, R10, slot(d - 1), 0)); // zero-extends reads shorter than 8
@@ -912,27 +758,27 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     a_.bind(readable);
     break;
   }
-  case OP_IF_GOTO:
+  case AX_OP_IF_GOTO:
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
     a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), pc_labels_.at(uint32_t(arg)));
     break;
-  case OP_GOTO:
+  case AX_OP_GOTO:
     a_.ja(pc_labels_.at(uint32_t(arg)));
     break;
-  case OP_CONST8:
-  case OP_CONST16:
-  case OP_CONST32:
-  case OP_CONST64:
+  case AX_OP_CONST8:
+  case AX_OP_CONST16:
+  case AX_OP_CONST32:
+  case AX_OP_CONST64:
     store_const(slot(d), arg);
     break;
-  case OP_REG:
+  case AX_OP_REG:
     if (!register_available(unsigned(arg), opts_))
       return refuse("register " + std::to_string(arg) + " is not visible to a uprobe");
     if (auto r = load_register(R0, unsigned(arg)); !r)
       return r;
     a_.emit(stx(BPF_DW, R10, slot(d), R0));
     break;
-  case OP_END:
+  case AX_OP_END:
     if (is_condition) {
       if (d > 0)
         a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
@@ -941,23 +787,23 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     }
     a_.ja(end_label);
     break;
-  case OP_DUP:
+  case AX_OP_DUP:
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
     a_.emit(stx(BPF_DW, R10, slot(d), R0));
     break;
-  case OP_POP:
+  case AX_OP_POP:
     break;
-  case OP_SWAP:
+  case AX_OP_SWAP:
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
     a_.emit(ldx(BPF_DW, R1, R10, slot(d - 2)));
     a_.emit(stx(BPF_DW, R10, slot(d - 1), R1));
     a_.emit(stx(BPF_DW, R10, slot(d - 2), R0));
     break;
-  case OP_PICK:
+  case AX_OP_PICK:
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1 - uint32_t(arg))));
     a_.emit(stx(BPF_DW, R10, slot(d), R0));
     break;
-  case OP_ROT: // a b c => c a b (gdbserver's order: the top moves to third place)
+  case AX_OP_ROT: // a b c => c a b (gdbserver's order: the top moves to third place)
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 3)));
     a_.emit(ldx(BPF_DW, R1, R10, slot(d - 2)));
     a_.emit(ldx(BPF_DW, R2, R10, slot(d - 1)));
@@ -965,7 +811,7 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     a_.emit(stx(BPF_DW, R10, slot(d - 2), R0));
     a_.emit(stx(BPF_DW, R10, slot(d - 1), R1));
     break;
-  case OP_GETV: {
+  case AX_OP_GETV: {
     auto idx = tsv(uint32_t(arg));
     if (!idx)
       return idx.error();
@@ -973,13 +819,11 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     // on several CPUs do not lose updates.
     uint32_t p1 = pc + 3;
     bool timestamp = opts_.timestamp_tsv && uint32_t(arg) == *opts_.timestamp_tsv;
-    if (!timestamp && p1 < code.size() && code[p1] >= OP_CONST8 && code[p1] <= OP_CONST32) {
-      int cb = shape(code[p1]).operand_bytes;
-      uint32_t p2 = p1 + 1 + cb, p3 = p2 + 1;
-      if (p3 + 2 < code.size() && code[p2] == OP_ADD && code[p3] == OP_SETV &&
-          operand(code, p3, 2) == arg && !jump_target_[p1] && !jump_target_[p2] &&
-          !jump_target_[p3]) {
-        uint64_t k = operand(code, p1, cb);
+    if (!timestamp && p1 < code.size() && code[p1] >= AX_OP_CONST8 && code[p1] <= AX_OP_CONST32) {
+      uint32_t p2 = p1 + insn_size(code, p1), p3 = p2 + 1;
+      if (p3 + 2 < code.size() && code[p2] == AX_OP_ADD && code[p3] == AX_OP_SETV &&
+          operand(code, p3) == arg && !jump_target_[p1] && !jump_target_[p2] && !jump_target_[p3]) {
+        uint64_t k = operand(code, p1);
         a_.emit(ld_map_value(R1, maps_.tsv_fd, *idx * 8));
         load_const(R0, k);
         a_.emit(mov64_reg(R2, R0));
@@ -994,7 +838,7 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     a_.emit(stx(BPF_DW, R10, slot(d), R0));
     break;
   }
-  case OP_SETV: {
+  case AX_OP_SETV: {
     if (opts_.timestamp_tsv && uint32_t(arg) == *opts_.timestamp_tsv)
       return refuse("$trace_timestamp cannot be assigned");
     auto idx = tsv(uint32_t(arg));
@@ -1005,7 +849,7 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     a_.emit(stx(BPF_DW, R1, 0, R0));
     break;
   }
-  case OP_TRACEV: {
+  case AX_OP_TRACEV: {
     if (auto r = collect_ok(); !r)
       return r;
     auto idx = tsv(uint32_t(arg));
@@ -1014,16 +858,16 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     tsv_block(uint32_t(arg), *idx);
     break;
   }
-  case OP_TRACE_QUICK:
-  case OP_TRACE16:
+  case AX_OP_TRACE_QUICK:
+  case AX_OP_TRACE16:
     if (auto r = collect_ok(); !r)
       return r;
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 1)));
     a_.emit(stx(BPF_DW, R10, kAddr, R0));
     memory_block_const(uint32_t(arg), pc);
     break;
-  case OP_TRACE:
-  case OP_TRACENZ: {
+  case AX_OP_TRACE:
+  case AX_OP_TRACENZ: {
     if (auto r = collect_ok(); !r)
       return r;
     a_.emit(ldx(BPF_DW, R0, R10, slot(d - 2)));
@@ -1031,26 +875,26 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     // gdb pushes constant sizes right before `trace`: reserve exactly that.
     std::optional<uint64_t> known;
     if (!jump_target_[pc]) {
-      for (uint8_t c : {OP_CONST8, OP_CONST16, OP_CONST32}) {
-        int cb = shape(c).operand_bytes;
+      for (uint8_t c : {AX_OP_CONST8, AX_OP_CONST16, AX_OP_CONST32}) {
+        uint32_t cb = ax_opinfo(c)->operand_bytes;
         uint32_t at = pc - 1 - cb;
-        if (pc >= uint32_t(1 + cb) && (*depth_)[at] >= 0 && code[at] == c)
-          known = operand(code, at, cb);
+        if (pc >= 1 + cb && e.depth[at] >= 0 && code[at] == c)
+          known = operand(code, at);
       }
     }
-    if (known && op == OP_TRACE && *known <= kMaxFrameSize) {
+    if (known && op == AX_OP_TRACE && *known <= kMaxFrameSize) {
       memory_block_const(uint32_t(*known), pc);
       break;
     }
     uint32_t max = known && *known <= kDynamicTraceMax ? uint32_t(*known) : kDynamicTraceMax;
-    if (known && *known > 0xffff)
+    if (known && *known > GT_TFRAME_MEM_MAX)
       return refuse("tracenz longer than 65535 bytes");
     int fits = a_.new_label();
     a_.emit(ldx(BPF_DW, R5, R10, slot(d - 1)));
     a_.jump(jmp_imm(BPF_JLE, R5, int32_t(max), 0), fits);
     raise(AX_ERR_TRACE, pc, false);
     a_.bind(fits);
-    memory_block_dynamic(R5, op == OP_TRACENZ, max, pc);
+    memory_block_dynamic(R5, op == AX_OP_TRACENZ, max, pc);
     break;
   }
   default:
@@ -1115,6 +959,19 @@ bool register_available(unsigned regno, const CodegenOptions& opts) {
   if (regno == GT_FS_BASE)
     return opts.task_fsbase_offset.has_value();
   return pt_regs_offset(regno) >= 0;
+}
+
+Result<void> check_tracepoint(const Tracepoint& tp) {
+  if (tp.step_count > 0)
+    return refuse("while-stepping needs the ptrace collector");
+  if (tp.has_condition)
+    if (auto r = check_expression(tp.condition); !r)
+      return r;
+  for (const auto& a : tp.actions)
+    if (auto* x = std::get_if<CollectExpr>(&a))
+      if (auto r = check_expression(x->expr); !r)
+        return r;
+  return ok();
 }
 
 Result<Program> generate_program(const Tracepoint& tp, const CodegenMaps& maps,

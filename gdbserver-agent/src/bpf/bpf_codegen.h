@@ -6,9 +6,9 @@
 // the tracepoint's maximum size in the ring buffer, write the blocks in action
 // order in gdb's tfile layout, store the real size in the header, submit.
 // Agent expressions are compiled with a static stack layout (the AX verifier
-// guarantees one stack depth per instruction): AX slot i lives at a fixed BPF
-// stack offset. Programs with backward jumps, printf or registers a uprobe
-// cannot see are refused, so the engine falls back to ptrace for them.
+// proved one stack depth per instruction and AgentExpr::depth holds it): AX
+// slot i lives at a fixed BPF stack offset. Programs with backward jumps, printf or registers a
+// uprobe cannot see are refused, so the engine falls back to ptrace for them.
 #pragma once
 
 #include <linux/bpf.h>
@@ -64,6 +64,13 @@ int pt_regs_offset(unsigned regno);
 // Registers the generated program can read (pt_regs + fs_base when known).
 bool register_available(unsigned regno, const CodegenOptions& opts);
 
+// What the generator refuses, found without generating (cheap enough for
+// Collector::check): while-stepping, agent printf, loops, expressions deeper
+// than the BPF stack holds. Limits that only generation meets (frame size,
+// room for TSVs, registers a uprobe cannot see) fail generate_program.
+Result<void> check_tracepoint(const Tracepoint& tp);
+
+// Runs check_tracepoint() first.
 Result<Program> generate_program(const Tracepoint& tp, const CodegenMaps& maps,
                                  const CodegenOptions& opts);
 

@@ -15,20 +15,20 @@
 #include <map>
 #include <vector>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "ax/ax.h"
 #include "bpf/bpf_codegen.h"
-#include "bpf/bpf_fd.h"
 #include "bpf/bpf_layout.h"
 #include "bpf/bpf_support.h"
-#include "bpf/uprobe_location.h"
+#include "common/unique_fd.h"
+#include "trace/collector_probe_site.h"
+#include "trace/frame.h"
 
 namespace gdbtrace {
 namespace {
 
 using bpf::ControlSlot;
 using bpf::StatsSlot;
-using bpf::UniqueFd;
 
 // 64 MB: at ~1 µs per hit and ~830-byte `collect $regs` frames the tracee
 // produces ~800 MB/s; the stub drains in bursts, and 16 MB dropped a quarter of
@@ -80,6 +80,7 @@ public:
   Result<void> create_ring();
 
   std::string name() const override { return "ebpf"; }
+  unsigned caps() const override { return kProbesInKernel; }
   Result<void> check(const Tracepoint& tp) const override;
   Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override;
   Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override;
@@ -98,7 +99,7 @@ private:
   std::optional<uint32_t> tsv_index(uint32_t number, TraceContext* ctx);
   bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
                                       uint32_t regblock_size) const;
-  Result<UniqueFd> attach(const bpf::UprobeLocation& loc, Pid pid, int prog_fd) const;
+  Result<UniqueFd> attach(const ProbeSite& site, Pid pid, int prog_fd) const;
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   void arm_watch();
   static int on_record(void* self, void* data, size_t size);
@@ -112,7 +113,7 @@ private:
   bpf::KernelSupport support_;
   UniqueFd control_, tsvs_, stats_, ringbuf_, skips_;
   size_t ring_bytes_ = ringbuf_bytes();
-  bpf::Mapping control_mem_, tsv_mem_;
+  Mapping control_mem_, tsv_mem_;
   std::unique_ptr<ring_buffer, RingBufferDeleter> rb_;
   std::unique_ptr<asio::posix::stream_descriptor> watch_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
@@ -158,11 +159,11 @@ Result<void> BpfCollector::init() {
   tsvs_ = std::move(*tsvs);
   stats_ = std::move(*stats);
 
-  auto map_memory = [](int fd, size_t bytes) -> Result<bpf::Mapping> {
+  auto map_memory = [](int fd, size_t bytes) -> Result<Mapping> {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
       return make_error(errno, bpf::explain_errno(errno, "mmap of a bpf map"));
-    return bpf::Mapping(p, bytes);
+    return Mapping(p, bytes);
   };
   auto cm = map_memory(control_.get(), bpf::kMaxProbes * sizeof(ControlSlot));
   if (!cm)
@@ -227,21 +228,13 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   return o;
 }
 
+// Cheap: what the code generator refuses without generating. The program is
+// generated once, by install(); what only generation finds (frame size, room
+// for TSVs, registers a uprobe cannot see) fails there, and the engine moves on
+// to the next collector all the same.
 Result<void> BpfCollector::check(const Tracepoint& tp) const {
-  bpf::CodegenOptions o = codegen_options(0, nullptr, GT_REGBLOCK_SIZE_AVX);
-  std::map<uint32_t, uint32_t> seen = tsv_slots_;
-  o.tsv_index = [&](uint32_t n) -> std::optional<uint32_t> {
-    if (seen.count(n))
-      return seen[n];
-    if (seen.size() >= bpf::kMaxTsvs)
-      return std::nullopt;
-    uint32_t i = uint32_t(seen.size());
-    seen[n] = i;
-    return i;
-  };
-  auto prog = bpf::generate_program(tp, bpf::CodegenMaps{}, o);
-  if (!prog)
-    return prog.error();
+  if (auto r = bpf::check_tracepoint(tp); !r)
+    return r;
   if (probes_.size() >= bpf::kMaxProbes)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
                                   std::to_string(bpf::kMaxProbes) + " tracepoints");
@@ -283,18 +276,21 @@ std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* c
   return index;
 }
 
-Result<UniqueFd> BpfCollector::attach(const bpf::UprobeLocation& loc, Pid pid, int prog_fd) const {
+Result<UniqueFd> BpfCollector::attach(const ProbeSite& site, Pid pid, int prog_fd) const {
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = uint32_t(support_.uprobe_pmu_type);
-  attr.config1 = uint64_t(uintptr_t(loc.path.c_str())); // uprobe_path
-  attr.config2 = loc.offset;                            // probe_offset
+  // uprobe_path: the file the resolver opened and checked, not a path that
+  // could name another file by now.
+  std::string path = site.fd_path();
+  attr.config1 = uint64_t(uintptr_t(path.c_str()));
+  attr.config2 = site.offset; // probe_offset
   // pid filter: the kernel matches the uprobe against the process's mm, so
   // every thread of PID hits it and no other process does.
   int fd = int(syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0)
-    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + loc.path + " offset " +
-                                                           std::to_string(loc.offset)));
+    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + site.path + " offset " +
+                                                           std::to_string(site.offset)));
   UniqueFd event(fd);
   if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0)
     return make_error(errno, bpf::explain_errno(errno, "attaching the BPF program to the uprobe"));
@@ -304,8 +300,6 @@ Result<UniqueFd> BpfCollector::attach(const bpf::UprobeLocation& loc, Pid pid, i
 }
 
 Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& ctx) {
-  if (auto r = check(tp); !r)
-    return r;
   if (!ringbuf_)
     if (auto r = create_ring(); !r)
       return r;
@@ -314,9 +308,9 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (next_slot_ >= bpf::kGlobalSlot)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
                                   std::to_string(bpf::kGlobalSlot) + " tracepoints per run");
-  auto loc = bpf::resolve_uprobe_location(pid, tp.address);
-  if (!loc)
-    return loc.error();
+  auto site = resolve_probe_site(pid, tp.address);
+  if (!site)
+    return site.error();
 
   uint32_t slot = next_slot_;
   bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
@@ -335,7 +329,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&c.skips_pending, mark_threads_at(pid, tp.address, slot), __ATOMIC_RELAXED);
   __atomic_store_n(&c.enabled, tp.enabled ? 1 : 0, __ATOMIC_RELEASE);
-  auto event = attach(*loc, pid, loaded->get());
+  auto event = attach(*site, pid, loaded->get());
   if (!event)
     return event.error();
   next_slot_++;
@@ -440,13 +434,10 @@ int BpfCollector::on_record(void* self, void* data, size_t size) {
 }
 
 int BpfCollector::handle_record(const uint8_t* data, size_t size) {
-  if (discard_ || !ctx_ || size < 6)
+  FrameView frame({data, size}, ctx_ ? ctx_->register_block_size() : 0);
+  if (discard_ || !ctx_ || !frame.has_header())
     return 0;
-  uint16_t tp;
-  uint32_t body;
-  memcpy(&tp, data, 2);
-  memcpy(&body, data + 2, 4);
-  if (tp == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
+  if (frame.tp_number() == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
     bpf::ErrorRecord e;
     memcpy(&e, data, sizeof e);
     ctx_->request_stop(TraceStopReason::Error,
@@ -456,13 +447,13 @@ int BpfCollector::handle_record(const uint8_t* data, size_t size) {
                            " (eBPF collector)");
     return 0;
   }
-  if (6 + size_t(body) > size)
+  if (frame.total_size() > size)
     return 0; // cannot happen: the program bounds the size
-  Probe* p = find(tp);
+  Probe* p = find(frame.tp_number());
   if (!p || !ctx_->collecting())
     return 0; // e.g. after the pass-count frame
-  ctx_->append_frame(std::span<const uint8_t>(data, 6 + body));
-  ctx_->record_hit(tp); // may request a stop (pass count)
+  ctx_->append_frame(std::span<const uint8_t>(data, frame.total_size()));
+  ctx_->record_hit(frame.tp_number()); // may request a stop (pass count)
   return 0;
 }
 

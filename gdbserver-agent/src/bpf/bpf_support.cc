@@ -136,11 +136,10 @@ Result<KernelSupport> probe_kernel_support() {
                                mov64_imm(R0, 0),           exit_insn()};
   ks.sleepable = bool(load_uprobe_program(copies, "gdbtrace_sprobe", true));
 
-  int rb = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_probe", 0, 0, 4096, nullptr);
-  if (rb < 0)
+  UniqueFd rb(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_probe", 0, 0, 4096, nullptr));
+  if (!rb)
     return make_error(errno, explain_errno(errno, "cannot create a BPF ring buffer "
                                                   "(needs Linux 5.8+)"));
-  close(rb);
   ks.task_fsbase_offset = find_task_fsbase_offset();
   return ks;
 }

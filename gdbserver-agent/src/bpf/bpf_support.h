@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "bpf/bpf_fd.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace gdbtrace::bpf {
 

@@ -1,4 +1,4 @@
-// The register contents of one thread in the 'g' layout (see ax/amd64_regs.h).
+// The register contents of one thread in the 'g' layout (see abi/amd64_regs.h).
 //
 // Used for live threads (target), for trace frames (the 'R' block is exactly
 // these bytes) and as the register source of agent-expression evaluation.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 
 namespace gdbtrace {
 
@@ -21,7 +21,8 @@ struct RegisterBlock {
 
   uint64_t get_u64(unsigned regno) const {
     uint64_t v = 0;
-    std::memcpy(&v, bytes.data() + gt_reg_offset(regno), gt_reg_size(regno) < 8 ? gt_reg_size(regno) : 8);
+    std::memcpy(&v, bytes.data() + gt_reg_offset(regno),
+                gt_reg_size(regno) < 8 ? gt_reg_size(regno) : 8);
     return v;
   }
   void set_u64(unsigned regno, uint64_t v) {

@@ -6,9 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "kmod/module_session.h"
-#include "kmod/probe_site.h"
+#include "trace/collector_probe_site.h"
 
 // The self-test's probed function: its first instruction (48 83 c7 01) has a
 // recipe; run once it returns 1, run twice (emulated + single-stepped) 2.
@@ -204,13 +204,12 @@ bool kernel_honours_emulation() {
     if (auto site = resolve_probe_site(child, reinterpret_cast<uint64_t>(fn))) {
       gdbtrace_probe_add req{};
       req.pid = child;
-      req.fd = site->fd;
+      req.fd = site->fd.get();
       req.offset = site->offset;
       req.address = reinterpret_cast<uint64_t>(fn);
       req.flags = GDBTRACE_PROBE_DISABLED; // no frames, only the emulation
       req.emu = *recipe;
       auto id = session->add_probe(req);
-      ::close(site->fd);
       long r = 0;
       bool ran = ::write(go[1], "g", 1) == 1 && ::read(res[0], &r, sizeof r) == sizeof r;
       if (ran && id) {

@@ -9,13 +9,11 @@
 
 #include <asio/posix/stream_descriptor.hpp>
 
-#include "ax/amd64_regs.h"
-extern "C" {
-#include "ax/ax_opcodes.h" // C header without its own extern "C"
-}
+#include "abi/amd64_regs.h"
 #include "kmod/emu_recipe.h"
 #include "kmod/module_session.h"
-#include "kmod/probe_site.h"
+#include "trace/collector_probe_site.h"
+#include "trace/frame.h"
 
 namespace gdbtrace {
 
@@ -40,20 +38,6 @@ void add_memory_actions(const CollectMemory& m, std::vector<gdbtrace_action>& ou
   }
 }
 
-// Trace state variables a program reads or writes (getv/setv/tracev operands).
-void collect_tsv_numbers(const AgentExpr& e, std::set<uint32_t>& out) {
-  const auto& code = e.code;
-  size_t pc = 0;
-  while (pc < code.size()) {
-    const struct ax_opinfo* info = ax_opinfo(code[pc]);
-    if (!info || !(info->flags & AX_F_KNOWN) || code[pc] == AX_OP_PRINTF)
-      return; // verified code has no unknown opcodes; printf is refused by check()
-    if ((info->flags & AX_F_TSV) && pc + 2 < code.size())
-      out.insert(uint32_t(code[pc + 1]) << 8 | code[pc + 2]);
-    pc += 1 + info->operand_bytes;
-  }
-}
-
 bool uses_printf(const AgentExpr& e) {
   return e.info.uses_printf != 0;
 }
@@ -73,6 +57,7 @@ public:
   }
 
   std::string name() const override { return "module"; }
+  unsigned caps() const override { return kProbesInKernel; }
 
   std::string describe() const override {
     std::string d = "gdbtrace.ko uprobes, frames built in the kernel";
@@ -120,7 +105,7 @@ public:
     if (auto r = define_tsvs(tp, ctx); !r)
       return r;
 
-    auto site = kmod::resolve_probe_site(pid, tp.address);
+    auto site = resolve_probe_site(pid, tp.address);
     if (!site)
       return site.error();
     std::vector<gdbtrace_action> actions;
@@ -140,7 +125,7 @@ public:
     }
     gdbtrace_probe_add req{};
     req.pid = pid;
-    req.fd = site->fd;
+    req.fd = site->fd.get();
     req.offset = site->offset;
     req.address = tp.address;
     req.tp_number = tp.number;
@@ -154,7 +139,7 @@ public:
     req.pass_count = tp.pass_count;
     if (emulate_) {
       uint8_t bytes[GDBTRACE_MAX_EMU] = {};
-      ssize_t n = ::pread(site->fd, bytes, sizeof bytes, off_t(site->offset));
+      ssize_t n = ::pread(site->fd.get(), bytes, sizeof bytes, off_t(site->offset));
       if (n > 0)
         if (auto e = kmod::make_emu_recipe({bytes, size_t(n)}))
           req.emu = *e;
@@ -165,7 +150,6 @@ public:
       req.emu = gdbtrace_emu{};
       id = session_.add_probe(req);
     }
-    ::close(site->fd);
     if (!id)
       return make_error(id.error().code, id.error().message + " (" + site->path + ")");
     probes_.push_back(Probe{*id, tp.number, tp.address});
@@ -198,9 +182,9 @@ public:
     if (!session_.initialized() || !ctx_)
       return;
     session_.drain([this](std::span<const uint8_t> frame) {
-      if (frame.size() >= 6 && ctx_->collecting()) {
-        uint16_t tp = uint16_t(frame[0] | frame[1] << 8);
-        ctx_->record_hit(tp);
+      FrameView view(frame, regblock_size_);
+      if (view.has_header() && ctx_->collecting()) {
+        ctx_->record_hit(view.tp_number());
         ctx_->append_frame(
             frame); // a full buffer stops the run (engine); later frames are discarded
       }
@@ -286,12 +270,16 @@ private:
   }
 
   Result<void> define_tsvs(const Tracepoint& tp, TraceContext& ctx) {
-    std::set<uint32_t> nums;
+    std::set<uint32_t> nums; // every TSV the programs read or write (from the verifier)
+    auto add = [&nums](const AgentExpr& e) {
+      nums.insert(e.tsvs_read.begin(), e.tsvs_read.end());
+      nums.insert(e.tsvs_written.begin(), e.tsvs_written.end());
+    };
     if (tp.has_condition)
-      collect_tsv_numbers(tp.condition, nums);
+      add(tp.condition);
     for (const auto& a : tp.actions)
       if (auto* x = std::get_if<CollectExpr>(&a))
-        collect_tsv_numbers(x->expr, nums);
+        add(x->expr);
     for (uint32_t n : nums) {
       if (defined_tsvs_.count(n))
         continue;

@@ -14,46 +14,19 @@
 namespace gdbtrace::kmod {
 
 Result<ModuleSession> ModuleSession::open(const char* path) {
-  int fd = ::open(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path, O_RDWR | O_CLOEXEC));
+  if (!fd) {
     int e = errno;
     std::string why = std::string(path) + ": " + std::strerror(e);
     if (e == ENOENT)
       why += " (gdbtrace.ko is not loaded)";
     return make_error(e, why);
   }
-  return ModuleSession(fd);
-}
-
-ModuleSession::ModuleSession(ModuleSession&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), init_(other.init_),
-      map_(std::exchange(other.map_, nullptr)) {}
-
-ModuleSession& ModuleSession::operator=(ModuleSession&& other) noexcept {
-  if (this != &other) {
-    release();
-    fd_ = std::exchange(other.fd_, -1);
-    init_ = other.init_;
-    map_ = std::exchange(other.map_, nullptr);
-  }
-  return *this;
-}
-
-ModuleSession::~ModuleSession() {
-  release();
-}
-
-void ModuleSession::release() {
-  if (map_)
-    ::munmap(map_, init_.mmap_size);
-  map_ = nullptr;
-  if (fd_ >= 0)
-    ::close(fd_); // the module removes this session's probes
-  fd_ = -1;
+  return ModuleSession(std::move(fd));
 }
 
 Result<void> ModuleSession::ioctl_checked(unsigned long cmd, void* arg, const char* what) const {
-  if (::ioctl(fd_, cmd, arg) != 0)
+  if (::ioctl(fd_.get(), cmd, arg) != 0)
     return make_error(errno, std::string("gdbtrace.ko ") + what + ": " + std::strerror(errno));
   return ok();
 }
@@ -63,24 +36,24 @@ Result<void> ModuleSession::init(uint32_t regblock_size, uint32_t ring_shift) {
   in.version = GDBTRACE_UAPI_VERSION;
   in.regblock_size = regblock_size;
   in.ring_shift = ring_shift;
-  if (::ioctl(fd_, GDBTRACE_IOC_INIT, &in) != 0) {
+  if (::ioctl(fd_.get(), GDBTRACE_IOC_INIT, &in) != 0) {
     int e = errno;
     if (e == EPROTO)
       return make_error(e, "gdbtrace.ko speaks another API version than this gdbtrace-server");
     return make_error(e, std::string("gdbtrace.ko session init: ") + std::strerror(e));
   }
-  void* m = ::mmap(nullptr, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  void* m = ::mmap(nullptr, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
   if (m == MAP_FAILED)
     return make_error(errno, std::string("mmap of the gdbtrace.ko rings: ") + std::strerror(errno));
   // Inferiors forked by this process must not inherit the rings.
   ::madvise(m, in.mmap_size, MADV_DONTFORK);
   init_ = in;
-  map_ = static_cast<uint8_t*>(m);
+  map_ = Mapping(m, in.mmap_size);
   return ok();
 }
 
 Result<uint32_t> ModuleSession::add_probe(gdbtrace_probe_add& req) {
-  if (::ioctl(fd_, GDBTRACE_IOC_ADD, &req) != 0) {
+  if (::ioctl(fd_.get(), GDBTRACE_IOC_ADD, &req) != 0) {
     int e = errno;
     std::string why;
     switch (e) {
@@ -144,7 +117,7 @@ Result<int64_t> ModuleSession::get_tsv(uint32_t num) const {
 }
 
 size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>& fn) {
-  if (!map_)
+  if (!map_.get())
     return 0;
   // Frames of one thread can sit in several per-CPU rings (migration): gather
   // what every ring holds, hand it out in the module's sequence order, then

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "gdbtrace_uapi.h"
 
 namespace gdbtrace::kmod {
@@ -17,14 +18,8 @@ class ModuleSession {
 public:
   // Opens the device (not yet initialised).
   static Result<ModuleSession> open(const char* path = GDBTRACE_DEVICE);
-  ModuleSession(ModuleSession&& other) noexcept;
-  ModuleSession& operator=(ModuleSession&& other) noexcept;
-  ModuleSession(const ModuleSession&) = delete;
-  ModuleSession& operator=(const ModuleSession&) = delete;
-  ~ModuleSession();
-
-  int fd() const { return fd_; }
-  bool initialized() const { return map_ != nullptr; }
+  int fd() const { return fd_.get(); }
+  bool initialized() const { return map_.get() != nullptr; }
   const gdbtrace_init& info() const { return init_; }
 
   // INIT + mmap. REGBLOCK_SIZE 560/816; rings of 1 << RING_SHIFT bytes per CPU.
@@ -44,16 +39,17 @@ public:
   size_t drain(const std::function<bool(std::span<const uint8_t>)>& fn);
 
 private:
-  explicit ModuleSession(int fd) : fd_(fd) {}
+  explicit ModuleSession(UniqueFd fd) : fd_(std::move(fd)) {}
   Result<void> ioctl_checked(unsigned long cmd, void* arg, const char* what) const;
   gdbtrace_ring_header* ring(uint32_t r) const {
-    return reinterpret_cast<gdbtrace_ring_header*>(map_ + size_t(r) * init_.ring_stride);
+    return reinterpret_cast<gdbtrace_ring_header*>(static_cast<uint8_t*>(map_.get()) +
+                                                   size_t(r) * init_.ring_stride);
   }
-  void release();
 
-  int fd_ = -1;
+  // Closing the file makes the module remove this session's probes.
+  UniqueFd fd_;
   gdbtrace_init init_{};
-  uint8_t* map_ = nullptr;
+  Mapping map_; // unmapped before fd_ closes (members go in reverse order)
 };
 
 } // namespace gdbtrace::kmod

@@ -1,5 +1,8 @@
 #include "server/breakpoints.h"
 
+#include "trace/ax_target.h"
+#include "trace/tracepoint_parser.h"
+
 namespace gdbtrace {
 
 bool BreakpointTable::contains(Pid pid, int type, uint64_t address) const {
@@ -38,76 +41,20 @@ const GdbBreakpoint* BreakpointTable::find_conditional(Pid pid, uint64_t address
 }
 
 Result<AgentExpr> verify_breakpoint_expr(const std::string& code, unsigned num_regs) {
-  AgentExpr expr;
-  expr.code.assign(code.begin(), code.end());
-  ax_verify_ctx ctx{};
-  ctx.num_regs = num_regs;
-  ctx.allow_trace_ops = 0;
-  uint32_t err_pc = 0;
-  int rc = ax_verify(expr.code.data(), static_cast<uint32_t>(expr.code.size()), &ctx, &expr.info,
-                     &err_pc);
-  if (rc != AX_OK)
-    return make_error(EINVAL, std::string("bad agent expression: ") + ax_strerror(rc) +
-                                  " at offset " + std::to_string(err_pc));
-  return expr;
+  return verify_expr(std::vector<uint8_t>(code.begin(), code.end()), true, VerifyEnv{num_regs, {}},
+                     "bad agent expression");
 }
-
-namespace {
-
-// What ax_eval's callbacks need: the stopped thread's registers and memory.
-struct EvalContext {
-  NativeTarget* target;
-  ThreadId thread;
-  const RegisterBlock* regs;
-  std::string output;
-};
-
-int read_reg(void* opaque, uint32_t regno, uint64_t* value) {
-  auto* ctx = static_cast<EvalContext*>(opaque);
-  if (regno >= GT_NUM_REGS_AVX || !ctx->regs->valid.test(regno))
-    return AX_ERR_REG_UNAVAILABLE;
-  *value = ctx->regs->get_u64(regno);
-  return AX_OK;
-}
-
-int read_mem(void* opaque, uint64_t addr, void* buf, uint32_t len) {
-  auto* ctx = static_cast<EvalContext*>(opaque);
-  auto n = ctx->target->read_memory(ctx->thread.pid, addr,
-                                    std::span<uint8_t>(static_cast<uint8_t*>(buf), len));
-  return n.ok() && *n == len ? AX_OK : AX_ERR_MEM;
-}
-
-int do_printf(void* opaque, const char* fmt, uint32_t fmt_len, uint32_t nargs,
-              const uint64_t* args) {
-  auto* ctx = static_cast<EvalContext*>(opaque);
-  // ax_format processes gdb's raw escapes (\n) and reads %s strings through read_mem.
-  std::string buf(8192, '\0');
-  int n = ax_format(buf.data(), static_cast<uint32_t>(buf.size()), fmt, fmt_len, nargs, args,
-                    read_mem, opaque);
-  if (n < 0)
-    return n;
-  ctx->output.append(buf.data(), static_cast<size_t>(n));
-  return AX_OK;
-}
-
-int run(const AgentExpr& expr, EvalContext& ctx, uint64_t* result) {
-  ax_env env{};
-  env.opaque = &ctx;
-  env.read_reg = read_reg;
-  env.read_mem = read_mem;
-  env.printf = do_printf;
-  return ax_eval(expr.code.data(), &expr.info, &env, result);
-}
-
-} // namespace
 
 BreakpointVerdict evaluate_breakpoint(const GdbBreakpoint& bp, NativeTarget& target,
                                       ThreadId thread, const RegisterBlock& regs) {
-  EvalContext ctx{&target, thread, &regs, {}};
+  std::string output;
+  // Conditions and commands see the thread's registers and memory; agent
+  // printf output goes to gdb's console with the verdict. No TSVs here.
+  AxTargetScope scope{target, thread.pid, regs, [&output](std::string text) { output += text; }};
   bool triggered = bp.conditions.empty();
   for (const auto& cond : bp.conditions) {
     uint64_t value = 0;
-    int rc = run(cond, ctx, &value);
+    int rc = ax_eval_on_target(cond, scope, &value);
     if (rc != AX_OK || value != 0) {
       triggered = true;
       break;
@@ -122,12 +69,12 @@ BreakpointVerdict evaluate_breakpoint(const GdbBreakpoint& bp, NativeTarget& tar
   // a breakpoint with commands is never reported to gdb.
   for (const auto& cmd : bp.commands) {
     uint64_t ignored = 0;
-    int rc = run(cmd, ctx, &ignored);
+    int rc = ax_eval_on_target(cmd, scope, &ignored);
     if (rc != AX_OK)
-      ctx.output += std::string("dprintf failed: ") + ax_strerror(rc) + "\n";
+      output += std::string("dprintf failed: ") + ax_strerror(rc) + "\n";
   }
   verdict.stop = bp.commands.empty();
-  verdict.output = std::move(ctx.output);
+  verdict.output = std::move(output);
   return verdict;
 }
 

@@ -1,6 +1,6 @@
 #include "server/tdesc.h"
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 
 namespace gdbtrace {
 namespace {

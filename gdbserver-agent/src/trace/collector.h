@@ -6,11 +6,8 @@
 // status and stop reasons all live in the TraceEngine. Owning objects release
 // kernel attachments in their destructors.
 //
-// Frame layout (gdb tfile / gdbserver traceframe), little endian, packed:
-//   u16 tracepoint number, u32 size of the blocks that follow, then blocks:
-//   'R' + register block (the 'g' layout, TraceContext::register_block_size() bytes)
-//   'M' + u64 address + u16 length + bytes
-//   'V' + u32 tsv number + i64 value
+// Frames are in gdb's tfile layout (abi/tframe.h); the 'R' block is
+// TraceContext::register_block_size() bytes of the 'g' layout.
 // Collectors that cannot read some registers (kernel collectors have no FPU
 // state) still write the full block and report the registers they filled via
 // TraceContext::set_register_availability().
@@ -69,10 +66,22 @@ struct CollectorStats {
 
 class Collector {
 public:
+  // What kind of collector this is, for the engine's decisions (never compare
+  // name(), which is for people and for `monitor gdbtrace backend NAME`).
+  enum Capability : unsigned {
+    // Probes are kernel uprobes: the int3 at a probed address belongs to the
+    // kernel, which would swallow the trap of a gdb software breakpoint there.
+    kProbesInKernel = 1u << 0,
+  };
+
   virtual ~Collector() = default;
   virtual std::string name() const = 0; // "module", "ebpf", "ptrace"
+  virtual unsigned caps() const = 0;    // Capability bits
   // Whether this collector can serve TP; the error text says why not
-  // (e.g. "while-stepping needs the ptrace collector").
+  // (e.g. "while-stepping needs the ptrace collector"). Cheap (no program is
+  // generated, nothing touches the kernel): the engine calls it before
+  // install(), which need not repeat it, and moves on to the next collector
+  // when either fails.
   virtual Result<void> check(const Tracepoint& tp) const = 0;
   // Install TP in process PID (probes armed at once; called at QTStart, or
   // later for tracepoints added during a run). A disabled TP (tp.enabled false)

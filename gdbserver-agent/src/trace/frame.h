@@ -1,7 +1,6 @@
-// One trace frame in gdb's tfile / gdbserver layout (little endian, packed):
-//   u16 tracepoint number, u32 size of the blocks that follow, then blocks
-//   'R' + register block, 'M' + u64 address + u16 length + bytes, 'V' + u32 number + i64 value.
-// FrameBuilder writes one; FrameView walks one.
+// One trace frame in gdb's tfile / gdbserver layout (abi/tframe.h describes it).
+// FrameBuilder writes one; FrameView walks one. Every C++ reader of frames goes
+// through FrameView.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +10,11 @@
 #include <span>
 #include <vector>
 
+#include "abi/tframe.h"
+
 namespace gdbtrace {
 
-constexpr size_t kFrameHeaderSize = 6;
+constexpr size_t kFrameHeaderSize = GT_TFRAME_HEADER_SIZE;
 
 template <typename T> void put_le(std::vector<uint8_t>& out, T v) {
   uint8_t b[sizeof(T)];
@@ -34,14 +35,14 @@ public:
     put_le<uint32_t>(bytes_, 0);
   }
   void add_registers(std::span<const uint8_t> block) {
-    bytes_.push_back('R');
+    bytes_.push_back(GT_TFRAME_REGS);
     bytes_.insert(bytes_.end(), block.begin(), block.end());
   }
   // Memory blocks hold at most 65535 bytes (u16 length); longer ranges are split.
   void add_memory(uint64_t address, std::span<const uint8_t> data) {
     while (!data.empty()) {
-      size_t n = std::min<size_t>(data.size(), 0xffff);
-      bytes_.push_back('M');
+      size_t n = std::min<size_t>(data.size(), GT_TFRAME_MEM_MAX);
+      bytes_.push_back(GT_TFRAME_MEM);
       put_le<uint64_t>(bytes_, address);
       put_le<uint16_t>(bytes_, uint16_t(n));
       bytes_.insert(bytes_.end(), data.begin(), data.begin() + n);
@@ -50,7 +51,7 @@ public:
     }
   }
   void add_tsv(uint32_t number, int64_t value) {
-    bytes_.push_back('V');
+    bytes_.push_back(GT_TFRAME_TSV);
     put_le<uint32_t>(bytes_, number);
     put_le<int64_t>(bytes_, value);
   }
@@ -58,7 +59,7 @@ public:
   // The finished frame (size field filled in).
   std::span<const uint8_t> finish() {
     uint32_t n = uint32_t(bytes_.size() - kFrameHeaderSize);
-    std::memcpy(bytes_.data() + 2, &n, 4);
+    std::memcpy(bytes_.data() + GT_TFRAME_SIZE_OFFSET, &n, 4);
     return bytes_;
   }
 
@@ -80,42 +81,47 @@ class FrameView {
 public:
   FrameView(std::span<const uint8_t> frame, uint32_t regblock_size)
       : frame_(frame), regblock_size_(regblock_size) {}
-  uint16_t tp_number() const { return get_le<uint16_t>(frame_.data()); }
-  uint32_t data_size() const { return get_le<uint32_t>(frame_.data() + 2); }
+  // A frame shorter than its header has tracepoint 0 and no blocks.
+  bool has_header() const { return frame_.size() >= kFrameHeaderSize; }
+  uint16_t tp_number() const { return has_header() ? gt_tframe_tp(frame_.data()) : 0; }
+  uint32_t data_size() const { return has_header() ? gt_tframe_size(frame_.data()) : 0; }
+  // Header plus blocks; larger than the span when the frame is truncated.
+  size_t total_size() const { return kFrameHeaderSize + size_t(data_size()); }
   // Calls FN for each block in order; false when the frame is malformed.
   bool for_each(const std::function<bool(const FrameBlock&)>& fn) const {
+    if (!has_header() || total_size() > frame_.size())
+      return false;
     const uint8_t* p = frame_.data() + kFrameHeaderSize;
     const uint8_t* end = p + data_size();
-    if (end > frame_.data() + frame_.size())
-      return false;
     while (p < end) {
+      const uint8_t* tag = p; // block fields are at fixed offsets from the tag
+      size_t left = size_t(end - tag);
       FrameBlock b;
-      b.type = char(*p++);
+      b.type = char(*tag);
       switch (b.type) {
-      case 'R':
-        if (size_t(end - p) < regblock_size_)
+      case GT_TFRAME_REGS:
+        if (left < GT_TFRAME_REGS_HEADER + regblock_size_)
           return false;
-        b.data = p;
+        b.data = tag + GT_TFRAME_REGS_HEADER;
         b.length = regblock_size_;
-        p += regblock_size_;
+        p = b.data + b.length;
         break;
-      case 'M':
-        if (end - p < 10)
+      case GT_TFRAME_MEM:
+        if (left < GT_TFRAME_MEM_HEADER)
           return false;
-        b.address = get_le<uint64_t>(p);
-        b.length = get_le<uint16_t>(p + 8);
-        p += 10;
-        if (size_t(end - p) < b.length)
+        b.address = get_le<uint64_t>(tag + GT_TFRAME_MEM_ADDR_OFFSET);
+        b.length = get_le<uint16_t>(tag + GT_TFRAME_MEM_LEN_OFFSET);
+        if (left - GT_TFRAME_MEM_HEADER < b.length)
           return false;
-        b.data = p;
-        p += b.length;
+        b.data = tag + GT_TFRAME_MEM_HEADER;
+        p = b.data + b.length;
         break;
-      case 'V':
-        if (end - p < 12)
+      case GT_TFRAME_TSV:
+        if (left < GT_TFRAME_TSV_SIZE)
           return false;
-        b.tsv = get_le<uint32_t>(p);
-        b.value = get_le<int64_t>(p + 4);
-        p += 12;
+        b.tsv = get_le<uint32_t>(tag + GT_TFRAME_TSV_NUM_OFFSET);
+        b.value = get_le<int64_t>(tag + GT_TFRAME_TSV_VALUE_OFFSET);
+        p = tag + GT_TFRAME_TSV_SIZE;
         break;
       default:
         return false;
@@ -128,7 +134,7 @@ public:
   std::optional<FrameBlock> registers() const {
     std::optional<FrameBlock> out;
     for_each([&](const FrameBlock& b) {
-      if (b.type != 'R')
+      if (b.type != GT_TFRAME_REGS)
         return true;
       out = b;
       return false;

@@ -5,103 +5,11 @@
 #include <vector>
 
 #include "common/hex.h"
+#include "trace/ax_target.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
 namespace {
-
-constexpr size_t kMaxPrintfOutput = 8192;
-
-// Everything one agent-expression evaluation needs, passed as the VM's opaque pointer.
-struct EvalScope {
-  NativeTarget& target;
-  TraceContext& ctx;
-  Pid pid;
-  const RegisterBlock& regs;
-  FrameBuilder* frame; // null for conditions
-};
-
-int read_reg(void* opaque, uint32_t regno, uint64_t* value) {
-  auto* s = static_cast<EvalScope*>(opaque);
-  if (regno >= GT_NUM_REGS_AVX || !s->regs.valid.test(regno))
-    return AX_ERR_REG_UNAVAILABLE;
-  *value = s->regs.get_u64(regno);
-  return AX_OK;
-}
-
-int read_mem(void* opaque, uint64_t addr, void* buf, uint32_t len) {
-  auto* s = static_cast<EvalScope*>(opaque);
-  auto r = s->target.read_memory(s->pid, addr, {static_cast<uint8_t*>(buf), len});
-  return r && *r == len ? AX_OK : AX_ERR_MEM;
-}
-
-int get_tsv(void* opaque, uint32_t num, int64_t* value) {
-  auto v = static_cast<EvalScope*>(opaque)->ctx.get_tsv(num);
-  if (!v)
-    return AX_ERR_BAD_TSV;
-  *value = *v;
-  return AX_OK;
-}
-
-int set_tsv(void* opaque, uint32_t num, int64_t value) {
-  static_cast<EvalScope*>(opaque)->ctx.set_tsv(num, value);
-  return AX_OK;
-}
-
-int trace_mem(void* opaque, uint64_t addr, uint32_t len, int nz) {
-  auto* s = static_cast<EvalScope*>(opaque);
-  if (!s->frame)
-    return AX_ERR_NOT_ALLOWED;
-  std::vector<uint8_t> bytes(len);
-  auto r = s->target.read_memory(s->pid, addr, bytes);
-  if (!r || *r == 0)
-    return AX_ERR_MEM;
-  bytes.resize(*r);
-  if (nz) {
-    auto zero = std::find(bytes.begin(), bytes.end(), 0);
-    if (zero != bytes.end())
-      bytes.erase(zero + 1, bytes.end());
-  }
-  s->frame->add_memory(addr, bytes);
-  return AX_OK;
-}
-
-int trace_tsv(void* opaque, uint32_t num) {
-  auto* s = static_cast<EvalScope*>(opaque);
-  if (!s->frame)
-    return AX_ERR_NOT_ALLOWED;
-  auto v = s->ctx.get_tsv(num);
-  if (!v)
-    return AX_ERR_BAD_TSV;
-  s->frame->add_tsv(num, *v);
-  return AX_OK;
-}
-
-// gdb sends the format text raw (escapes unprocessed): ax_format renders it the
-// way gdbserver does, %s strings read through the tracee's memory.
-int do_printf(void* opaque, const char* fmt, uint32_t fmt_len, uint32_t nargs,
-              const uint64_t* args) {
-  auto* s = static_cast<EvalScope*>(opaque);
-  char out[kMaxPrintfOutput];
-  int n = ax_format(out, sizeof out, fmt, fmt_len, nargs, args, read_mem, opaque);
-  if (n < 0)
-    return n;
-  s->ctx.console(std::string(out, size_t(n)));
-  return AX_OK;
-}
-
-ax_env make_env(EvalScope& scope) {
-  ax_env env{};
-  env.opaque = &scope;
-  env.read_reg = read_reg;
-  env.read_mem = read_mem;
-  env.get_tsv = get_tsv;
-  env.set_tsv = set_tsv;
-  env.trace_mem = trace_mem;
-  env.trace_tsv = trace_tsv;
-  env.printf = do_printf;
-  return env;
-}
 
 class PtraceCollector final : public Collector {
 public:
@@ -109,6 +17,7 @@ public:
   ~PtraceCollector() override { remove_all(); }
 
   std::string name() const override { return "ptrace"; }
+  unsigned caps() const override { return 0; }
   std::string describe() const override {
     return "int3 traps handled by gdbtrace-server over ptrace; every tracepoint kind incl. "
            "while-stepping; slowest (two context switches per hit)";
@@ -189,11 +98,10 @@ private:
     for (const Tracepoint& tp : it->second.tps) {
       if (!tp.enabled || !ctx_->collecting())
         continue;
-      EvalScope cond_scope{target_, *ctx_, thread.pid, regs, nullptr};
       if (tp.has_condition) {
-        ax_env env = make_env(cond_scope);
+        AxTargetScope cond_scope = eval_scope(thread.pid, regs, nullptr);
         uint64_t value = 0;
-        int rc = ax_eval(tp.condition.code.data(), &tp.condition.info, &env, &value);
+        int rc = ax_eval_on_target(tp.condition, cond_scope, &value);
         if (rc != AX_OK) {
           fail(tp.number, std::string("condition: ") + ax_strerror(rc));
           continue;
@@ -239,7 +147,7 @@ private:
   bool collect(Pid pid, const Tracepoint& tp, const std::vector<TraceAction>& actions,
                const RegisterBlock& regs) {
     FrameBuilder frame(uint16_t(tp.number));
-    EvalScope scope{target_, *ctx_, pid, regs, &frame};
+    AxTargetScope scope = eval_scope(pid, regs, &frame);
     for (const auto& action : actions) {
       if (std::holds_alternative<CollectRegisters>(action)) {
         frame.add_registers({regs.bytes.data(), ctx_->register_block_size()});
@@ -261,9 +169,8 @@ private:
         bytes.resize(*got);
         frame.add_memory(addr, bytes);
       } else if (auto* x = std::get_if<CollectExpr>(&action)) {
-        ax_env env = make_env(scope);
         uint64_t ignored = 0;
-        int rc = ax_eval(x->expr.code.data(), &x->expr.info, &env, &ignored);
+        int rc = ax_eval_on_target(x->expr, scope, &ignored);
         if (rc != AX_OK) {
           fail(tp.number, std::string("action: ") + ax_strerror(rc));
           return false;
@@ -272,6 +179,13 @@ private:
     }
     // A frame the full buffer refuses is the engine's drop, counted there.
     return ctx_->append_frame(frame.finish());
+  }
+
+  // Agent expressions at a hit see the thread's registers and memory, the
+  // engine's TSVs, and print to gdb's console.
+  AxTargetScope eval_scope(Pid pid, const RegisterBlock& regs, FrameBuilder* frame) {
+    return AxTargetScope{target_, pid,  regs, [this](std::string text) { ctx_->console(text); },
+                         ctx_,    frame};
   }
 
   void fail(uint32_t number, const std::string& what) {

@@ -180,7 +180,7 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot " + ok.error().message;
       continue;
     }
-    if (c->name() != "ptrace") {
+    if (c->caps() & Collector::kProbesInKernel) {
       if (hooks.before_kernel_probe)
         if (auto r = hooks.before_kernel_probe(traced_pid, tp.address); !r) {
           why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
@@ -303,7 +303,7 @@ bool TraceEngine::frame_selected() const {
 std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t address) const {
   for (const auto& e : impl_->tracepoints)
     if (e->installed && e->collector && e->tp.address == address &&
-        e->collector->name() != "ptrace")
+        (e->collector->caps() & Collector::kProbesInKernel))
       return "tracepoint " + std::to_string(e->tp.number) + " is collected in the kernel (" +
              e->collector->name() + ") at this address, which takes the int3 trap";
   return std::nullopt;

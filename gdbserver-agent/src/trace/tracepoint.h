@@ -14,10 +14,17 @@
 
 namespace gdbtrace {
 
-// A verified agent expression (condition, 'X' action, or Z0 condition/command).
+// A verified agent expression (condition, 'X' action, or Z0 condition/command)
+// with what ax_verify proved about it, so no collector decodes bytecode again.
 struct AgentExpr {
   std::vector<uint8_t> code;
   ax_verified info{};
+  // Stack depth before the instruction at each pc (ax_depth_before): -1 where
+  // no instruction starts or none is reachable. Same length as CODE.
+  std::vector<int16_t> depth;
+  // Trace state variables the program reads (getv, tracev) and writes (setv),
+  // sorted, without repeats.
+  std::vector<uint32_t> tsvs_read, tsvs_written;
 };
 
 // QTDP actions. Order matters: frames hold blocks in action order.

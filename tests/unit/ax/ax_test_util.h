@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "ax/ax.h"
 
 namespace axtest {

@@ -282,6 +282,38 @@ TEST_F(AxVerify, CallerProvidedScratch) {
   EXPECT_EQ(info.max_stack, 2u);
 }
 
+// What the verifier proved stays in the caller's scratch: the stack depth
+// before every instruction (what the eBPF translator lays its stack out by).
+TEST_F(AxVerify, ReportsTheDepthBeforeEachInstruction) {
+  auto ws = std::make_unique<ax_verify_scratch>();
+  ax_verify_ctx ctx = t.vctx();
+  ctx.scratch = ws.get();
+  Asm a; // 0 const8 1; 2 if_goto 8; 5 const8 2; 7 pop; 8 const8 3; 10 end
+  a.c8(1).op2(if_goto, 8).c8(2).op(pop).c8(3).op(end);
+  ASSERT_EQ(ax_verify(a.code.data(), uint32_t(a.code.size()), &ctx, &info, &err_pc), AX_OK);
+  std::vector<int> depths;
+  for (uint32_t pc = 0; pc < a.code.size(); pc++)
+    depths.push_back(ax_depth_before(ws.get(), pc));
+  EXPECT_EQ(depths, (std::vector<int>{0, -1, 1, -1, -1, 0, -1, 1, 0, -1, 1}));
+}
+
+TEST_F(AxVerify, ReportsTheTsvsReadAndWritten) {
+  t.tsv[3] = 0;
+  t.tsv[7] = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> seen;
+  ax_verify_ctx ctx = t.vctx();
+  ctx.opaque = &seen;
+  ctx.tsv_exists = nullptr;
+  ctx.note_tsv = [](void* opaque, uint32_t num, uint32_t access) {
+    static_cast<std::vector<std::pair<uint32_t, uint32_t>>*>(opaque)->push_back({num, access});
+  };
+  Asm a;
+  a.op2(getv, 3).op2(setv, 7).op2(tracev, 3).op(end);
+  ASSERT_EQ(ax_verify(a.code.data(), uint32_t(a.code.size()), &ctx, &info, &err_pc), AX_OK);
+  EXPECT_EQ(seen, (std::vector<std::pair<uint32_t, uint32_t>>{
+                      {3, AX_TSV_READ}, {7, AX_TSV_WRITE}, {3, AX_TSV_READ}}));
+}
+
 TEST_F(AxVerify, StrerrorCoversEveryStatus) {
   for (int s = AX_OK; s >= AX_ERR_BAD_ARG; s--) {
     std::string text = ax_strerror(s);

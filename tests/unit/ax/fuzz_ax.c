@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "ax/ax.h"
 
 struct fuzz_state {

@@ -10,38 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
+#include "abi/ax_opcodes.h"
 #include "ax/ax.h"
 #include "trace/collector.h"
 #include "trace/tracepoint.h"
+#include "trace/tracepoint_parser.h"
 
 namespace gdbtrace::test {
 
-// Operand bytes of opcode OP (gdb ax.def); printf is not assembled here.
+// Operand bytes of opcode OP (abi/ax_opcodes.def); printf is not assembled here.
 inline int operand_bytes(uint8_t op) {
-  switch (op) {
-  case 0x0d:
-  case 0x16:
-  case 0x22:
-  case 0x2a:
-  case 0x32:
-    return 1; // trace_quick ext const8 zero_ext pick
-  case 0x20:
-  case 0x21:
-  case 0x23:
-  case 0x26:
-  case 0x2c:
-  case 0x2d:
-  case 0x2e:
-  case 0x30:
-    return 2;
-  case 0x24:
-    return 4;
-  case 0x25:
-    return 8;
-  default:
-    return 0;
-  }
+  return ax_opinfo(op)->operand_bytes;
 }
 
 // "const8 5 const8 7 add end" -> bytecode. Operands are decimal or 0x hex.
@@ -72,16 +52,11 @@ inline std::vector<uint8_t> ax_asm(const std::string& text) {
   return code;
 }
 
+// CODE verified the way QTDP bytecode is (verify_expr keeps the verifier's report).
 inline AgentExpr verified(const std::vector<uint8_t>& code, bool allow_trace) {
-  AgentExpr e;
-  e.code = code;
-  ax_verify_ctx vctx{};
-  vctx.num_regs = GT_NUM_REGS_AVX;
-  vctx.allow_trace_ops = allow_trace;
-  uint32_t err_pc = 0;
-  int rc = ax_verify(e.code.data(), uint32_t(e.code.size()), &vctx, &e.info, &err_pc);
-  EXPECT_EQ(rc, AX_OK) << ax_strerror(rc) << " at " << err_pc;
-  return e;
+  auto e = verify_expr(code, !allow_trace, VerifyEnv{GT_NUM_REGS_AVX, {}}, "test expression");
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? *e : AgentExpr{};
 }
 
 inline AgentExpr ax(const std::string& text, bool allow_trace = true) {

@@ -46,10 +46,26 @@ TEST(BpfCodegen, RefusesBackwardJumps) {
 TEST(BpfCodegen, RefusesPrintf) {
   // printf with no arguments: nargs 0, fmt length 3 "hi\0", after the function/channel pushes.
   std::vector<uint8_t> code = {0x22, 0, 0x22, 0, 0x34, 0, 0, 3, 'h', 'i', 0, 0x27};
-  AgentExpr e;
-  e.code = code;
-  Tracepoint tp = with_action(CollectExpr{e});
+  Tracepoint tp = with_action(CollectExpr{test::verified(code, true)});
   EXPECT_NE(refusal(tp).find("printf"), std::string::npos) << refusal(tp);
+  EXPECT_FALSE(check_tracepoint(tp)); // found without generating
+}
+
+TEST(BpfCodegen, RefusesBytecodeTheVerifierDidNotSee) {
+  AgentExpr e; // no per-pc depths: the static stack layout has nothing to stand on
+  e.code = {0x22, 1, 0x27};
+  Tracepoint tp = with_action(CollectExpr{e});
+  EXPECT_NE(refusal(tp).find("not verified"), std::string::npos) << refusal(tp);
+}
+
+// check_tracepoint() sees what the verifier reported; limits that only
+// generation meets are left to generate_program.
+TEST(BpfCodegen, CheckIsTheCheapSubsetOfGeneration) {
+  EXPECT_FALSE(check_tracepoint(with_action(CollectExpr{ax("const8 1 if_goto 0 end")})));
+  EXPECT_TRUE(check_tracepoint(with_action(CollectExpr{ax("const8 1 const8 2 add end")})));
+  Tracepoint xmm = with_action(CollectExpr{ax("reg 40 end")});
+  EXPECT_TRUE(check_tracepoint(xmm));
+  EXPECT_FALSE(generate_program(xmm, CodegenMaps{}, options()));
 }
 
 TEST(BpfCodegen, RefusesRegistersAUprobeCannotSee) {

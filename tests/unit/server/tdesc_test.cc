@@ -1,5 +1,5 @@
 // The target description must put every register at the 'g' offset
-// ax/amd64_regs.h gives it; gdb itself is the judge of how it reads the XML.
+// abi/amd64_regs.h gives it; gdb itself is the judge of how it reads the XML.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "server/tdesc.h"
 
 using namespace gdbtrace;

@@ -1,7 +1,7 @@
 // The tracepoint packets' grammar (server/trace_requests.h): typed requests or errors.
 #include <gtest/gtest.h>
 
-#include "ax/amd64_regs.h"
+#include "abi/amd64_regs.h"
 #include "server/trace_requests.h"
 
 using namespace gdbtrace;

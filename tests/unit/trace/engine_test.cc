@@ -500,6 +500,7 @@ public:
   std::vector<std::vector<uint8_t>> pending;
   TraceContext* ctx = nullptr;
   std::string name() const override { return "fakekernel"; }
+  unsigned caps() const override { return kProbesInKernel; }
   Result<void> check(const Tracepoint& tp) const override {
     if (tp.step_count)
       return make_error(EINVAL, "single-step (while-stepping)");
@@ -544,6 +545,11 @@ TEST_F(EngineTest, FallbackMessageDrainAndRegisterAvailability) {
       << console;
   EXPECT_EQ(target.trace_bps.count(0x401000), 0u); // tracepoint 1 went to the kernel collector
   EXPECT_EQ(target.trace_bps.count(0x402000), 1u);
+  // Collector::caps(), not the name, says whose int3 a gdb breakpoint would collide with.
+  auto conflict = engine->software_breakpoint_conflict(0x401000);
+  ASSERT_TRUE(conflict);
+  EXPECT_NE(conflict->find("fakekernel"), std::string::npos) << *conflict;
+  EXPECT_FALSE(engine->software_breakpoint_conflict(0x402000)); // ptrace: the trap is the stub's
   // The kernel collector's frame arrives when the engine drains (qTStatus drains first).
   FrameBuilder f(1);
   auto regs = make_regs(0x401000);

@@ -1,6 +1,7 @@
-// RAII owners of kernel objects: closing the last fd of a BPF program, map or
-// perf event releases it, so a crash of the stub (even SIGKILL) leaves nothing
-// attached to the tracee.
+// RAII owners of file descriptors and memory mappings. Kernel attachments hang
+// off them (a BPF program, map or perf event; a /dev/gdbtrace session; the
+// mapped file a uprobe is placed on): closing the last fd releases the object,
+// so a crash of the stub (even SIGKILL) leaves nothing attached to the tracee.
 #pragma once
 
 #include <sys/mman.h>
@@ -9,7 +10,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace gdbtrace::bpf {
+namespace gdbtrace {
 
 class UniqueFd {
 public:
@@ -30,6 +31,8 @@ public:
     fd_ = -1;
   }
   int get() const { return fd_; }
+  // Gives up ownership (the caller closes).
+  int release() { return std::exchange(fd_, -1); }
   explicit operator bool() const { return fd_ >= 0; }
 
 private:
@@ -56,10 +59,11 @@ public:
     p_ = nullptr;
   }
   void* get() const { return p_; }
+  size_t size() const { return n_; }
 
 private:
   void* p_ = nullptr;
   size_t n_ = 0;
 };
 
-} // namespace gdbtrace::bpf
+} // namespace gdbtrace

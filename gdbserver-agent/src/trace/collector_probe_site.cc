@@ -1,0 +1,136 @@
+#include "trace/collector_probe_site.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace gdbtrace {
+namespace {
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+// One line of /proc/PID/maps: start-end perms offset major:minor inode path.
+struct MapsLine {
+  uint64_t start = 0, end = 0, pgoff = 0, inode = 0;
+  dev_t dev = 0;
+  std::string perms, path;
+};
+
+bool parse_maps_line(const std::string& line, MapsLine& m) {
+  char perms[8] = {};
+  unsigned dev_major = 0, dev_minor = 0;
+  int consumed = 0;
+  if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+                  &m.start, &m.end, perms, &m.pgoff, &dev_major, &dev_minor, &m.inode,
+                  &consumed) < 7)
+    return false;
+  m.dev = makedev(dev_major, dev_minor);
+  m.perms = perms;
+  m.path = consumed > 0 && size_t(consumed) <= line.size() ? line.substr(size_t(consumed)) : "";
+  return true;
+}
+
+Result<MapsLine> find_mapping(int pid, uint64_t address) {
+  std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
+  std::ifstream maps(maps_path);
+  if (!maps)
+    return make_error(ESRCH, "cannot read " + maps_path + " (process gone?)");
+  std::string line;
+  while (std::getline(maps, line)) {
+    MapsLine m;
+    if (parse_maps_line(line, m) && address >= m.start && address < m.end)
+      return m;
+  }
+  return make_error(EFAULT,
+                    "address " + hex(address) + " is not mapped in process " + std::to_string(pid));
+}
+
+// The mapping's own file: map_files gives exactly the mapped inode (root
+// only); otherwise the path inside the process's root (containers, chroots),
+// accepted only when it is still the mapped inode (same device and inode).
+Result<UniqueFd> open_mapped_file(int pid, const MapsLine& m) {
+  char name[96];
+  std::snprintf(name, sizeof name, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m.start, m.end);
+  UniqueFd fd(::open(name, O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    std::string via_root = "/proc/" + std::to_string(pid) + "/root" + m.path;
+    fd = UniqueFd(::open(via_root.c_str(), O_RDONLY | O_CLOEXEC));
+  }
+  if (!fd)
+    return make_error(errno, "cannot open mapped file " + m.path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != m.inode ||
+      st.st_dev != m.dev)
+    return make_error(ESTALE, m.path + " is no longer the file the process maps");
+  return fd;
+}
+
+// OFFSET must lie inside the file bytes of an executable PT_LOAD of FD's ELF.
+Result<void> check_executable_offset(int fd, const std::string& path, uint64_t offset) {
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  Result<void> result = make_error(EINVAL, "address is not in an executable segment of " + path +
+                                               " (offset " + hex(offset) + ")");
+  size_t n = 0;
+  if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n) != 0) {
+    result = make_error(EINVAL, path + " is not an ELF file");
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+          offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
+        result = ok();
+        break;
+      }
+    }
+  }
+  if (elf)
+    elf_end(elf);
+  return result;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+} // namespace
+
+std::string ProbeSite::fd_path() const {
+  return "/proc/self/fd/" + std::to_string(fd.get());
+}
+
+Result<ProbeSite> resolve_probe_site(int pid, uint64_t address) {
+  auto m = find_mapping(pid, address);
+  if (!m)
+    return m.error();
+  if (m->perms.size() < 3 || m->perms[2] != 'x')
+    return make_error(EINVAL, "address " + hex(address) + " is not in executable memory");
+  if (m->inode == 0 || m->path.empty() || m->path[0] != '/')
+    return make_error(EINVAL, "address " + hex(address) +
+                                  " is not in a mapped file (JIT or anonymous code cannot be "
+                                  "probed with a uprobe)");
+  if (ends_with(m->path, " (deleted)"))
+    return make_error(ENOENT, m->path + ": the mapped file was deleted; cannot place a uprobe");
+  auto fd = open_mapped_file(pid, *m);
+  if (!fd)
+    return fd.error();
+  ProbeSite site{std::move(*fd), address - m->start + m->pgoff, m->path};
+  if (auto r = check_executable_offset(site.fd.get(), site.path, site.offset); !r)
+    return r.error();
+  return site;
+}
+
+} // namespace gdbtrace
