@@ -85,7 +85,7 @@ Result<uint32_t> ModuleSession::add_probe(gdbtrace_probe_add& req) {
     std::string why;
     switch (e) {
     case EPERM:
-      why = "not permitted to trace this process (ptrace access check)";
+      why = "not permitted: gdbtrace.ko probes only processes this stub is the ptracer of";
       break;
     case EOPNOTSUPP:
       why = "the kernel module cannot run this bytecode (agent printf)";

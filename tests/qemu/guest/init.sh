@@ -18,6 +18,7 @@ ls -l /dev/gdbtrace | grep -q '^crw-------' || note_fail "/dev/gdbtrace mode: $(
 
 cd /tmp
 /bin/gt_test || { note_fail "gt_test"; dmesg | grep gdbtrace | tail -20; }
+/bin/gt_safety || { note_fail "gt_safety"; dmesg | grep gdbtrace | tail -20; }
 
 if [ -x /bin/gdbtrace-server ]; then
   insmod /lib/modules/e1000.ko || note_fail "insmod e1000"
