@@ -5,6 +5,7 @@
 //    privileged image;
 //  - mmap and ADD from two threads of one session do not deadlock;
 //  - emulated 32/64-bit stores are never seen torn by another thread;
+//  - no emulation while hardware watchpoints are armed;
 //  - a 32-bit (-m32) tracee is never emulated (gt_test32 is that tracee);
 //  - `teval $x = $x + 1` from two threads loses no increment.
 // Prints "ok NAME" / "FAIL NAME: why" (and "SKIP NAME: why"); exit status =
@@ -12,6 +13,8 @@
 #include "gt_util.h"
 
 #include <pthread.h>
+#include <stddef.h>
+#include <sys/user.h>
 
 volatile long sink;
 
@@ -363,6 +366,57 @@ static void test_no_torn_emulated_stores(void) {
   OK();
 }
 
+static volatile uint64_t watched;
+
+static int stop_then_store(long unused) {
+  (void)unused;
+  raise(SIGSTOP); // the tracer arms a hardware watchpoint on `watched` now
+  store64(&shared64, 5);
+  watched = 7; // traps: the watchpoint is live
+  return shared64 == 5 ? 0 : 1;
+}
+
+// While a hardware watchpoint is armed (through ptrace, as gdb does), the
+// module leaves a probed store to the CPU instead of emulating it, so a
+// watchpoint on its target would trap. (The watched location here is not the
+// store's own: the CPU single-stepping a store onto a watched address hangs
+// QEMU's TCG, module or not -- a plain PTRACE_SINGLESTEP does it too -- so
+// that end-to-end case cannot run in this harness.)
+static void test_no_emulation_with_hw_watchpoint(void) {
+  struct session s;
+  CHECK(open_session(&s, 16) == 0, "open");
+  struct child c = start_child(stop_then_store, 0);
+  struct gdbtrace_probe_add a;
+  int r = add_at(&s, c.pid, NULL, (uintptr_t)store64, GDBTRACE_PROBE_EMULATE, NULL, 0, &a);
+  CHECK(r == 0, "add: %s", strerror(-r));
+  CHECK(a.emu.op == GDBTRACE_EMU_STORE, "store64 not emulable (op %u)", a.emu.op);
+  CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
+  CHECK(write(c.go_fd, "g", 1) == 1, "go");
+  int st;
+  CHECK(waitpid(c.pid, &st, 0) == c.pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP, "no stop");
+  const size_t dr = offsetof(struct user, u_debugreg);
+  // DR0 = &watched; DR7: L0, break on write (01), 8 bytes (10).
+  CHECK(ptrace(PTRACE_POKEUSER, c.pid, (void*)(dr + 0 * 8), (void*)&watched) == 0, "DR0");
+  CHECK(ptrace(PTRACE_POKEUSER, c.pid, (void*)(dr + 7 * 8), (void*)0x90001ul) == 0, "DR7: %s",
+        strerror(errno));
+  ptrace(PTRACE_CONT, c.pid, NULL, NULL);
+  CHECK(waitpid(c.pid, &st, 0) == c.pid, "wait");
+  int trapped = WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP;
+  long dr6 = trapped ? ptrace(PTRACE_PEEKUSER, c.pid, (void*)(dr + 6 * 8), NULL) : 0;
+  if (WIFSTOPPED(st)) {
+    ptrace(PTRACE_POKEUSER, c.pid, (void*)(dr + 7 * 8), (void*)0ul);
+    ptrace(PTRACE_CONT, c.pid, NULL, NULL);
+  }
+  int rc = WIFSTOPPED(st) ? wait_traced(c.pid) : -1;
+  struct gdbtrace_probe_status ps = probe_status(&s, a.id);
+  close_session(&s);
+  CHECK(trapped && (dr6 & 1), "watchpoint did not fire (status %#x, dr6 %#lx)", st, dr6);
+  CHECK(rc == 0, "tracee exit %d", rc);
+  CHECK(ps.hits == 1 && ps.emulated == 0, "hits %llu emulated %llu", (unsigned long long)ps.hits,
+        (unsigned long long)ps.emulated);
+  OK();
+}
+
 // gt_test32 prints the address of its probed function, then waits for a byte
 // on stdin and calls it; the function starts with `mov abs32,%ecx` (8b 0d),
 // which as 64-bit code would be an emulable rip-relative load.
@@ -460,6 +514,7 @@ int main(int argc, char** argv) {
   test_exec_setuid_race();
   test_mmap_and_add_threads();
   test_no_torn_emulated_stores();
+  test_no_emulation_with_hw_watchpoint();
   test_m32_never_emulated();
   test_threaded_tsv_increments();
   printf("gt_safety: %d failure(s)\n", failures);
