@@ -29,6 +29,7 @@ struct gt_hit {
 	struct gt_probe *p;
 	struct pt_regs *regs;
 	struct gt_frame f;
+	struct ax_env env; /* the VM's services for this hit (hit_init) */
 };
 
 static int verify_tsv_exists(void *opaque, uint32_t num)
@@ -275,26 +276,11 @@ static int env_printf(void *opaque, const char *fmt, uint32_t fmt_len, uint32_t 
 	return AX_ERR_NOT_ALLOWED; /* refused at verification; never reached */
 }
 
-/* Evaluate one program. Programs touching TSVs run under the session's TSV
- * lock, so `$x = $x + 1` on two CPUs at once counts twice. */
-static int eval_program(struct gt_hit *h, const u8 *code, const struct ax_verified *info,
-			u32 step_budget, struct ax_env *env, u64 *result)
+static void hit_init(struct gt_hit *h, struct gt_probe *p, struct pt_regs *regs)
 {
-	struct gt_session *s = h->p->s;
-	int ret;
-
-	env->step_budget = step_budget;
-	if (!info->uses_tsv)
-		return ax_eval(code, info, env, result);
-	raw_spin_lock(&s->tsv_lock);
-	ret = ax_eval(code, info, env, result);
-	raw_spin_unlock(&s->tsv_lock);
-	return ret;
-}
-
-static int run_actions(struct gt_hit *h)
-{
-	struct ax_env env = {
+	h->p = p;
+	h->regs = regs;
+	h->env = (struct ax_env){
 		.opaque = h,
 		.read_reg = env_read_reg,
 		.read_mem = env_read_mem,
@@ -304,6 +290,27 @@ static int run_actions(struct gt_hit *h)
 		.trace_tsv = env_trace_tsv,
 		.printf = env_printf,
 	};
+}
+
+/* Evaluate one program. Programs touching TSVs run under the session's TSV
+ * lock, so `$x = $x + 1` on two CPUs at once counts twice. */
+static int eval_program(struct gt_hit *h, const u8 *code, const struct ax_verified *info,
+			u32 step_budget, u64 *result)
+{
+	struct gt_session *s = h->p->s;
+	int ret;
+
+	h->env.step_budget = step_budget;
+	if (!info->uses_tsv)
+		return ax_eval(code, info, &h->env, result);
+	raw_spin_lock(&s->tsv_lock);
+	ret = ax_eval(code, info, &h->env, result);
+	raw_spin_unlock(&s->tsv_lock);
+	return ret;
+}
+
+static int run_actions(struct gt_hit *h)
+{
 	struct gt_probe *p = h->p;
 	int errors = 0;
 	u32 i;
@@ -324,7 +331,7 @@ static int run_actions(struct gt_hit *h)
 				ret = put_mem_block(h, base + a->offset, a->len, 0);
 			break;
 		case GDBTRACE_ACT_EXPR:
-			ret = eval_program(h, a->code, &a->info, a->step_budget, &env, &result);
+			ret = eval_program(h, a->code, &a->info, a->step_budget, &result);
 			break;
 		}
 		if (ret == AX_ERR_TRACE)
@@ -339,30 +346,15 @@ static int run_actions(struct gt_hit *h)
 
 static bool condition_true(struct gt_hit *h)
 {
-	struct ax_env env = {
-		.opaque = h,
-		.read_reg = env_read_reg,
-		.read_mem = env_read_mem,
-		.get_tsv = env_get_tsv,
-		.set_tsv = env_set_tsv,
-		.trace_mem = env_trace_mem,
-		.trace_tsv = env_trace_tsv,
-		.printf = env_printf,
-	};
 	u64 result = 0;
 
 	if (!h->p->cond)
 		return true;
-	if (eval_program(h, h->p->cond, &h->p->cond_info, h->p->cond_step_budget, &env, &result)) {
+	if (eval_program(h, h->p->cond, &h->p->cond_info, h->p->cond_step_budget, &result)) {
 		atomic64_inc(&h->p->errors);
 		return false;
 	}
 	return result != 0;
-}
-
-static struct gdbtrace_ring_header *this_ring(struct gt_session *s, u32 cpu)
-{
-	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)cpu * s->ring_stride);
 }
 
 /* Copy the frame into this CPU's ring as one record, or count a drop. The
@@ -371,7 +363,7 @@ static struct gdbtrace_ring_header *this_ring(struct gt_session *s, u32 cpu)
  * never make us write outside the ring. */
 static void ring_put(struct gt_session *s, u32 cpu, struct gt_probe *p, const u8 *frame, u32 len)
 {
-	struct gdbtrace_ring_header *h = this_ring(s, cpu);
+	struct gdbtrace_ring_header *h = gt_ring_header(s, cpu);
 	u8 *data = (u8 *)h + PAGE_SIZE;
 	u64 size = s->data_size;
 	u64 head = READ_ONCE(h->head);
@@ -430,7 +422,7 @@ static bool may_emulate(struct pt_regs *regs)
 void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 {
 	struct gt_session *s = p->s;
-	struct gt_hit h = { .p = p, .regs = regs };
+	struct gt_hit h;
 	u64 hits;
 	u32 cpu, size;
 
@@ -445,14 +437,15 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 		goto emulate;
 	preempt_disable();
 	cpu = smp_processor_id();
+	hit_init(&h, p, regs);
+	h.f.buf = gt_scratch(cpu);
+	h.f.cap = GDBTRACE_MAX_FRAME;
+	h.f.len = 6; /* u16 tp, u32 size: filled in last */
 	if (!condition_true(&h))
 		goto out;
 	hits = atomic64_inc_return(&p->hits);
 	if (p->pass_count && hits > p->pass_count)
 		goto out;
-	h.f.buf = gt_scratch(cpu);
-	h.f.cap = GDBTRACE_MAX_FRAME;
-	h.f.len = 6;
 	if (run_actions(&h) == 0) {
 		u16 tp = p->tp;
 

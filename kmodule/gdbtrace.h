@@ -82,6 +82,11 @@ struct gt_session {
 	raw_spinlock_t tsv_lock;
 };
 
+static inline struct gdbtrace_ring_header *gt_ring_header(struct gt_session *s, u32 i)
+{
+	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)i * s->ring_stride);
+}
+
 /* probe.c */
 int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req);
 void gt_probes_remove_all(struct gt_session *s);

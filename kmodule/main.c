@@ -126,11 +126,6 @@ static void session_unaccount(kuid_t uid)
 	mutex_unlock(&gt_global_lock);
 }
 
-static struct gdbtrace_ring_header *ring_header(struct gt_session *s, u32 i)
-{
-	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)i * s->ring_stride);
-}
-
 static void rings_free(struct gt_session *s)
 {
 	unsigned long i;
@@ -246,7 +241,7 @@ static long do_init(struct gt_session *s, void __user *arg)
 	s->data_size = data;
 	s->area_size = total;
 	for (i = 0; i < s->nr_rings; i++) {
-		struct gdbtrace_ring_header *h = ring_header(s, i);
+		struct gdbtrace_ring_header *h = gt_ring_header(s, i);
 
 		h->data_size = data;
 		h->data_offset = PAGE_SIZE;
@@ -327,7 +322,7 @@ static long do_status(struct gt_session *s, void __user *arg)
 	st.stop_tp = READ_ONCE(s->stop_tp);
 	st.nr_probes = s->nr_probes;
 	for (i = 0; i < s->nr_rings; i++)
-		st.drops += READ_ONCE(ring_header(s, i)->drops);
+		st.drops += READ_ONCE(gt_ring_header(s, i)->drops);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
@@ -433,7 +428,7 @@ static bool rings_pending(struct gt_session *s)
 	u32 i;
 
 	for (i = 0; i < s->nr_rings; i++) {
-		struct gdbtrace_ring_header *h = ring_header(s, i);
+		struct gdbtrace_ring_header *h = gt_ring_header(s, i);
 
 		if (smp_load_acquire(&h->head) != READ_ONCE(h->tail))
 			return true;

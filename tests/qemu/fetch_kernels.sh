@@ -2,6 +2,8 @@
 # Finds the newest Debian kernel of a series and prepares it for run.sh:
 #   6.1, 6.12  image+headers pair from the host's apt sources (Debian 12); the
 #              headers are installed on the host, the image is extracted.
+#   debug      6.1 from Debian's linux-source with LOCKDEP, KASAN and UBSAN
+#              (build_debug_kernel.sh; opt-in, not part of `all`).
 #   newest     Debian unstable's linux-image-amd64 (7.x today), whatever version
 #              it points at this run. Built and packaged with that kernel's own gcc,
 #              so a `debootstrap --variant=minbase sid` chroot cached under
@@ -119,5 +121,6 @@ fetch_newest() {
 case $series in
   6.1 | 6.12) fetch_debian12 ;;
   newest) fetch_newest ;;
-  *) echo "unknown series $series (6.1, 6.12, newest)" >&2; exit 2 ;;
+  debug) "$here/build_debug_kernel.sh" ;;
+  *) echo "unknown series $series (6.1, 6.12, newest, debug)" >&2; exit 2 ;;
 esac

@@ -7,7 +7,9 @@
 # built), boot, run guest/init.sh's tests, and report with the kernel version.
 # Exit status non-zero on any failure.
 #
-#   tests/qemu/run.sh [6.1|6.12|newest|all]...     (default all)
+#   tests/qemu/run.sh [6.1|6.12|newest|all|debug]...     (default all = 6.1 6.12 newest)
+# `debug` is a 6.1 kernel built here from linux-source with LOCKDEP, KASAN and
+# UBSAN (build_debug_kernel.sh): a long one-off compile, so not part of `all`.
 # Environment: GDBTRACE_BUILD=<cmake build dir with gdbtrace-server> (default build-kmod),
 #              GDBTRACE_KO_DIR=DIR: boot DIR/<series>/gdbtrace.ko (prebuilt, e.g. by DKMS)
 #                instead of building the module; missing -> failure,
@@ -111,7 +113,7 @@ run_series() {
   cp "$here/guest/init.sh" "$root/init" && chmod +x "$root/init"
   cp "$here/guest/gt_bench.sh" "$root/bin/gt_bench.sh" && chmod +x "$root/bin/gt_bench.sh"
   # NIC driver for the forwarded gdb port (e1000 is a module in Debian's config).
-  local e1000; e1000=$(find "$MODDIR" -name 'e1000.ko*' | head -1)
+  local e1000; e1000=$(find "$MODDIR" -name 'e1000.ko*' | head -1) # (built in: none)
   case "$e1000" in
     *.xz) xz -dc "$e1000" >"$root/lib/modules/e1000.ko" ;; # busybox insmod cannot decompress
     *.zst) zstd -qdc "$e1000" >"$root/lib/modules/e1000.ko" ;;

@@ -65,8 +65,11 @@ Result<void> ModuleSession::init(uint32_t regblock_size, uint32_t ring_shift) {
   in.ring_shift = ring_shift;
   if (::ioctl(fd_, GDBTRACE_IOC_INIT, &in) != 0) {
     int e = errno;
-    if (e == EPROTO)
+    // ENOTTY: a module from before uapi 2 (other ioctl numbers).
+    if (e == EPROTO || e == ENOTTY)
       return make_error(e, "gdbtrace.ko speaks another API version than this gdbtrace-server");
+    if (e == EMFILE)
+      return make_error(e, "gdbtrace.ko: this user already holds the most sessions it may (8)");
     return make_error(e, std::string("gdbtrace.ko session init: ") + std::strerror(e));
   }
   void* m = ::mmap(nullptr, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);

@@ -7,7 +7,8 @@
 //  - emulated 32/64-bit stores are never seen torn by another thread;
 //  - no emulation while hardware watchpoints are armed;
 //  - a 32-bit (-m32) tracee is never emulated (gt_test32 is that tracee);
-//  - `teval $x = $x + 1` from two threads loses no increment.
+//  - `teval $x = $x + 1` from two threads loses no increment;
+//  - one user holds at most 8 sessions.
 // Prints "ok NAME" / "FAIL NAME: why" (and "SKIP NAME: why"); exit status =
 // number of failures. `gt_safety victim` is the setuid image of the race test.
 #include "gt_util.h"
@@ -470,6 +471,39 @@ static void test_m32_never_emulated(void) {
   OK();
 }
 
+// Rings are charged to the caller's memory cgroup, and one user holds at most
+// 8 initialised sessions (the 9th INIT is EMFILE until one closes).
+static int sessions_as_nobody(void) {
+  struct session s[9];
+  for (int i = 0; i < 8; i++)
+    if (open_session(&s[i], 16))
+      return 40 + i;
+  if (open_session(&s[8], 16) != -EMFILE)
+    return 50;
+  close(s[8].fd);
+  close_session(&s[0]);
+  if (open_session(&s[8], 16))
+    return 51;
+  return 0;
+}
+
+static void test_session_cap_per_user(void) {
+  CHECK(chmod(GDBTRACE_DEVICE, 0666) == 0, "chmod");
+  pid_t w = fork();
+  if (w == 0) {
+    if (setgid(65534) || setuid(65534))
+      _exit(10);
+    _exit(sessions_as_nobody());
+  }
+  int st;
+  waitpid(w, &st, 0);
+  chmod(GDBTRACE_DEVICE, 0600);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "status %d (40+i: session i refused; 50: 9th accepted; 51: not freed on close)",
+        WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  OK();
+}
+
 static void* call_probe_fn_thread(void* n) {
   call_probe_fn((long)n);
   return NULL;
@@ -517,6 +551,7 @@ int main(int argc, char** argv) {
   test_no_emulation_with_hw_watchpoint();
   test_m32_never_emulated();
   test_threaded_tsv_increments();
+  test_session_cap_per_user();
   printf("gt_safety: %d failure(s)\n", failures);
   return failures != 0;
 }
