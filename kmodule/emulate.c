@@ -243,17 +243,6 @@ done:
 	return 0;
 }
 
-int gt_emu_check(const struct gdbtrace_emu *emu, const u8 *bytes, u32 avail)
-{
-	struct gdbtrace_emu mine;
-
-	if (emu->op == GDBTRACE_EMU_NONE || emu->op > GDBTRACE_EMU_OP_MAX)
-		return -EINVAL;
-	if (gt_emu_decode(bytes, avail, &mine))
-		return -EOPNOTSUPP;
-	return memcmp(&mine, emu, sizeof(mine)) ? -EINVAL : 0;
-}
-
 static void set_arith_flags(struct pt_regs *regs, u64 a, u64 b, u64 r, bool sub, u32 width)
 {
 	u64 sign = width == 8 ? 1ull << 63 : 1ull << 31;
