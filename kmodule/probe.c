@@ -199,11 +199,31 @@ static bool caller_traces(struct task_struct *task)
 	return ok;
 }
 
-/* Bind P to the address space of process PID. The ptracer check and taking
- * the mm happen under the target's exec_update_lock (as mm_access() and
- * perf_event_open() do), so an exec of a setuid binary cannot slip between
- * them: the probe binds the image the caller was allowed to debug, and the
- * mm filter keeps it off every later image. */
+/* The caller's (file, offset) must be what MM maps executable at the probe
+ * address: the stub resolved it from /proc/PID/maps, and a file that merely
+ * has the same inode number elsewhere, or a stale mapping, is refused here. */
+static int check_site_mapped(struct gt_probe *p, struct mm_struct *mm)
+{
+	struct vm_area_struct *vma;
+	int ret = -ESTALE;
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	vma = vma_lookup(mm, p->address);
+	if (vma && vma->vm_file && file_inode(vma->vm_file) == file_inode(p->file) &&
+	    (vma->vm_flags & VM_EXEC) &&
+	    p->address - vma->vm_start + ((u64)vma->vm_pgoff << PAGE_SHIFT) == p->offset)
+		ret = 0;
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+/* Bind P to the address space of process PID. The ptracer check, taking the
+ * mm and checking the probe site is mapped there happen under the target's
+ * exec_update_lock (as mm_access() and perf_event_open() do), so an exec of a
+ * setuid binary cannot slip between them: the probe binds the image the
+ * caller was allowed to debug, and the mm filter keeps it off every later
+ * image. */
 static int bind_target(struct gt_probe *p, pid_t pid)
 {
 	struct task_struct *task;
@@ -225,9 +245,14 @@ static int bind_target(struct gt_probe *p, pid_t pid)
 		ret = -EPERM;
 	else if (!(mm = get_task_mm(task)))
 		ret = -ESRCH;
+	else
+		ret = check_site_mapped(p, mm);
 	up_read(&task->signal->exec_update_lock);
-	if (ret)
+	if (ret) {
+		if (mm)
+			mmput(mm);
 		goto out;
+	}
 	mmgrab(mm);
 	p->mm = mm;
 	p->tgid = task->tgid;
@@ -263,9 +288,6 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	p->pass_count = req->pass_count;
 	p->enabled = !(req->flags & GDBTRACE_PROBE_DISABLED);
 
-	ret = bind_target(p, req->pid);
-	if (ret)
-		goto fail;
 	p->file = fget(req->fd);
 	if (!p->file) {
 		ret = -EBADF;
@@ -275,8 +297,11 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 		ret = -EINVAL;
 		goto fail;
 	}
+	ret = bind_target(p, req->pid);
+	if (ret)
+		goto fail;
 	if (req->offset >= i_size_read(file_inode(p->file))) {
-		ret = -EINVAL;
+		ret = -EINVAL; /* mapped, but past the end of the file */
 		goto fail;
 	}
 	if (req->cond_len || req->cond) {

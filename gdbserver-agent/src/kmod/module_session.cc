@@ -96,6 +96,9 @@ Result<uint32_t> ModuleSession::add_probe(gdbtrace_probe_add& req) {
     case EINVAL:
       why = "rejected by gdbtrace.ko (invalid probe, bytecode or address)";
       break;
+    case ESTALE:
+      why = "the process no longer maps this file at this address (exec or unmap?)";
+      break;
     default:
       why = std::strerror(e);
     }

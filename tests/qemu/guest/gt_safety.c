@@ -164,23 +164,26 @@ static int victim_main(void) {
 struct race_arg {
   struct session* s;
   pid_t pid;
+  volatile int done;
   uint32_t ids[GDBTRACE_MAX_PROBES];
-  int nids, last_err;
+  int nids;
+  int new_image_adds; // ADDs naming the setuid file that were accepted
 };
 
-// ADD in a loop until the module refuses (the tracee detached, exec'd, died).
-static void* add_until_refused(void* p) {
+// Until the tracee is gone: ADD on the image we trace (accepted while we are
+// the tracer) and on the setuid image it is about to exec (never accepted:
+// the old image does not map it, and once it does, we trace it no more).
+static void* add_while_racing(void* p) {
   struct race_arg* a = p;
-  for (;;) {
+  while (!a->done) {
     struct gdbtrace_probe_add out;
-    int r = add_at(a->s, a->pid, "/tmp/gt_suid", (uintptr_t)probe_fn, 0, &regs_action, 1, &out);
-    if (r) {
-      a->last_err = -r;
-      break;
+    if (a->nids < 16 &&
+        add_at(a->s, a->pid, NULL, (uintptr_t)probe_fn, 0, &regs_action, 1, &out) == 0)
+      a->ids[a->nids++] = out.id;
+    if (add_at(a->s, a->pid, "/tmp/gt_suid", (uintptr_t)probe_fn, 0, &regs_action, 1, &out) == 0) {
+      a->ids[a->nids++] = out.id;
+      a->new_image_adds++;
     }
-    a->ids[a->nids++] = out.id;
-    if (a->nids == GDBTRACE_MAX_PROBES)
-      break;
   }
   return NULL;
 }
@@ -205,7 +208,7 @@ static int setuid_race_as_nobody(int rounds) {
     struct child c = start_child(stop_then_exec_victim, 0);
     struct race_arg ra = {.s = &s, .pid = c.pid};
     pthread_t th;
-    pthread_create(&th, NULL, add_until_refused, &ra);
+    pthread_create(&th, NULL, add_while_racing, &ra);
     // Let some ADDs land while we are the tracer, then detach: ptrace(DETACH)
     // needs a ptrace stop, so stop it with SIGSTOP first.
     usleep(200 * (i % 8));
@@ -217,9 +220,12 @@ static int setuid_race_as_nobody(int rounds) {
       return 32;
     close(c.go_fd);
     waitpid(c.pid, &st, 0);
+    ra.done = 1;
     pthread_join(th, NULL);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
       privileged_runs++;
+    if (ra.new_image_adds)
+      return 35; // a probe was bound to the setuid image
     for (int k = 0; k < ra.nids; k++) {
       struct gdbtrace_probe_status ps = probe_status(&s, ra.ids[k]);
       if (ps.hits || ps.frames)
@@ -260,7 +266,8 @@ static void test_exec_setuid_race(void) {
   chmod(GDBTRACE_DEVICE, 0600);
   unlink("/tmp/gt_suid");
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-        "race worker status %d (33: probe fired in the setuid image; 34: victim not privileged)",
+        "race worker status %d (33: probe fired in the setuid image; 34: victim not privileged; "
+        "35: ADD on the setuid image accepted)",
         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   OK();
 }

@@ -610,9 +610,22 @@ static void test_hostile_ioctls(void) {
   a = good;
   a.fd = fd;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "device fd as file");
+  // The file and offset must be what the tracee maps executable at the address.
+  int other = open("/bin/busybox", O_RDONLY);
+  a = good;
+  a.fd = other;
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "another file accepted");
+  close(other);
+  a = good;
+  a.offset += 1;
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "wrong offset accepted");
+  a = good;
+  a.address = (uintptr_t)big; // data, not code
+  a.offset = file_offset_of(t.pid, (uintptr_t)big);
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "non-executable mapping accepted");
   a = good;
   a.offset = 1ull << 40;
-  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "offset past EOF");
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "offset past EOF accepted");
   a = good;
   a.tp_number = 70000;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "tp > u16");
