@@ -118,6 +118,8 @@ struct gdbtrace_emu {
   __u8 insn[GDBTRACE_MAX_EMU]; /* the instruction's bytes as decoded */
 };
 
+/* ADD errors: EPERM unless the caller's process ptraces a thread of PID;
+ * ESTALE unless FD at OFFSET is what PID maps executable at ADDRESS. */
 struct gdbtrace_probe_add {
   __s32 pid;          /* in: target process (tgid) */
   __s32 fd;           /* in: open file descriptor of the mapped file */
