@@ -47,6 +47,9 @@ if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi
 
 sleep 0.2
 rmmod gdbtrace || note_fail "rmmod"
+# On the checking kernel (run.sh debug): show the checkers were live.
+[ -e /proc/lockdep_stats ] && echo "GT-CHECKER lockdep: $(grep -m1 'lock-classes' /proc/lockdep_stats | tr -s ' ')"
+dmesg | grep -q "KernelAddressSanitizer initialized" && echo "GT-CHECKER KASAN initialized"
 if dmesg | grep -E "WARNING|BUG[: ]|Oops|Call Trace|general protection|UBSAN|detected stall|blocked for more than" >/tmp/bad; then
   note_fail "kernel log:"; cat /tmp/bad
 fi
