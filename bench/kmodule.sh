@@ -7,7 +7,7 @@
 #              gdbtrace.ko emulates it and the kernel skips the step)
 # ns/hit = traced ns/iter - untraced ns/iter (one run; compare ratios, not
 # absolute numbers: TCG is slow and noisy).
-#   bench/kmodule.sh [6.1|6.12|all] [N]    (default all, N=20000)
+#   bench/kmodule.sh [6.1|6.12|newest|all] [N]    (default all, N=20000)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 series=${1:-all}

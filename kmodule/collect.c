@@ -4,13 +4,16 @@
  * (u16 tp, u32 size, 'R'/'M'/'V' blocks) in this CPU's scratch area, then copy
  * it whole into this CPU's ring or count a drop. Runs in the uprobe handler
  * (task context of the tracee) with preemption disabled so each ring has a
- * single writer; user memory is read with copy_from_user_nofault().
+ * single writer; user memory is read with copy_from_user_nofault(). The
+ * scratch area is per CPU and shared by all sessions (main.c).
  */
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <asm/debugreg.h>
 #include <asm/msr.h>
+#include <asm/ptrace.h>
 #include <asm/segment.h>
 
 #include "abi/amd64_regs.h"
@@ -26,6 +29,7 @@ struct gt_hit {
 	struct gt_probe *p;
 	struct pt_regs *regs;
 	struct gt_frame f;
+	struct ax_env env; /* the VM's services for this hit (hit_init) */
 };
 
 static int verify_tsv_exists(void *opaque, uint32_t num)
@@ -96,8 +100,8 @@ static int reg_value(struct pt_regs *regs, u32 regno, u64 *v)
 	case GT_GS: savesegment(gs, sel); *v = sel; return 0;
 	case GT_ORIG_RAX: *v = regs->orig_ax; return 0;
 	/* The kernel never uses FS; user GS base sits in KERNEL_GS_BASE after swapgs. */
-	case GT_FS_BASE: rdmsrl(MSR_FS_BASE, *v); return 0;
-	case GT_GS_BASE: rdmsrl(MSR_KERNEL_GS_BASE, *v); return 0;
+	case GT_FS_BASE: *v = gt_rdmsr(MSR_FS_BASE); return 0;
+	case GT_GS_BASE: *v = gt_rdmsr(MSR_KERNEL_GS_BASE); return 0;
 	}
 	return AX_ERR_REG_UNAVAILABLE;
 }
@@ -272,9 +276,11 @@ static int env_printf(void *opaque, const char *fmt, uint32_t fmt_len, uint32_t 
 	return AX_ERR_NOT_ALLOWED; /* refused at verification; never reached */
 }
 
-static int run_actions(struct gt_hit *h)
+static void hit_init(struct gt_hit *h, struct gt_probe *p, struct pt_regs *regs)
 {
-	struct ax_env env = {
+	h->p = p;
+	h->regs = regs;
+	h->env = (struct ax_env){
 		.opaque = h,
 		.read_reg = env_read_reg,
 		.read_mem = env_read_mem,
@@ -284,6 +290,27 @@ static int run_actions(struct gt_hit *h)
 		.trace_tsv = env_trace_tsv,
 		.printf = env_printf,
 	};
+}
+
+/* Evaluate one program. Programs touching TSVs run under the session's TSV
+ * lock, so `$x = $x + 1` on two CPUs at once counts twice. */
+static int eval_program(struct gt_hit *h, const u8 *code, const struct ax_verified *info,
+			u32 step_budget, u64 *result)
+{
+	struct gt_session *s = h->p->s;
+	int ret;
+
+	h->env.step_budget = step_budget;
+	if (!info->uses_tsv)
+		return ax_eval(code, info, &h->env, result);
+	raw_spin_lock(&s->tsv_lock);
+	ret = ax_eval(code, info, &h->env, result);
+	raw_spin_unlock(&s->tsv_lock);
+	return ret;
+}
+
+static int run_actions(struct gt_hit *h)
+{
 	struct gt_probe *p = h->p;
 	int errors = 0;
 	u32 i;
@@ -304,7 +331,7 @@ static int run_actions(struct gt_hit *h)
 				ret = put_mem_block(h, base + a->offset, a->len, 0);
 			break;
 		case GDBTRACE_ACT_EXPR:
-			ret = ax_eval(a->code, &a->info, &env, &result);
+			ret = eval_program(h, a->code, &a->info, a->step_budget, &result);
 			break;
 		}
 		if (ret == AX_ERR_TRACE)
@@ -319,30 +346,15 @@ static int run_actions(struct gt_hit *h)
 
 static bool condition_true(struct gt_hit *h)
 {
-	struct ax_env env = {
-		.opaque = h,
-		.read_reg = env_read_reg,
-		.read_mem = env_read_mem,
-		.get_tsv = env_get_tsv,
-		.set_tsv = env_set_tsv,
-		.trace_mem = env_trace_mem,
-		.trace_tsv = env_trace_tsv,
-		.printf = env_printf,
-	};
 	u64 result = 0;
 
 	if (!h->p->cond)
 		return true;
-	if (ax_eval(h->p->cond, &h->p->cond_info, &env, &result)) {
+	if (eval_program(h, h->p->cond, &h->p->cond_info, h->p->cond_step_budget, &result)) {
 		atomic64_inc(&h->p->errors);
 		return false;
 	}
 	return result != 0;
-}
-
-static struct gdbtrace_ring_header *this_ring(struct gt_session *s, u32 cpu)
-{
-	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)cpu * s->ring_stride);
 }
 
 /* Copy the frame into this CPU's ring as one record, or count a drop. The
@@ -351,7 +363,7 @@ static struct gdbtrace_ring_header *this_ring(struct gt_session *s, u32 cpu)
  * never make us write outside the ring. */
 static void ring_put(struct gt_session *s, u32 cpu, struct gt_probe *p, const u8 *frame, u32 len)
 {
-	struct gdbtrace_ring_header *h = this_ring(s, cpu);
+	struct gdbtrace_ring_header *h = gt_ring_header(s, cpu);
 	u8 *data = (u8 *)h + PAGE_SIZE;
 	u64 size = s->data_size;
 	u64 head = READ_ONCE(h->head);
@@ -396,10 +408,21 @@ static void stop_for_passcount(struct gt_session *s, struct gt_probe *p)
 	}
 }
 
+/* Emulating must look exactly like executing. Not so, and the kernel's own
+ * single-step runs the instruction instead, when
+ * - the thread runs 32-bit code (the recipe was decoded as 64-bit code);
+ * - TF is set (gdb `stepi`): emulation plus the next instruction would be one step;
+ * - hardware breakpoints are armed on this CPU (the current task's, e.g. a gdb
+ *   watchpoint): an emulated store would not trigger them. */
+static bool may_emulate(struct pt_regs *regs)
+{
+	return user_64bit_mode(regs) && !(regs->flags & X86_EFLAGS_TF) && !hw_breakpoint_active();
+}
+
 void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 {
 	struct gt_session *s = p->s;
-	struct gt_hit h = { .p = p, .regs = regs };
+	struct gt_hit h;
 	u64 hits;
 	u32 cpu, size;
 
@@ -414,14 +437,15 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 		goto emulate;
 	preempt_disable();
 	cpu = smp_processor_id();
+	hit_init(&h, p, regs);
+	h.f.buf = gt_scratch(cpu);
+	h.f.cap = GDBTRACE_MAX_FRAME;
+	h.f.len = 6; /* u16 tp, u32 size: filled in last */
 	if (!condition_true(&h))
 		goto out;
 	hits = atomic64_inc_return(&p->hits);
 	if (p->pass_count && hits > p->pass_count)
 		goto out;
-	h.f.buf = s->scratch + (size_t)cpu * GDBTRACE_MAX_FRAME;
-	h.f.cap = GDBTRACE_MAX_FRAME;
-	h.f.len = 6;
 	if (run_actions(&h) == 0) {
 		u16 tp = p->tp;
 
@@ -439,6 +463,6 @@ out:
 emulate:
 	/* Only the site's first probe of this session carries the recipe: it was
 	 * registered first, so the kernel calls it after the others. */
-	if (p->emu.op && gt_emu_apply(&p->emu, regs))
+	if (p->emu.op && may_emulate(regs) && gt_emu_apply(&p->emu, regs))
 		atomic64_inc(&p->emulated);
 }

@@ -5,14 +5,49 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+/* One access of the operand's width, as the instruction makes it: another
+ * thread never sees half of an emulated store (copy_*_user_nofault may copy
+ * byte by byte). Page faults are off: a fault declines the emulation and the
+ * kernel single-steps the instruction, which takes the fault properly. */
 static bool emu_read(void *dst, u64 addr, u32 len)
 {
-	return copy_from_user_nofault(dst, (const void __user *)(uintptr_t)addr, len) == 0;
+	void __user *p = (void __user *)(uintptr_t)addr;
+	int ret = -EFAULT;
+
+	if (!access_ok(p, len))
+		return false;
+	pagefault_disable();
+	if (len == 8) {
+		u64 v;
+
+		ret = __get_user(v, (u64 __user *)p);
+		if (!ret)
+			*(u64 *)dst = v;
+	} else if (len == 4) {
+		u32 v;
+
+		ret = __get_user(v, (u32 __user *)p);
+		if (!ret)
+			*(u32 *)dst = v;
+	}
+	pagefault_enable();
+	return ret == 0;
 }
 
 static bool emu_write(u64 addr, const void *src, u32 len)
 {
-	return copy_to_user_nofault((void __user *)(uintptr_t)addr, src, len) == 0;
+	void __user *p = (void __user *)(uintptr_t)addr;
+	int ret = -EFAULT;
+
+	if (!access_ok(p, len))
+		return false;
+	pagefault_disable();
+	if (len == 8)
+		ret = __put_user(*(const u64 *)src, (u64 __user *)p);
+	else if (len == 4)
+		ret = __put_user(*(const u32 *)src, (u32 __user *)p);
+	pagefault_enable();
+	return ret == 0;
 }
 #endif
 
@@ -70,8 +105,10 @@ static int decode_mem(const u8 *p, u32 avail, u8 modrm, u8 rex, int *base, s64 *
 		return 4;
 	}
 	if (rm == 4) {
-		if (avail < 1 || p[0] != 0x24)
-			return -1; /* only SIB "base = rsp/r12, no index" */
+		/* Only SIB 0x24, "base rsp/r12, no index": and only without REX.X,
+		 * which turns index 100 from "none" into r12. */
+		if (avail < 1 || p[0] != 0x24 || (rex & 2))
+			return -1;
 		n = 1;
 	}
 	*base = hw_to_gdb[rm | ((rex & 1) << 3)];
@@ -204,17 +241,6 @@ done:
 		return -EOPNOTSUPP;
 	memcpy(out->insn, b, out->insn_len);
 	return 0;
-}
-
-int gt_emu_check(const struct gdbtrace_emu *emu, const u8 *bytes, u32 avail)
-{
-	struct gdbtrace_emu mine;
-
-	if (emu->op == GDBTRACE_EMU_NONE || emu->op > GDBTRACE_EMU_OP_MAX)
-		return -EINVAL;
-	if (gt_emu_decode(bytes, avail, &mine))
-		return -EOPNOTSUPP;
-	return memcmp(&mine, emu, sizeof(mine)) ? -EINVAL : 0;
 }
 
 static void set_arith_flags(struct pt_regs *regs, u64 a, u64 b, u64 r, bool sub, u32 width)

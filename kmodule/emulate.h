@@ -4,11 +4,11 @@
  * kernels that skip the out-of-line single-step when a handler moved regs->ip
  * (upstream 4363264111e1) save ~10 µs per hit.
  *
- * The stub decodes the instruction (Zydis) and sends a recipe; this file has
- * its own small decoder for exactly the supported forms and accepts a recipe
- * only when it decodes the probed bytes to the same recipe. Built into the
- * module and, unchanged, into the user-space unit tests (tests/unit/kmod),
- * which compare it with the CPU executing the same instructions.
+ * The module decodes the probed instruction at ADD with the small decoder here
+ * (exactly the supported forms; anything else is single-stepped by the kernel)
+ * and reports the recipe. Built into the module and, unchanged, into the
+ * user-space unit tests (tests/unit/kmod), which compare it with the CPU
+ * executing the same instructions and its decoder with Zydis.
  */
 #ifndef GDBTRACE_EMULATE_H
 #define GDBTRACE_EMULATE_H
@@ -23,8 +23,6 @@
 
 /* Decode BYTES[0..AVAIL) into OUT. 0, or -EOPNOTSUPP for anything else. */
 int gt_emu_decode(const u8 *bytes, u32 avail, struct gdbtrace_emu *out);
-/* 0 when EMU is exactly what BYTES decode to; negative errno otherwise. */
-int gt_emu_check(const struct gdbtrace_emu *emu, const u8 *bytes, u32 avail);
 /* Execute EMU on REGS (ip at the instruction). False, with REGS untouched,
  * when a memory operand faults: the kernel then single-steps as usual. */
 bool gt_emu_apply(const struct gdbtrace_emu *emu, struct pt_regs *regs);

@@ -7,12 +7,22 @@
 #include <linux/fs.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
-#include <linux/uprobes.h>
-#include <linux/version.h>
+#include <linux/spinlock.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 
 #include "ax/ax.h"
+#include "compat.h"
 #include "uapi/gdbtrace_uapi.h"
+
+/* Per hit, all looping programs of a probe (condition and 'X' actions) share
+ * this many bytecode steps; a program without backward jumps runs at most its
+ * length. Bounds the time a hit spends with preemption off. */
+#define GT_HIT_STEP_BUDGET 100000u
+/* Initialised sessions (each with its rings) one user may hold at once. */
+#define GT_MAX_SESSIONS_PER_USER 8
+/* Bytes of rings one session may allocate (all CPUs together). */
+#define GT_MAX_RING_BYTES (256ul << 20)
 
 struct gt_session;
 
@@ -23,37 +33,42 @@ struct gt_action {
 	u32 len;
 	u8 *code;               /* 'X' */
 	struct ax_verified info; /* 'X' */
+	u32 step_budget;        /* 'X': this program's share of GT_HIT_STEP_BUDGET */
 };
 
 struct gt_probe {
 	struct list_head node;
 	struct gt_session *s;
 	struct uprobe_consumer uc;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
-	struct uprobe *uprobe;
-#endif
+	struct uprobe *uprobe;   /* what unregistering needs (compat.h) */
 	struct file *file;       /* holds the inode */
 	struct mm_struct *mm;    /* mmgrab()ed: compared only, never dereferenced */
 	pid_t tgid;
+	bool mm_64bit;          /* is_64bit_mm() at ADD: emulation is 64-bit only */
 	u64 offset, address, pass_count;
 	u32 id, tp;
 	bool enabled;
 	u8 *cond;
 	struct ax_verified cond_info;
+	u32 cond_step_budget;
 	u32 nr_actions;
 	struct gt_action *actions;
-	struct gdbtrace_emu emu; /* op != 0: verified against the file's bytes */
+	struct gdbtrace_emu emu; /* op != 0: decoded from the file's bytes at ADD */
 	atomic64_t hits, frames, bytes, drops, errors, emulated;
 };
 
 struct gt_session {
-	struct mutex lock; /* serialises ioctls */
+	struct mutex lock; /* serialises ioctls; never taken under the mmap lock */
+	/* Set (release) once INIT has filled in everything below up to `wq`, which
+	 * stays fixed from then on: mmap and poll read it (acquire) without the lock. */
 	bool initialized;
+	kuid_t owner;      /* counted against GT_MAX_SESSIONS_PER_USER from INIT */
 	u32 regblock_size;
 	u32 nr_rings;
 	size_t ring_stride, data_size, area_size;
-	void *area;     /* vmalloc_user: rings, mmap'ed by the stub */
-	u8 *scratch;    /* nr_cpu_ids * GDBTRACE_MAX_FRAME: per-CPU frame assembly */
+	struct page **pages; /* the rings' pages (memcg-accounted), mmap'ed by the stub */
+	unsigned long nr_pages;
+	void *area;     /* vmap of pages */
 	wait_queue_head_t wq;
 	atomic_t running;
 	atomic64_t seq; /* frame order across the per-CPU rings */
@@ -62,7 +77,15 @@ struct gt_session {
 	u32 nr_probes, next_id;
 	atomic64_t *tsv;           /* GDBTRACE_MAX_TSVS values */
 	unsigned long *tsv_defined; /* bitmap */
+	/* Held across every program that reads or writes TSVs, so a
+	 * read-modify-write (teval $x = $x + 1) is atomic across CPUs. */
+	raw_spinlock_t tsv_lock;
 };
+
+static inline struct gdbtrace_ring_header *gt_ring_header(struct gt_session *s, u32 i)
+{
+	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)i * s->ring_stride);
+}
 
 /* probe.c */
 int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req);
@@ -74,7 +97,9 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs);
 int gt_verify_code(struct gt_session *s, const u8 *code, u32 len, int allow_trace,
 		   struct ax_verified *out);
 
-/* main.c */
-extern bool (*gt_ptrace_may_access)(struct task_struct *task, unsigned int mode);
+/* main.c: one frame-assembly area per CPU, shared by all sessions (a hit runs
+ * with preemption off, and uprobe handlers do not nest). Valid while the
+ * calling session is initialised. */
+u8 *gt_scratch(unsigned int cpu);
 
 #endif

@@ -5,9 +5,9 @@
  * /dev/gdbtrace (0600). One open file = one session: its probes, its rings
  * (mmap'ed by the stub) and its trace state variables. Releasing the file
  * (close, or the stub dying) unregisters every probe of the session, which
- * restores the original instruction in every process.
+ * restores the original instruction in every process. Who may probe what:
+ * see probe.c (the caller must already be the target's ptracer) and README.md.
  */
-#include <linux/kprobes.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -18,22 +18,162 @@
 
 #include "gdbtrace.h"
 
-bool (*gt_ptrace_may_access)(struct task_struct *task, unsigned int mode);
+/* Shared state of all sessions, under gt_global_lock: the per-CPU scratch
+ * areas (allocated with the first initialised session, freed with the last)
+ * and how many initialised sessions each user holds. */
+static DEFINE_MUTEX(gt_global_lock);
+static u8 **gt_scratch_areas;
+static unsigned int gt_nr_sessions;
 
-static struct gdbtrace_ring_header *ring_header(struct gt_session *s, u32 i)
+struct gt_user {
+	struct list_head node;
+	kuid_t uid;
+	unsigned int sessions;
+};
+static LIST_HEAD(gt_users);
+
+u8 *gt_scratch(unsigned int cpu)
 {
-	return (struct gdbtrace_ring_header *)((u8 *)s->area + (size_t)i * s->ring_stride);
+	return gt_scratch_areas[cpu];
+}
+
+static void scratch_free(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		kvfree(gt_scratch_areas[cpu]);
+	kfree(gt_scratch_areas);
+	gt_scratch_areas = NULL;
+}
+
+static int scratch_alloc(void)
+{
+	unsigned int cpu;
+
+	gt_scratch_areas = kcalloc(nr_cpu_ids, sizeof(*gt_scratch_areas), GFP_KERNEL);
+	if (!gt_scratch_areas)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		gt_scratch_areas[cpu] = kvzalloc_node(GDBTRACE_MAX_FRAME, GFP_KERNEL, cpu_to_node(cpu));
+		if (!gt_scratch_areas[cpu]) {
+			scratch_free();
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static struct gt_user *user_find(kuid_t uid)
+{
+	struct gt_user *u;
+
+	list_for_each_entry(u, &gt_users, node)
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+/* Count a new initialised session of UID: -EMFILE past the per-user cap. */
+static int session_account(kuid_t uid)
+{
+	struct gt_user *u;
+	int ret = 0;
+
+	mutex_lock(&gt_global_lock);
+	u = user_find(uid);
+	if (!u) {
+		u = kzalloc(sizeof(*u), GFP_KERNEL);
+		if (!u) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		u->uid = uid;
+		list_add(&u->node, &gt_users);
+	}
+	if (u->sessions >= GT_MAX_SESSIONS_PER_USER) {
+		ret = -EMFILE;
+		goto out;
+	}
+	if (!gt_nr_sessions) {
+		ret = scratch_alloc();
+		if (ret)
+			goto out;
+	}
+	gt_nr_sessions++;
+	u->sessions++;
+out:
+	if (u && !u->sessions) {
+		list_del(&u->node);
+		kfree(u);
+	}
+	mutex_unlock(&gt_global_lock);
+	return ret;
+}
+
+static void session_unaccount(kuid_t uid)
+{
+	struct gt_user *u;
+
+	mutex_lock(&gt_global_lock);
+	u = user_find(uid);
+	if (!WARN_ON_ONCE(!u) && --u->sessions == 0) {
+		list_del(&u->node);
+		kfree(u);
+	}
+	if (--gt_nr_sessions == 0)
+		scratch_free();
+	mutex_unlock(&gt_global_lock);
+}
+
+static void rings_free(struct gt_session *s)
+{
+	unsigned long i;
+
+	if (s->area)
+		vunmap(s->area);
+	for (i = 0; s->pages && i < s->nr_pages; i++)
+		if (s->pages[i])
+			__free_page(s->pages[i]);
+	kvfree(s->pages);
+	s->area = NULL;
+	s->pages = NULL;
+}
+
+/* The rings are zeroed pages charged to the caller's memory cgroup, mapped
+ * contiguously for the kernel (vmap) and for the stub (vm_map_pages). */
+static int rings_alloc(struct gt_session *s, size_t total)
+{
+	unsigned long i;
+
+	s->nr_pages = total >> PAGE_SHIFT;
+	s->pages = kvcalloc(s->nr_pages, sizeof(*s->pages), GFP_KERNEL_ACCOUNT);
+	if (!s->pages)
+		return -ENOMEM;
+	for (i = 0; i < s->nr_pages; i++) {
+		s->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!s->pages[i])
+			goto nomem;
+	}
+	s->area = vmap(s->pages, s->nr_pages, VM_MAP, PAGE_KERNEL);
+	if (!s->area)
+		goto nomem;
+	return 0;
+nomem:
+	rings_free(s);
+	return -ENOMEM;
 }
 
 static int gt_open(struct inode *inode, struct file *f)
 {
-	struct gt_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
+	struct gt_session *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 
 	if (!s)
 		return -ENOMEM;
 	mutex_init(&s->lock);
 	init_waitqueue_head(&s->wq);
 	INIT_LIST_HEAD(&s->probes);
+	raw_spin_lock_init(&s->tsv_lock);
 	s->next_id = 1;
 	f->private_data = s;
 	return 0;
@@ -45,10 +185,12 @@ static int gt_release(struct inode *inode, struct file *f)
 
 	atomic_set(&s->running, 0);
 	gt_probes_remove_all(s); /* no handler runs after this */
-	vfree(s->area);
-	vfree(s->scratch);
-	kvfree(s->tsv);
-	bitmap_free(s->tsv_defined);
+	if (s->initialized) {
+		rings_free(s);
+		kvfree(s->tsv);
+		bitmap_free(s->tsv_defined);
+		session_unaccount(s->owner);
+	}
 	kfree(s);
 	return 0;
 }
@@ -58,6 +200,7 @@ static long do_init(struct gt_session *s, void __user *arg)
 	struct gdbtrace_init in;
 	u32 i, ring_shift;
 	size_t data, stride, total;
+	int ret;
 
 	if (copy_from_user(&in, arg, sizeof(in)))
 		return -EFAULT;
@@ -72,24 +215,24 @@ static long do_init(struct gt_session *s, void __user *arg)
 		return -EINVAL;
 	data = (size_t)1 << ring_shift;
 	stride = PAGE_SIZE + data;
-	/* Bound the total: 64 MiB rings on many CPUs would be silly. */
-	if ((u64)nr_cpu_ids * stride > (512ull << 20))
+	if ((u64)nr_cpu_ids * stride > GT_MAX_RING_BYTES)
 		return -E2BIG;
 	total = (size_t)nr_cpu_ids * stride;
 
-	s->area = vmalloc_user(total);
-	s->scratch = vmalloc((size_t)nr_cpu_ids * GDBTRACE_MAX_FRAME);
-	s->tsv = kvcalloc(GDBTRACE_MAX_TSVS, sizeof(*s->tsv), GFP_KERNEL);
-	s->tsv_defined = bitmap_zalloc(GDBTRACE_MAX_TSVS, GFP_KERNEL);
-	if (!s->area || !s->scratch || !s->tsv || !s->tsv_defined) {
-		vfree(s->area);
-		vfree(s->scratch);
+	s->owner = current_uid();
+	ret = session_account(s->owner);
+	if (ret)
+		return ret;
+	ret = rings_alloc(s, total);
+	s->tsv = kvcalloc(GDBTRACE_MAX_TSVS, sizeof(*s->tsv), GFP_KERNEL_ACCOUNT);
+	s->tsv_defined = kcalloc(BITS_TO_LONGS(GDBTRACE_MAX_TSVS), sizeof(long), GFP_KERNEL_ACCOUNT);
+	if (ret || !s->tsv || !s->tsv_defined) {
+		rings_free(s);
 		kvfree(s->tsv);
-		bitmap_free(s->tsv_defined);
-		s->area = NULL;
-		s->scratch = NULL;
+		kfree(s->tsv_defined);
 		s->tsv = NULL;
 		s->tsv_defined = NULL;
+		session_unaccount(s->owner);
 		return -ENOMEM;
 	}
 	s->regblock_size = in.regblock_size;
@@ -98,17 +241,17 @@ static long do_init(struct gt_session *s, void __user *arg)
 	s->data_size = data;
 	s->area_size = total;
 	for (i = 0; i < s->nr_rings; i++) {
-		struct gdbtrace_ring_header *h = ring_header(s, i);
+		struct gdbtrace_ring_header *h = gt_ring_header(s, i);
 
 		h->data_size = data;
 		h->data_offset = PAGE_SIZE;
 	}
-	s->initialized = true;
+	smp_store_release(&s->initialized, true);
 
 	in.nr_rings = s->nr_rings;
 	in.ring_stride = stride;
 	in.mmap_size = total;
-	in.features = GDBTRACE_FEAT_EMULATE;
+	in.features = GT_KERNEL_SKIPS_SSTEP ? GDBTRACE_FEAT_EMULATE : 0;
 	/* GPRs, rip, eflags, segment selectors; orig_rax, fs_base, gs_base. */
 	in.reg_valid = 0x00ffffffu;
 	in.reg_valid_hi = (1u << (57 - 32)) | (1u << (58 - 32)) | (1u << (59 - 32));
@@ -131,8 +274,10 @@ static long do_tsv(struct gt_session *s, void __user *arg, bool set)
 			return -EINVAL;
 		if (!(t.flags & GDBTRACE_TSV_DEFINE) && !test_bit(t.num, s->tsv_defined))
 			return -ENOENT;
+		raw_spin_lock(&s->tsv_lock);
 		atomic64_set(&s->tsv[t.num], t.value);
 		set_bit(t.num, s->tsv_defined);
+		raw_spin_unlock(&s->tsv_lock);
 		return 0;
 	}
 	if (t.flags)
@@ -177,7 +322,7 @@ static long do_status(struct gt_session *s, void __user *arg)
 	st.stop_tp = READ_ONCE(s->stop_tp);
 	st.nr_probes = s->nr_probes;
 	for (i = 0; i < s->nr_rings; i++)
-		st.drops += READ_ONCE(ring_header(s, i)->drops);
+		st.drops += READ_ONCE(gt_ring_header(s, i)->drops);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
@@ -256,23 +401,26 @@ static long gt_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	return ret;
 }
 
+/* Runs under the caller's mmap lock: takes no session lock (ADD holds that
+ * across uprobe_register(), which takes mmap locks). Everything read here is
+ * fixed once `initialized` is seen set. */
 static int gt_mmap(struct file *f, struct vm_area_struct *vma)
 {
 	struct gt_session *s = f->private_data;
 	unsigned long len = vma->vm_end - vma->vm_start;
-	int ret;
 
-	mutex_lock(&s->lock);
-	if (!s->initialized)
-		ret = -ENOTCONN;
-	else if (vma->vm_pgoff != 0 || len > PAGE_ALIGN(s->area_size))
-		ret = -EINVAL;
-	else if (vma->vm_flags & VM_EXEC)
-		ret = -EPERM;
-	else
-		ret = remap_vmalloc_range(vma, s->area, 0);
-	mutex_unlock(&s->lock);
-	return ret;
+	if (!smp_load_acquire(&s->initialized))
+		return -ENOTCONN;
+	if (vma->vm_pgoff != 0 || len > PAGE_ALIGN(s->area_size))
+		return -EINVAL;
+	/* The stub writes each ring's tail: a private copy would never be seen. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	gt_vm_flags_clear(vma, VM_MAYEXEC);
+	gt_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return vm_map_pages(vma, s->pages, s->nr_pages);
 }
 
 static bool rings_pending(struct gt_session *s)
@@ -280,7 +428,7 @@ static bool rings_pending(struct gt_session *s)
 	u32 i;
 
 	for (i = 0; i < s->nr_rings; i++) {
-		struct gdbtrace_ring_header *h = ring_header(s, i);
+		struct gdbtrace_ring_header *h = gt_ring_header(s, i);
 
 		if (smp_load_acquire(&h->head) != READ_ONCE(h->tail))
 			return true;
@@ -293,7 +441,7 @@ static __poll_t gt_poll(struct file *f, poll_table *wait)
 	struct gt_session *s = f->private_data;
 	__poll_t mask = 0;
 
-	if (!READ_ONCE(s->initialized))
+	if (!smp_load_acquire(&s->initialized))
 		return EPOLLERR;
 	poll_wait(f, &s->wq, wait);
 	/* Readable while frames are pending. A pass-count stop also wakes the
@@ -322,40 +470,10 @@ static struct miscdevice gt_dev = {
 	.mode = 0600,
 };
 
-/* ptrace_may_access() is not exported to modules; find it through a kprobe's
- * symbol lookup. Without it the module refuses to load: the ptrace permission
- * check is what makes probing other users' processes impossible. */
-static int resolve_ptrace_may_access(void)
-{
-	struct kprobe kp = { .symbol_name = "ptrace_may_access" };
-	u8 *addr;
-	int ret = register_kprobe(&kp);
-
-	if (ret < 0)
-		return ret;
-	addr = (u8 *)kp.addr;
-	unregister_kprobe(&kp);
-	/* With IBT the kprobe sits after the function's endbr64; call the entry. */
-	if (addr) {
-		u32 prev;
-
-		memcpy(&prev, addr - 4, 4);
-		if (prev == 0xfa1e0ff3u)
-			addr -= 4;
-	}
-	gt_ptrace_may_access = (void *)addr;
-	return gt_ptrace_may_access ? 0 : -ENOENT;
-}
-
 static int __init gt_init(void)
 {
-	int ret = resolve_ptrace_may_access();
+	int ret = misc_register(&gt_dev);
 
-	if (ret) {
-		pr_err("gdbtrace: cannot resolve ptrace_may_access (%d)\n", ret);
-		return ret;
-	}
-	ret = misc_register(&gt_dev);
 	if (ret)
 		return ret;
 	pr_info("gdbtrace: /dev/gdbtrace ready (uapi %d)\n", GDBTRACE_UAPI_VERSION);
@@ -371,3 +489,7 @@ module_init(gt_init);
 module_exit(gt_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("gdbtrace: uprobe tracepoint collector for gdbtrace-server");
+#ifndef GDBTRACE_VERSION
+#error "GDBTRACE_VERSION is not set: build through kmodule/Makefile or pass GDBTRACE_VERSION=x.y.z"
+#endif
+MODULE_VERSION(GDBTRACE_VERSION);

@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Probe lifecycle: validate an add request, check the caller may ptrace the
- * target, copy and verify its programs, register the uprobe; unregister them
- * all when the session ends.
- *
- * uprobe API differences handled here:
- *   6.1:  int uprobe_register(inode, offset, uc); uprobe_unregister(inode, offset, uc);
- *         filter(uc, ctx, mm)
- *   6.12: struct uprobe *uprobe_register(inode, offset, ref_ctr_offset, uc);
- *         uprobe_unregister_nosync(uprobe, uc) + uprobe_unregister_sync(); filter(uc, mm)
+ * Probe lifecycle: validate an add request, bind the target (the caller must
+ * be its ptracer), copy and verify its programs, decode the probed instruction
+ * for emulation, register the uprobe; unregister them all when the session
+ * ends. Kernel API differences live in compat.h.
  */
 #include <linux/file.h>
 #include <linux/pid.h>
@@ -18,14 +13,12 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include <asm/mmu_context.h>
+
 #include "gdbtrace.h"
 #include "emulate.h"
 
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
-#define GT_UPROBE_NEW_API 1
-#endif
-
-static int gt_handler(struct uprobe_consumer *uc, struct pt_regs *regs)
+static GT_UPROBE_HANDLER(gt_handler, uc, regs)
 {
 	struct gt_probe *p = container_of(uc, struct gt_probe, uc);
 
@@ -37,11 +30,7 @@ static int gt_handler(struct uprobe_consumer *uc, struct pt_regs *regs)
 	return 0;
 }
 
-#ifdef GT_UPROBE_NEW_API
-static bool gt_filter(struct uprobe_consumer *uc, struct mm_struct *mm)
-#else
-static bool gt_filter(struct uprobe_consumer *uc, enum uprobe_filter_ctx ctx, struct mm_struct *mm)
-#endif
+static GT_UPROBE_FILTER(gt_filter, uc, mm)
 {
 	struct gt_probe *p = container_of(uc, struct gt_probe, uc);
 
@@ -94,7 +83,7 @@ static int copy_actions(struct gt_session *s, struct gt_probe *p, const struct g
 	ua = memdup_user(u64_to_user_ptr(req->actions), sizeof(*ua) * req->nr_actions);
 	if (IS_ERR(ua))
 		return PTR_ERR(ua);
-	p->actions = kcalloc(req->nr_actions, sizeof(*p->actions), GFP_KERNEL);
+	p->actions = kcalloc(req->nr_actions, sizeof(*p->actions), GFP_KERNEL_ACCOUNT);
 	if (!p->actions) {
 		kfree(ua);
 		return -ENOMEM;
@@ -137,23 +126,38 @@ static int copy_actions(struct gt_session *s, struct gt_probe *p, const struct g
 	return ret;
 }
 
-/* Compare the emulation recipe with the instruction in the file (the uprobe
- * replaces it with int3 only in the process' private copy). */
-static int check_emu(struct gt_probe *p, const struct gdbtrace_emu *emu)
+/* The recipe for the probed instruction, decoded from the file (the uprobe
+ * replaces it with int3 only in the process' private copy). Leaves P->emu
+ * zero (single-step) for anything the decoder does not know. */
+static int decode_emu(struct gt_probe *p)
 {
 	u8 bytes[GDBTRACE_MAX_EMU];
 	loff_t pos = p->offset;
 	ssize_t n;
 
-	if (emu->op == GDBTRACE_EMU_NONE) {
-		if (emu->insn_len || emu->dst || emu->src || emu->width || emu->imm)
-			return -EINVAL;
-		return 0;
-	}
 	n = kernel_read(p->file, bytes, sizeof(bytes), &pos);
 	if (n < 0)
 		return n;
-	return gt_emu_check(emu, bytes, n);
+	if (gt_emu_decode(bytes, n, &p->emu))
+		memset(&p->emu, 0, sizeof(p->emu));
+	return 0;
+}
+
+/* Looping programs of P share GT_HIT_STEP_BUDGET per hit. */
+static void share_step_budget(struct gt_probe *p)
+{
+	u32 i, loops = 0, each;
+
+	if (p->cond && p->cond_info.has_backward_jump)
+		loops++;
+	for (i = 0; i < p->nr_actions; i++)
+		if (p->actions[i].code && p->actions[i].info.has_backward_jump)
+			loops++;
+	each = loops ? max(GT_HIT_STEP_BUDGET / loops, 1u) : GT_HIT_STEP_BUDGET;
+	/* A straight-line program needs at most one step per byte. */
+	p->cond_step_budget = p->cond_info.has_backward_jump ? each : GDBTRACE_MAX_CODE;
+	for (i = 0; i < p->nr_actions; i++)
+		p->actions[i].step_budget = p->actions[i].info.has_backward_jump ? each : GDBTRACE_MAX_CODE;
 }
 
 static bool site_has_probe(struct gt_session *s, struct gt_probe *p)
@@ -169,30 +173,63 @@ static bool site_has_probe(struct gt_session *s, struct gt_probe *p)
 
 static int register_probe(struct gt_probe *p)
 {
-	struct inode *inode = file_inode(p->file);
-
 	p->uc.handler = gt_handler;
 	p->uc.filter = gt_filter;
-#ifdef GT_UPROBE_NEW_API
-	p->uprobe = uprobe_register(inode, p->offset, 0, &p->uc);
-	if (IS_ERR(p->uprobe)) {
-		int ret = PTR_ERR(p->uprobe);
-
-		p->uprobe = NULL;
-		return ret;
-	}
-	return 0;
-#else
-	return uprobe_register(inode, p->offset, &p->uc);
-#endif
+	return gt_uprobe_register(file_inode(p->file), p->offset, &p->uc, &p->uprobe);
 }
 
-static int resolve_target(struct gt_probe *p, pid_t pid)
+/* The trust rule: a caller may probe exactly the processes it already
+ * debugs. Some thread of TASK's group must be ptraced by a thread of the
+ * caller's group. (The stub always is the tracer; root gets no exception.) */
+static bool caller_traces(struct task_struct *task)
 {
-	struct pid *ps;
+	struct task_struct *t;
+	bool ok = false;
+
+	rcu_read_lock();
+	for_each_thread(task, t) {
+		struct task_struct *tracer = ptrace_parent(t);
+
+		if (tracer && same_thread_group(tracer, current)) {
+			ok = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return ok;
+}
+
+/* The caller's (file, offset) must be what MM maps executable at the probe
+ * address: the stub resolved it from /proc/PID/maps, and a file that merely
+ * has the same inode number elsewhere, or a stale mapping, is refused here. */
+static int check_site_mapped(struct gt_probe *p, struct mm_struct *mm)
+{
+	struct vm_area_struct *vma;
+	int ret = -ESTALE;
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	vma = vma_lookup(mm, p->address);
+	if (vma && vma->vm_file && file_inode(vma->vm_file) == file_inode(p->file) &&
+	    (vma->vm_flags & VM_EXEC) &&
+	    p->address - vma->vm_start + ((u64)vma->vm_pgoff << PAGE_SHIFT) == p->offset)
+		ret = 0;
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+/* Bind P to the address space of process PID. The ptracer check, taking the
+ * mm and checking the probe site is mapped there happen under the target's
+ * exec_update_lock (as mm_access() and perf_event_open() do), so an exec of a
+ * setuid binary cannot slip between them: the probe binds the image the
+ * caller was allowed to debug, and the mm filter keeps it off every later
+ * image. */
+static int bind_target(struct gt_probe *p, pid_t pid)
+{
 	struct task_struct *task;
-	struct mm_struct *mm;
-	int ret = 0;
+	struct mm_struct *mm = NULL;
+	struct pid *ps;
+	int ret;
 
 	ps = find_get_pid(pid);
 	if (!ps)
@@ -201,19 +238,27 @@ static int resolve_target(struct gt_probe *p, pid_t pid)
 	put_pid(ps);
 	if (!task)
 		return -ESRCH;
-	if (!gt_ptrace_may_access(task, PTRACE_MODE_ATTACH_REALCREDS)) {
-		ret = -EPERM;
+	ret = down_read_killable(&task->signal->exec_update_lock);
+	if (ret)
 		goto out;
-	}
-	mm = get_task_mm(task);
-	if (!mm) {
+	if (!caller_traces(task))
+		ret = -EPERM;
+	else if (!(mm = get_task_mm(task)))
 		ret = -ESRCH;
+	else
+		ret = check_site_mapped(p, mm);
+	up_read(&task->signal->exec_update_lock);
+	if (ret) {
+		if (mm)
+			mmput(mm);
 		goto out;
 	}
 	mmgrab(mm);
-	mmput(mm);
 	p->mm = mm;
 	p->tgid = task->tgid;
+	/* 32-bit code decodes differently (8b 05 is absolute, 0x4X is inc/dec). */
+	p->mm_64bit = is_64bit_mm(mm);
+	mmput(mm);
 out:
 	put_task_struct(task);
 	return ret;
@@ -224,14 +269,16 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	struct gt_probe *p;
 	int ret;
 
-	if (req->flags & ~GDBTRACE_PROBE_DISABLED || req->reserved || req->id)
+	if (req->flags & ~(GDBTRACE_PROBE_DISABLED | GDBTRACE_PROBE_EMULATE) || req->reserved || req->id)
 		return -EINVAL;
+	if (memchr_inv(&req->emu, 0, sizeof(req->emu)))
+		return -EINVAL; /* out only: the module decodes the instruction itself */
 	if (req->tp_number > 0xffff || req->pid <= 0)
 		return -EINVAL;
 	if (s->nr_probes >= GDBTRACE_MAX_PROBES)
 		return -ENOSPC;
 
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
 	p->s = s;
@@ -241,9 +288,6 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	p->pass_count = req->pass_count;
 	p->enabled = !(req->flags & GDBTRACE_PROBE_DISABLED);
 
-	ret = resolve_target(p, req->pid);
-	if (ret)
-		goto fail;
 	p->file = fget(req->fd);
 	if (!p->file) {
 		ret = -EBADF;
@@ -253,8 +297,11 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 		ret = -EINVAL;
 		goto fail;
 	}
+	ret = bind_target(p, req->pid);
+	if (ret)
+		goto fail;
 	if (req->offset >= i_size_read(file_inode(p->file))) {
-		ret = -EINVAL;
+		ret = -EINVAL; /* mapped, but past the end of the file */
 		goto fail;
 	}
 	if (req->cond_len || req->cond) {
@@ -271,15 +318,16 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	ret = copy_actions(s, p, req);
 	if (ret)
 		goto fail;
-	ret = check_emu(p, &req->emu);
-	if (ret)
-		goto fail;
-	p->emu = req->emu;
+	share_step_budget(p);
 	/* One emulation per hit: uprobe consumers run newest first, so only the
 	 * oldest probe of this session at this site may move ip (after the
 	 * others collected the unmodified registers). */
-	if (site_has_probe(s, p))
-		p->emu.op = GDBTRACE_EMU_NONE;
+	if ((req->flags & GDBTRACE_PROBE_EMULATE) && GT_KERNEL_SKIPS_SSTEP && p->mm_64bit &&
+	    !site_has_probe(s, p)) {
+		ret = decode_emu(p);
+		if (ret)
+			goto fail;
+	}
 
 	p->id = s->next_id++;
 	ret = register_probe(p);
@@ -288,6 +336,7 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	list_add_tail(&p->node, &s->probes);
 	s->nr_probes++;
 	req->id = p->id;
+	req->emu = p->emu;
 	return 0;
 fail:
 	probe_free(p);
@@ -298,18 +347,10 @@ void gt_probes_remove_all(struct gt_session *s)
 {
 	struct gt_probe *p, *tmp;
 
-	list_for_each_entry(p, &s->probes, node) {
-#ifdef GT_UPROBE_NEW_API
-		uprobe_unregister_nosync(p->uprobe, &p->uc);
-#else
-		/* Synchronous: waits for running handlers (register_rwsem). */
-		uprobe_unregister(file_inode(p->file), p->offset, &p->uc);
-#endif
-	}
-#ifdef GT_UPROBE_NEW_API
+	list_for_each_entry(p, &s->probes, node)
+		gt_uprobe_unregister(file_inode(p->file), p->offset, &p->uc, p->uprobe);
 	if (!list_empty(&s->probes))
-		uprobe_unregister_sync(); /* no handler of ours runs after this */
-#endif
+		gt_uprobe_unregister_sync(); /* no handler of ours runs after this */
 	list_for_each_entry_safe(p, tmp, &s->probes, node) {
 		list_del(&p->node);
 		probe_free(p);

@@ -21,15 +21,12 @@
 #ifndef GDBTRACE_UAPI_H
 #define GDBTRACE_UAPI_H
 
-#ifdef __KERNEL__
 #include <linux/ioctl.h>
 #include <linux/types.h>
-#else
-#include <linux/ioctl.h>
-#include <linux/types.h>
-#endif
 
-#define GDBTRACE_UAPI_VERSION 1
+/* 2: ioctl magic moved off nsfs's 0xB7; the module decodes the probed
+ * instruction itself (GDBTRACE_PROBE_EMULATE) and reports the recipe. */
+#define GDBTRACE_UAPI_VERSION 2
 #define GDBTRACE_DEVICE "/dev/gdbtrace"
 
 /* Bounds the module enforces. */
@@ -55,7 +52,7 @@ struct gdbtrace_init {
   __u32 reg_valid_hi;   /* out: bitmask over regnums 32..63 */
   __u32 reserved;
 };
-#define GDBTRACE_FEAT_EMULATE 1u /* module accepts emulation recipes */
+#define GDBTRACE_FEAT_EMULATE 1u /* module emulates common probed instructions */
 
 struct gdbtrace_ring_header {
   __u64 head;      /* kernel: bytes produced */
@@ -88,8 +85,11 @@ struct gdbtrace_action {
   __u64 code;      /* 'X': user pointer to bytecode */
 };
 
-/* Emulation recipe (computed by the stub's decoder): the module checks that the
- * probed instruction's bytes in the tracee equal insn[0..insn_len) before using it. */
+/* Emulation recipe: what the module's decoder made of the probed instruction
+ * (the file's bytes at the probe offset). Reported by ADD, never taken from the
+ * caller. The module emulates only in a 64-bit process, at the first probe of a
+ * session at a site, and never while the thread single-steps (TF) or has
+ * hardware breakpoints armed: then the kernel executes the instruction itself. */
 enum gdbtrace_emu_op {
   GDBTRACE_EMU_NONE = 0,         /* no recipe: the kernel's own path (single-step) */
   GDBTRACE_EMU_ENDBR = 1,        /* endbr64: nothing but ip += len */
@@ -118,6 +118,8 @@ struct gdbtrace_emu {
   __u8 insn[GDBTRACE_MAX_EMU]; /* the instruction's bytes as decoded */
 };
 
+/* ADD errors: EPERM unless the caller's process ptraces a thread of PID;
+ * ESTALE unless FD at OFFSET is what PID maps executable at ADDRESS. */
 struct gdbtrace_probe_add {
   __s32 pid;          /* in: target process (tgid) */
   __s32 fd;           /* in: open file descriptor of the mapped file */
@@ -130,11 +132,12 @@ struct gdbtrace_probe_add {
   __u32 cond_len;     /* in */
   __u32 flags;        /* in: GDBTRACE_PROBE_* */
   __u64 pass_count;   /* in: stop the session after this many hits (0: none) */
-  struct gdbtrace_emu emu; /* in: optional recipe (op 0: none) */
+  struct gdbtrace_emu emu; /* in: zero; out: the recipe the module will emulate (op 0: none) */
   __u32 id;           /* out: probe id for other ioctls */
   __u32 reserved;
 };
 #define GDBTRACE_PROBE_DISABLED 1u /* add disabled */
+#define GDBTRACE_PROBE_EMULATE 2u  /* emulate the instruction where the module can (see emu) */
 
 struct gdbtrace_probe_enable {
   __u32 id;
@@ -171,7 +174,7 @@ struct gdbtrace_tsv {
 #define GDBTRACE_TSV_DEFINE 1u
 #define GDBTRACE_TSV_DEFINED 2u
 
-#define GDBTRACE_IOC_MAGIC 0xB7
+#define GDBTRACE_IOC_MAGIC 0xE9 /* free in Documentation/userspace-api/ioctl/ioctl-number.rst */
 #define GDBTRACE_IOC_INIT _IOWR(GDBTRACE_IOC_MAGIC, 1, struct gdbtrace_init)
 #define GDBTRACE_IOC_ADD _IOWR(GDBTRACE_IOC_MAGIC, 2, struct gdbtrace_probe_add)
 #define GDBTRACE_IOC_ENABLE _IOW(GDBTRACE_IOC_MAGIC, 3, struct gdbtrace_probe_enable)

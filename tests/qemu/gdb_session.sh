@@ -11,6 +11,56 @@ tfile=$work/gt_loop.tf
 rm -f "$tfile"
 N=2000
 
+check() { # name pattern [file]
+  if grep -qE "$2" "${3:-$out}"; then echo "ok gdb_$1"; else echo "FAIL gdb_$1: no /$2/ in ${3:-$out}"; fi
+}
+
+# Debugger semantics at emulated sites (first connection; the server stays up):
+# stepi onto and over a probed `add` executes exactly that instruction (the
+# module does not emulate while TF is set). (A gdb hardware watchpoint on an
+# emulated store is covered at the ioctl level by gt_safety: stepping a store
+# onto a watched address hangs QEMU's TCG, with or without the module.)
+sites=$work/gdb-sites.out
+cat >"$work/sites.gdb" <<EOT
+trace *step_site+1
+actions
+collect \$regs
+end
+trace *store_site
+actions
+collect \$regs
+end
+EOT
+timeout 180 /usr/bin/gdb -nx -batch \
+  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
+  -ex "file $prog" \
+  -ex "target extended-remote 127.0.0.1:$port" \
+  -ex "set remote exec-file /bin/gt_loop" \
+  -ex "set args 10" \
+  -ex "break main" -ex "run" \
+  -x "$work/sites.gdb" \
+  -ex "break *step_site" \
+  -ex "tstart" \
+  -ex "continue" \
+  -ex "stepi" \
+  -ex "echo STEP1: " -ex "output (long)\$pc - (long)&step_site" -ex "echo \\n" \
+  -ex "stepi" \
+  -ex "echo STEP2: " -ex "output (long)\$pc - (long)&step_site" -ex "echo \\n" \
+  -ex "echo RDI: " -ex "output \$rdi" -ex "echo \\n" \
+  -ex "break done" \
+  -ex "continue" \
+  -ex "echo WATCHED: " -ex "output watched" -ex "echo \\n" \
+  -ex "tstop" \
+  -ex "tstatus" \
+  -ex "kill" \
+  >"$sites" 2>&1
+echo "gdb exit $?" >>"$sites"
+check stepi_onto_site "STEP1: ?1$" "$sites"
+check stepi_one_instruction "STEP2: ?5$" "$sites"
+check stepi_add_ran_once "RDI: ?42$" "$sites"
+check store_site_ran "WATCHED: ?1234$" "$sites"
+check sites_collected "Collected 2 trace frames" "$sites"
+
 # Tracepoints with actions need a command file (multi-line commands).
 cat >"$work/tracepoints.gdb" <<EOT
 trace probe_me
@@ -55,9 +105,6 @@ timeout 240 /usr/bin/gdb -nx -batch \
   >"$out" 2>&1
 echo "gdb exit $?" >>"$out"
 
-check() { # name pattern
-  if grep -qE "$2" "$out"; then echo "ok gdb_$1"; else echo "FAIL gdb_$1: no /$2/ in $out"; fi
-}
 check module_backend "tracepoint 3 at 0x[0-9a-f]+: backend module"
 check frames "Collected $((N + 1)) trace frames"
 check first_frame "FIRST-A: ?0$"

@@ -10,7 +10,7 @@
 #include <asio/posix/stream_descriptor.hpp>
 
 #include "abi/amd64_regs.h"
-#include "kmod/emu_recipe.h"
+#include "kmod/emulation_selftest.h"
 #include "kmod/module_session.h"
 #include "trace/collector_probe_site.h"
 #include "trace/frame.h"
@@ -136,20 +136,11 @@ public:
       req.cond_len = uint32_t(tp.condition.code.size());
     }
     req.flags = tp.enabled ? 0 : GDBTRACE_PROBE_DISABLED;
+    // The module decodes the instruction and emulates the forms it knows.
+    if (emulate_)
+      req.flags |= GDBTRACE_PROBE_EMULATE;
     req.pass_count = tp.pass_count;
-    if (emulate_) {
-      uint8_t bytes[GDBTRACE_MAX_EMU] = {};
-      ssize_t n = ::pread(site->fd.get(), bytes, sizeof bytes, off_t(site->offset));
-      if (n > 0)
-        if (auto e = kmod::make_emu_recipe({bytes, size_t(n)}))
-          req.emu = *e;
-    }
-    auto id = session_.add_probe(req);
-    if (!id && req.emu.op != GDBTRACE_EMU_NONE) {
-      // The module's own decoder disagreed: fall back to its single-step.
-      req.emu = gdbtrace_emu{};
-      id = session_.add_probe(req);
-    }
+    auto id = session_.add_probe(req); // site->fd (UniqueFd) closes when site goes
     if (!id)
       return make_error(id.error().code, id.error().message + " (" + site->path + ")");
     probes_.push_back(Probe{*id, tp.number, tp.address});

@@ -38,8 +38,11 @@ Result<void> ModuleSession::init(uint32_t regblock_size, uint32_t ring_shift) {
   in.ring_shift = ring_shift;
   if (::ioctl(fd_.get(), GDBTRACE_IOC_INIT, &in) != 0) {
     int e = errno;
-    if (e == EPROTO)
+    // ENOTTY: a module from before uapi 2 (other ioctl numbers).
+    if (e == EPROTO || e == ENOTTY)
       return make_error(e, "gdbtrace.ko speaks another API version than this gdbtrace-server");
+    if (e == EMFILE)
+      return make_error(e, "gdbtrace.ko: this user already holds the most sessions it may (8)");
     return make_error(e, std::string("gdbtrace.ko session init: ") + std::strerror(e));
   }
   void* m = ::mmap(nullptr, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
@@ -58,13 +61,16 @@ Result<uint32_t> ModuleSession::add_probe(gdbtrace_probe_add& req) {
     std::string why;
     switch (e) {
     case EPERM:
-      why = "not permitted to trace this process (ptrace access check)";
+      why = "not permitted: gdbtrace.ko probes only processes this stub is the ptracer of";
       break;
     case EOPNOTSUPP:
       why = "the kernel module cannot run this bytecode (agent printf)";
       break;
     case EINVAL:
       why = "rejected by gdbtrace.ko (invalid probe, bytecode or address)";
+      break;
+    case ESTALE:
+      why = "the process no longer maps this file at this address (exec or unmap?)";
       break;
     default:
       why = std::strerror(e);

@@ -1,40 +1,11 @@
 // ioctl-level tests of gdbtrace.ko, run inside the QEMU guest as root.
 //
 // The tracee is a fork of this program (same executable, so the probed
-// function's address and file offset are known here): it waits on a pipe,
-// then calls probe_me(i, 3*i) N times. Each test prints "ok <name>" or
+// function's address and file offset are known here): it makes its parent its
+// ptracer (the module's rule: only a process's ptracer may probe it), waits on
+// a pipe, then calls probe_me(i, 3*i) N times. Each test prints "ok <name>" or
 // "FAIL <name>: why"; the exit status is the number of failures.
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "gdbtrace_uapi.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s:%d: ", __func__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      failures++;                                                                                  \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
-#define OK() printf("ok %s\n", __func__)
+#include "gt_util.h"
 
 enum { REGBLOCK = 816, OFF_RIP = 16 * 8, OFF_EFLAGS = 17 * 8 };
 
@@ -56,24 +27,6 @@ __attribute__((noinline)) long probe_me(long a, long b) {
 
 // ---- helpers ----
 
-static uint64_t file_offset_of(pid_t pid, uintptr_t addr) {
-  char path[64], line[512];
-  snprintf(path, sizeof path, "/proc/%d/maps", pid);
-  FILE* f = fopen(path, "r");
-  uint64_t off = UINT64_MAX;
-  while (f && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi, pgoff;
-    char perms[8];
-    if (sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms, &pgoff) == 4 && addr >= lo && addr < hi) {
-      off = addr - lo + pgoff;
-      break;
-    }
-  }
-  if (f)
-    fclose(f);
-  return off;
-}
-
 struct tracee {
   pid_t pid;
   int go_fd; // write a byte: start the loop
@@ -88,6 +41,8 @@ static struct tracee start_tracee(long n, enum tracee_mode mode) {
   pid_t pid = fork();
   if (pid == 0) {
     char c;
+    if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+      _exit(2);
     // Drop inherited session fds: the tracee must not keep a session alive.
     for (int fd = 3; fd < 256; fd++)
       if (fd != p[0] && fd != ready[1])
@@ -131,42 +86,10 @@ static struct tracee start_tracee(long n, enum tracee_mode mode) {
 }
 
 static int run_tracee(struct tracee t) {
-  int st;
   if (write(t.go_fd, "g", 1) != 1)
     return -1;
   close(t.go_fd);
-  if (waitpid(t.pid, &st, 0) != t.pid)
-    return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-struct session {
-  int fd;
-  struct gdbtrace_init init;
-  uint8_t* map;
-};
-
-static int open_session(struct session* s, unsigned ring_shift) {
-  memset(s, 0, sizeof *s);
-  s->fd = open(GDBTRACE_DEVICE, O_RDWR | O_CLOEXEC);
-  if (s->fd < 0)
-    return -errno;
-  s->init.version = GDBTRACE_UAPI_VERSION;
-  s->init.regblock_size = REGBLOCK;
-  s->init.ring_shift = ring_shift;
-  if (ioctl(s->fd, GDBTRACE_IOC_INIT, &s->init))
-    return -errno;
-  s->map = mmap(NULL, s->init.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
-  if (s->map == MAP_FAILED)
-    return -errno;
-  madvise(s->map, s->init.mmap_size, MADV_DONTFORK);
-  return 0;
-}
-
-static void close_session(struct session* s) {
-  if (s->map && s->map != MAP_FAILED)
-    munmap(s->map, s->init.mmap_size);
-  close(s->fd);
+  return wait_traced(t.pid);
 }
 
 static int add_probe(struct session* s, pid_t pid, uintptr_t addr, uint32_t tp,
@@ -298,12 +221,6 @@ static void check_frame(const uint8_t* f, uint32_t len, void* arg) {
     e->seen_odd++;
   else
     e->seen_even++;
-}
-
-static struct gdbtrace_probe_status probe_status(struct session* s, uint32_t id) {
-  struct gdbtrace_probe_status st = {.id = id};
-  ioctl(s->fd, GDBTRACE_IOC_PROBE_STATUS, &st);
-  return st;
 }
 
 static int read_tracee_byte(pid_t pid, uintptr_t addr, uint8_t* b) {
@@ -536,9 +453,9 @@ static void test_runaway_bytecode(void) {
   OK();
 }
 
-static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr,
-                         const struct gdbtrace_emu* emu, uint32_t tp, struct gdbtrace_action* acts,
-                         uint32_t nacts, uint32_t* id) {
+// ADD with GDBTRACE_PROBE_EMULATE; *EMU gets the recipe the module reports.
+static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr, struct gdbtrace_emu* emu,
+                         uint32_t tp, struct gdbtrace_action* acts, uint32_t nacts, uint32_t* id) {
   int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   struct gdbtrace_probe_add a = {0};
   a.pid = pid;
@@ -548,7 +465,7 @@ static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr,
   a.tp_number = tp;
   a.nr_actions = nacts;
   a.actions = (uintptr_t)acts;
-  a.emu = *emu;
+  a.flags = GDBTRACE_PROBE_EMULATE;
   int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
   int e = errno;
   close(exe);
@@ -556,12 +473,14 @@ static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr,
     return -e;
   if (id)
     *id = a.id;
+  *emu = a.emu;
   return 0;
 }
 
-// Emulated sites: the kernel must skip its single-step (else the instruction
-// runs twice and the tracee notices), frames stay correct, and a recipe that
-// does not match the probed bytes is refused.
+// Emulated sites: the module decodes the probed instruction and reports its
+// recipe, the kernel must skip its single-step (else the instruction runs
+// twice and the tracee notices), frames stay correct, and a caller cannot
+// hand the module a recipe.
 static void test_emulation(void) {
   struct session s;
   CHECK(open_session(&s, 22) == 0, "open");
@@ -579,26 +498,28 @@ static void test_emulation(void) {
   load.imm = disp;
   memcpy(load.insn, pb, 7);
 
-  struct gdbtrace_emu lie = add1;
-  lie.imm = 2;
   struct tracee t = start_tracee(500, T_EMU);
   struct gdbtrace_action acts[2] = {{.kind = GDBTRACE_ACT_REGS},
                                     {.kind = GDBTRACE_ACT_MEM,
                                      .basereg = -1,
                                      .offset = (int64_t)(uintptr_t)marker,
                                      .len = sizeof marker}};
-  CHECK(add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &lie, 1, acts, 1, NULL) == -EINVAL,
-        "lying recipe accepted");
+  struct gdbtrace_probe_add lie = {.pid = t.pid, .tp_number = 1, .emu = add1};
+  CHECK(expect_errno(s.fd, GDBTRACE_IOC_ADD, &lie, EINVAL), "caller's recipe accepted");
   uint32_t id_add, id_load;
-  int r = add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &add1, 1, acts, 1, &id_add);
+  struct gdbtrace_emu got;
+  int r = add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &got, 1, acts, 1, &id_add);
   CHECK(r == 0, "add emu_fn: %s", strerror(-r));
-  r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &load, 8, acts, 2, &id_load);
+  CHECK(memcmp(&got, &add1, sizeof got) == 0, "emu_fn recipe op %u len %u", got.op, got.insn_len);
+  r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &got, 8, acts, 2, &id_load);
   CHECK(r == 0, "add probe_me: %s", strerror(-r));
+  CHECK(memcmp(&got, &load, sizeof got) == 0, "probe_me recipe op %u len %u", got.op, got.insn_len);
   // A second probe at the same site: the instruction must still run once and
   // both probes must see the registers of the probe point.
   uint32_t id_second;
-  r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &load, 9, acts, 1, &id_second);
+  r = add_probe_emu(&s, t.pid, (uintptr_t)probe_me, &got, 9, acts, 1, &id_second);
   CHECK(r == 0, "add second probe_me: %s", strerror(-r));
+  CHECK(got.op == GDBTRACE_EMU_NONE, "second probe at a site emulates too");
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   int rc = run_tracee(t);
   CHECK(rc == 0, "tracee saw wrong results (exit %d): kernel does not skip the single-step?", rc);
@@ -639,12 +560,6 @@ static void test_emulation(void) {
   CHECK(!e9.bad && e9.frames == 500, "second probe frames %ld: %s", e9.frames, e9.why);
   close_session(&s);
   OK();
-}
-
-static int expect_errno(int fd, unsigned long cmd, void* arg, int want) {
-  errno = 0;
-  int r = ioctl(fd, cmd, arg);
-  return r == -1 && errno == want;
 }
 
 static void test_hostile_ioctls(void) {
@@ -695,9 +610,22 @@ static void test_hostile_ioctls(void) {
   a = good;
   a.fd = fd;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "device fd as file");
+  // The file and offset must be what the tracee maps executable at the address.
+  int other = open("/bin/busybox", O_RDONLY);
+  a = good;
+  a.fd = other;
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "another file accepted");
+  close(other);
+  a = good;
+  a.offset += 1;
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "wrong offset accepted");
+  a = good;
+  a.address = (uintptr_t)big; // data, not code
+  a.offset = file_offset_of(t.pid, (uintptr_t)big);
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "non-executable mapping accepted");
   a = good;
   a.offset = 1ull << 40;
-  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "offset past EOF");
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, ESTALE), "offset past EOF accepted");
   a = good;
   a.tp_number = 70000;
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "tp > u16");
@@ -735,7 +663,7 @@ static void test_hostile_ioctls(void) {
   CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "trace op in condition accepted");
   a = good;
   a.emu.op = 200;
-  CHECK(ioctl(fd, GDBTRACE_IOC_ADD, &a) == -1, "bogus emulation recipe accepted");
+  CHECK(expect_errno(fd, GDBTRACE_IOC_ADD, &a, EINVAL), "caller's emulation recipe accepted");
   struct gdbtrace_tsv tv = {.num = 1u << 30, .flags = GDBTRACE_TSV_DEFINE};
   CHECK(expect_errno(fd, GDBTRACE_IOC_TSV_SET, &tv, EINVAL), "tsv number");
   tv = (struct gdbtrace_tsv){.num = 5};
@@ -752,7 +680,7 @@ static void test_hostile_ioctls(void) {
       buf[k] = rand();
     memcpy(&a, buf, sizeof a);
     if (i & 1)
-      a.pid = t.pid, a.fd = exe, a.id = 0, a.reserved = 0, a.flags &= 1;
+      a.pid = t.pid, a.fd = exe, a.id = 0, a.reserved = 0, a.flags &= 3;
     if (i & 2)
       a.actions = (uintptr_t)&act, a.nr_actions = 1;
     if (i & 4)

@@ -18,9 +18,11 @@ ls -l /dev/gdbtrace | grep -q '^crw-------' || note_fail "/dev/gdbtrace mode: $(
 
 cd /tmp
 /bin/gt_test || { note_fail "gt_test"; dmesg | grep gdbtrace | tail -20; }
+/bin/gt_safety || { note_fail "gt_safety"; dmesg | grep gdbtrace | tail -20; }
 
 if [ -x /bin/gdbtrace-server ]; then
-  insmod /lib/modules/e1000.ko || note_fail "insmod e1000"
+  [ -f /lib/modules/e1000.ko ] && { insmod /lib/modules/e1000.ko || note_fail "insmod e1000"; }
+  [ -d /sys/class/net/eth0 ] || note_fail "no eth0"
   ip link set lo up
   ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2
   # Wait for the link (e1000 autonegotiation) so the forwarded port reaches us.
@@ -45,7 +47,10 @@ if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi
 
 sleep 0.2
 rmmod gdbtrace || note_fail "rmmod"
-if dmesg | grep -E "WARNING|BUG[: ]|Oops|Call Trace|general protection" >/tmp/bad; then
+# On the checking kernel (run.sh debug): show the checkers were live.
+[ -e /proc/lockdep_stats ] && echo "GT-CHECKER lockdep: $(grep -m1 'lock-classes' /proc/lockdep_stats | tr -s ' ')"
+dmesg | grep -q "KernelAddressSanitizer initialized" && echo "GT-CHECKER KASAN initialized"
+if dmesg | grep -E "WARNING|BUG[: ]|Oops|Call Trace|general protection|UBSAN|detected stall|blocked for more than" >/tmp/bad; then
   note_fail "kernel log:"; cat /tmp/bad
 fi
 if [ $fail = 0 ]; then echo "GT-RESULT PASS"; else echo "GT-RESULT FAIL"; fi

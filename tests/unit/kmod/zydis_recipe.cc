@@ -1,29 +1,9 @@
-#include "kmod/emu_recipe.h"
+#include "zydis_recipe.h"
 
 #include <Zydis/Zydis.h>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "abi/amd64_regs.h"
-#include "kmod/module_session.h"
-#include "trace/collector_probe_site.h"
-
-// The self-test's probed function: its first instruction (48 83 c7 01) has a
-// recipe; run once it returns 1, run twice (emulated + single-stepped) 2.
-extern "C" long gdbtrace_kmod_emu_selftest_fn(long);
-asm(".pushsection .text\n"
-    ".globl gdbtrace_kmod_emu_selftest_fn\n"
-    ".type gdbtrace_kmod_emu_selftest_fn, @function\n"
-    "gdbtrace_kmod_emu_selftest_fn:\n"
-    "  add $1, %rdi\n"
-    "  mov %rdi, %rax\n"
-    "  ret\n"
-    ".size gdbtrace_kmod_emu_selftest_fn, .-gdbtrace_kmod_emu_selftest_fn\n"
-    ".popsection\n");
-
-namespace gdbtrace::kmod {
+namespace gdbtrace::kmod::test {
 
 namespace {
 
@@ -91,7 +71,7 @@ bool simple_mem(const ZydisDecodedOperand& op, bool& rip, int& base, int64_t& di
 
 } // namespace
 
-std::optional<gdbtrace_emu> make_emu_recipe(std::span<const uint8_t> bytes) {
+std::optional<gdbtrace_emu> zydis_emu_recipe(std::span<const uint8_t> bytes) {
   ZydisDecoder dec;
   ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
   ZydisDecodedInstruction insn;
@@ -171,61 +151,4 @@ std::optional<gdbtrace_emu> make_emu_recipe(std::span<const uint8_t> bytes) {
   }
 }
 
-bool kernel_honours_emulation() {
-  auto session = ModuleSession::open();
-  if (!session || !session->init(GT_REGBLOCK_SIZE_NOAVX, 16))
-    return false;
-  const auto* fn = reinterpret_cast<const uint8_t*>(&gdbtrace_kmod_emu_selftest_fn);
-  auto recipe = make_emu_recipe({fn, 16});
-  if (!recipe)
-    return false;
-
-  int go[2], res[2];
-  if (::pipe2(go, O_CLOEXEC) != 0)
-    return false;
-  if (::pipe2(res, O_CLOEXEC) != 0) {
-    ::close(go[0]);
-    ::close(go[1]);
-    return false;
-  }
-  pid_t child = ::fork();
-  if (child == 0) {
-    char c;
-    long r = -1;
-    if (::read(go[0], &c, 1) == 1)
-      r = gdbtrace_kmod_emu_selftest_fn(0);
-    (void)!::write(res[1], &r, sizeof r);
-    ::_exit(0);
-  }
-  ::close(go[0]);
-  ::close(res[1]);
-  bool honoured = false;
-  if (child > 0) {
-    if (auto site = resolve_probe_site(child, reinterpret_cast<uint64_t>(fn))) {
-      gdbtrace_probe_add req{};
-      req.pid = child;
-      req.fd = site->fd.get();
-      req.offset = site->offset;
-      req.address = reinterpret_cast<uint64_t>(fn);
-      req.flags = GDBTRACE_PROBE_DISABLED; // no frames, only the emulation
-      req.emu = *recipe;
-      auto id = session->add_probe(req);
-      long r = 0;
-      bool ran = ::write(go[1], "g", 1) == 1 && ::read(res[0], &r, sizeof r) == sizeof r;
-      if (ran && id) {
-        auto st = session->probe_status(*id);
-        honoured = r == 1 && st && st->emulated == 1;
-      }
-    }
-    ::close(go[1]);
-    ::close(res[0]);
-    int status;
-    ::waitpid(child, &status, 0);
-    return honoured;
-  }
-  ::close(go[1]);
-  ::close(res[0]);
-  return false;
-}
-
-} // namespace gdbtrace::kmod
+} // namespace gdbtrace::kmod::test

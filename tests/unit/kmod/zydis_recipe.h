@@ -1,0 +1,18 @@
+// Test oracle for the module's instruction decoder (kmodule/emulate.c): the
+// emulation recipe Zydis makes of an instruction. The module decodes probed
+// instructions itself; the unit tests hold its decoder against this one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "gdbtrace_uapi.h"
+
+namespace gdbtrace::kmod::test {
+
+// The recipe for the instruction at the start of BYTES, or nullopt when it is
+// not one of the emulated forms.
+std::optional<gdbtrace_emu> zydis_emu_recipe(std::span<const uint8_t> bytes);
+
+} // namespace gdbtrace::kmod::test
