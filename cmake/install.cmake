@@ -45,10 +45,16 @@ install(FILES ${CMAKE_SOURCE_DIR}/kmodule/Kbuild ${CMAKE_SOURCE_DIR}/kmodule/Mak
         DESTINATION ${GDBTRACE_DKMS_DIR} COMPONENT dkms)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/kmodule/uapi DESTINATION ${GDBTRACE_DKMS_DIR} COMPONENT dkms)
 # The AX VM is one C source shared by the stub and the module; kmodule/Makefile's `prepare`
-# copies it to axsrc/ax/ in a checkout, the install copies it there for DKMS.
+# copies it to axsrc/ax/ in a checkout, the install copies it there for DKMS (the Makefile's
+# `prepare` then finds no gdbserver-agent/ and keeps these copies).
 file(GLOB gdbtrace_ax_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/ax/*.c
      ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/ax/*.h)
 install(FILES ${gdbtrace_ax_sources} DESTINATION ${GDBTRACE_DKMS_DIR}/axsrc/ax COMPONENT dkms)
+# The wire-format headers shared by stub and module, where the tree has them (as `prepare` does).
+file(GLOB gdbtrace_abi_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/abi/*.h)
+if(gdbtrace_abi_headers)
+  install(FILES ${gdbtrace_abi_headers} DESTINATION ${GDBTRACE_DKMS_DIR}/axsrc/abi COMPONENT dkms)
+endif()
 configure_file(${CMAKE_SOURCE_DIR}/kmodule/dkms.conf ${CMAKE_BINARY_DIR}/generated/dkms.conf @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/generated/dkms.conf DESTINATION ${GDBTRACE_DKMS_DIR}
         COMPONENT dkms)

@@ -34,6 +34,9 @@ expected_files() {
     [[ $f == *.mod.c ]] || echo "src/gdbtrace-$version/${f#"$repo"/kmodule/}"
   done
   for f in "$repo"/gdbserver-agent/src/ax/*.[ch]; do echo "src/gdbtrace-$version/axsrc/ax/${f##*/}"; done
+  for f in "$repo"/gdbserver-agent/src/abi/*.h; do
+    if [ -e "$f" ]; then echo "src/gdbtrace-$version/axsrc/abi/${f##*/}"; fi
+  done
 }
 if diff -u <(expected_files | sort) <(cd "$stage" && find . -type f -o -type l | sed 's|^\./||' | sort) \
   >"$build/install-test/staging-files.diff"; then
