@@ -3,6 +3,7 @@
 #   unit tests (ctest, everything not labelled integration)
 #   integration tests (ctest -L integration: real /usr/bin/gdb against gdbtrace-server)
 #   demo smoke (scripts/demo.sh --batch)
+#   install (tests/install/run.sh: cmake --install, the .debs in a Debian 12 chroot, DKMS, lintian)
 #   scripts/fuzz-ax.sh smoke            (if present)
 #   tests/qemu/run.sh all               (if present: kernel module in QEMU)
 #   bench/run.sh --smoke                (if present)
@@ -64,6 +65,7 @@ fi
 step unit 900 ctest --test-dir "$build" -LE integration -j"$jobs" --output-on-failure --timeout 300
 step integration 1500 ctest --test-dir "$build" -L integration -j"$jobs" --output-on-failure
 step demo 300 env SKIP_BUILD=1 BUILD_DIR="$build" PORT="${DEMO_PORT:-23456}" "$repo/scripts/demo.sh" --batch
+step install 1200 env BUILD_DIR="$build" JOBS="$jobs" "$repo/tests/install/run.sh"
 [ -x "$repo/scripts/fuzz-ax.sh" ] && step fuzz-ax 600 "$repo/scripts/fuzz-ax.sh" 20 "$build/fuzz-ax"
 [ -x "$repo/tests/qemu/run.sh" ] && step qemu 1800 env GDBTRACE_BUILD="$build" "$repo/tests/qemu/run.sh" all
 [ -x "$repo/bench/run.sh" ] && step bench 900 env BUILD_DIR="$build" "$repo/bench/run.sh" --smoke
