@@ -18,6 +18,11 @@ install(FILES ${deb_out}/gdbtrace/changelog.Debian.gz DESTINATION ${GDBTRACE_DOC
         COMPONENT server EXCLUDE_FROM_ALL)
 install(FILES ${deb_out}/gdbtrace-dkms/changelog.Debian.gz ${deb_dir}/copyright
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/gdbtrace-dkms COMPONENT dkms EXCLUDE_FROM_ALL)
+set(GDBTRACE_DEB_PLUGIN_DIR /usr/${GDBTRACE_PLUGIN_DIR})
+set(GDBTRACE_DEB_HOOK_DIR /usr/${CMAKE_INSTALL_DATADIR}/gdb/python/gdb/command)
+configure_file(${deb_dir}/server-prerm.in ${deb_out}/gdbtrace/prerm @ONLY
+               FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                                WORLD_READ WORLD_EXECUTE)
 foreach(script postinst prerm)
   configure_file(${deb_dir}/dkms-${script}.in ${deb_out}/gdbtrace-dkms/${script} @ONLY
                  FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
@@ -43,6 +48,7 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_SERVER_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_SERVER_PACKAGE_RECOMMENDS gdb)
 set(CPACK_DEBIAN_SERVER_PACKAGE_SUGGESTS "gdbtrace-dkms, python3-matplotlib")
+set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA ${deb_out}/gdbtrace/prerm)
 set(CPACK_COMPONENT_SERVER_DESCRIPTION
     "gdbserver-compatible remote stub with in-kernel tracepoints
 gdbtrace-server speaks gdb's remote protocol like gdbserver, and runs the

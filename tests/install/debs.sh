@@ -129,6 +129,9 @@ krel_of() {
 declare -A krels
 krels[6.1]=$(krel_of '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$')
 krels[6.12]=$(krel_of '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$')
+# 6.12's headers depend on its image: no initramfs for a kernel this chroot never boots (slow).
+in_chroot 'dpkg-divert --local --rename --add /usr/sbin/update-initramfs >/dev/null
+           ln -sf /bin/true /usr/sbin/update-initramfs'
 rm -rf "$work/ko"
 for series in 6.1 6.12; do
   krel=${krels[$series]}
@@ -140,8 +143,10 @@ for series in 6.1 6.12; do
     continue
   fi
   status=$(in_chroot "dkms status -m gdbtrace -v $version -k $krel" 2>&1 || true)
-  ko=$root/var/lib/dkms/gdbtrace/$version/$krel/x86_64/module/gdbtrace.ko
-  if grep -q "installed" <<<"$status" && [ -f "$ko" ] && [ -f "$root/lib/modules/$krel/updates/dkms/gdbtrace.ko" ]; then
+  # DKMS compresses the module like the kernel's own (6.12: gdbtrace.ko.xz).
+  ko=$(find "$root/var/lib/dkms/gdbtrace/$version/$krel/x86_64/module" -name 'gdbtrace.ko*' 2>/dev/null | head -1)
+  if grep -q "installed" <<<"$status" && [ -n "$ko" ] &&
+    compgen -G "$root/lib/modules/$krel/updates/dkms/gdbtrace.ko*" >/dev/null; then
     ok "DKMS built and installed gdbtrace.ko for $krel"
   else
     echo "$status"
@@ -150,7 +155,13 @@ for series in 6.1 6.12; do
     continue
   fi
   mkdir -p "$work/ko/$series"
-  cp "$ko" "$work/ko/$series/gdbtrace.ko"
+  case "$ko" in # busybox insmod in the QEMU guest takes only plain .ko files
+    *.xz) xz -dc "$ko" >"$work/ko/$series/gdbtrace.ko" ;;
+    *.zst) zstd -qdc "$ko" >"$work/ko/$series/gdbtrace.ko" ;;
+    *.gz) gzip -dc "$ko" >"$work/ko/$series/gdbtrace.ko" ;;
+    *) cp "$ko" "$work/ko/$series/gdbtrace.ko" ;;
+  esac
+  ko=$work/ko/$series/gdbtrace.ko
   vermagic=$(modinfo -F vermagic "$ko")
   [ "${vermagic%% *}" = "$krel" ] && ok "vermagic $krel" || fail "vermagic '$vermagic' is not $krel"
   modver=$(modinfo -F version "$ko")
@@ -167,7 +178,9 @@ for deb in "${debs[@]}"; do
   done < <(dpkg-deb --fsys-tarfile "$deb" | tar -t | grep -v '/$' | sed 's|^\./||')
 done
 for krel in "${krels[@]}"; do
-  [ -e "$root/lib/modules/$krel/updates/dkms/gdbtrace.ko" ] && left+=("/lib/modules/$krel/updates/dkms/gdbtrace.ko")
+  for f in "$root/lib/modules/$krel/updates/dkms/"gdbtrace.ko*; do
+    if [ -e "$f" ]; then left+=("${f#"$root"}"); fi
+  done
 done
 [ -e "$root/var/lib/dkms/gdbtrace" ] && left+=("/var/lib/dkms/gdbtrace")
 # Anything else named for gdbtrace that running the programs left behind (e.g. Python caches).
