@@ -26,6 +26,7 @@ fail() {
   failures=$((failures + 1))
 }
 ok() { echo "ok: $*"; }
+section() { echo "=== $* (at ${SECONDS}s)"; }
 
 deb_dir=${1:-}
 if [ -z "$deb_dir" ]; then
@@ -35,7 +36,7 @@ fi
 debs=("$deb_dir"/gdbtrace_"$version"-*_amd64.deb "$deb_dir"/gdbtrace-dkms_"$version"-*_all.deb)
 for deb in "${debs[@]}"; do [ -f "$deb" ] || { echo "FAIL: no package $deb" && exit 1; }; done
 
-echo "=== lintian"
+section "lintian"
 lintian_out=$(lintian --tag-display-limit 0 "${debs[@]}" 2>&1) || true
 echo "$lintian_out"
 if grep -q '^E: ' <<<"$lintian_out"; then fail "lintian reports errors"; else ok "lintian: no errors"; fi
@@ -61,7 +62,7 @@ in_chroot() {
     in_chroot "$root" "$cache/archives" "$@"
 }
 
-echo "=== chroot"
+section "chroot"
 mkdir -p "$cache/archives/partial" "$cache/debootstrap-debs"
 if [ ! -x "$cache/bookworm-minbase/usr/bin/apt-get" ]; then
   rm -rf "$cache/bookworm-minbase.tmp"
@@ -88,7 +89,7 @@ mkdir -p "$root/tmp/debs"
 cp "${debs[@]}" "$root/tmp/debs/"
 in_chroot 'apt-get -q update >/dev/null'
 
-echo "=== dpkg -i"
+section "dpkg -i"
 if in_chroot 'dpkg -i /tmp/debs/*.deb >/tmp/dpkg-i.log 2>&1 || true
               apt-get -q -y --no-install-recommends -f install >/tmp/apt-f.log 2>&1 || { tail -30 /tmp/apt-f.log; exit 1; }
               [ "$(dpkg -s gdbtrace gdbtrace-dkms | grep -c "^Status: install ok installed")" = 2 ]'; then
@@ -115,7 +116,7 @@ out=$(in_chroot 'apt-get -q -y --no-install-recommends install gdb >/tmp/gdb.log
                  gdb -batch -ex "help gdbtrace status"' 2>&1 || true)
 if grep -q "Usage: gdbtrace status" <<<"$out"; then ok "gdb auto-loads the plugin"; else fail "plugin not loaded by gdb: $out"; fi
 
-echo "=== DKMS: kernel headers for 6.1 and 6.12"
+section "DKMS: kernel headers for 6.1 and 6.12"
 # The newest image+headers pair of each series, as tests/qemu/fetch_kernels.sh picks it, so the
 # module DKMS builds is the one the QEMU harness can boot.
 krel_of() {
@@ -169,7 +170,7 @@ for series in 6.1 6.12; do
     fail "modinfo -F version is '$modver', not $version (kmodule must turn GDBTRACE_VERSION into MODULE_VERSION)"
 done
 
-echo "=== dpkg -r"
+section "dpkg -r"
 in_chroot 'dpkg -r gdbtrace gdbtrace-dkms >/tmp/dpkg-r.log 2>&1' || { cat "$root/tmp/dpkg-r.log"; fail "dpkg -r"; }
 left=()
 for deb in "${debs[@]}"; do
@@ -189,5 +190,5 @@ while read -r path; do left+=("${path#"$root"}"); done < <(find "$root/usr" "$ro
 if [ ${#left[@]} = 0 ]; then ok "dpkg -r removed every installed file and DKMS's gdbtrace state"; else fail "left after dpkg -r: ${left[*]}"; fi
 
 echo
-if [ "$failures" = 0 ]; then echo "debs: all checks passed"; else echo "debs: $failures check(s) failed"; fi
+if [ "$failures" = 0 ]; then echo "debs: all checks passed in ${SECONDS}s"; else echo "debs: $failures check(s) failed (${SECONDS}s)"; fi
 exit $((failures > 0))
