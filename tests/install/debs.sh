@@ -9,14 +9,15 @@
 #
 #   tests/install/debs.sh [DEB_DIR]      (default: scripts/package.sh builds them into BUILD_DIR)
 # Environment: BUILD_DIR (default ./build). The chroot base (debootstrap) and downloaded packages
-# are cached in BUILD_DIR/install-test/cache, so reruns download nothing but apt's indexes.
+# are cached in INSTALL_TEST_CACHE (default BUILD_DIR/install-test/cache), so reruns download
+# nothing but apt's indexes; point it outside the build dir to share it between clones.
 # The modules DKMS built are left in BUILD_DIR/install-test/ko/<series>/gdbtrace.ko, the layout
 # tests/qemu/run.sh boots with GDBTRACE_KO_DIR=BUILD_DIR/install-test/ko.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$repo/build}
 work=$build/install-test
-cache=$work/cache
+cache=${INSTALL_TEST_CACHE:-$work/cache}
 root=$work/root
 version=$(sed -n 's/^project(gdbtrace VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
 failures=0
