@@ -85,6 +85,19 @@ else
   fail "auto-load hook: $out"
 fi
 
+# install.sh --system from the installed tree copies the plugin and the same hook into a gdb
+# data directory (a scratch one here).
+datadir=$build/install-test/gdb-data
+rm -rf "$datadir"
+GDB_DATA_DIRECTORY=$datadir "$stage/share/gdbtrace/install.sh" --system >/dev/null
+out=$(gdb -nx -batch -ex "source $datadir/python/gdb/command/gdbtrace_autoload.py" -ex "help gdbtrace stats" \
+  -ex "python import gdbtrace_plugin; print('plugin from', gdbtrace_plugin.__file__)" 2>&1 || true)
+if grep -q "Usage: gdbtrace stats" <<<"$out" && grep -q "plugin from $datadir/python/gdb/command/" <<<"$out"; then
+  ok "share/gdbtrace/install.sh --system installs a working hook"
+else
+  fail "install.sh --system: $out"
+fi
+
 echo "=== gdb-driven tracing test against $server"
 if (cd "$repo/tests/integration" &&
   GDBTRACE_SERVER=$server GDBTRACE_PROGRAMS=$build/tests/programs GDBTRACE_SOURCE_DIR=$repo \
