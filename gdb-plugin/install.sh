@@ -52,17 +52,5 @@ mkdir -p "$dest"
 rm -rf "$dest/gdbtrace_plugin"
 cp -r "$here/gdbtrace_plugin" "$dest/gdbtrace_plugin"
 find "$dest/gdbtrace_plugin" -name __pycache__ -prune -exec rm -rf {} +
-cat >"$dest/gdbtrace_autoload.py" <<'PY'
-"""Loads the gdbtrace plugin (installed by gdb-plugin/install.sh --system)."""
-import os
-import sys
-
-_here = os.path.dirname(os.path.abspath(__file__))
-if _here not in sys.path:
-    sys.path.insert(0, _here)
-if "gdbtrace_plugin.commands" not in sys.modules:
-    from gdbtrace_plugin import commands as _commands
-
-    _commands.register()
-PY
+cp "$here/gdbtrace_autoload.py" "$dest/gdbtrace_autoload.py"
 echo "installed into $dest (every gdb now has \`help gdbtrace\`)"

@@ -3,6 +3,7 @@
 #   unit tests (ctest, everything not labelled integration)
 #   integration tests (ctest -L integration: real /usr/bin/gdb against gdbtrace-server)
 #   demo smoke (scripts/demo.sh --batch)
+#   install (tests/install/run.sh: cmake --install, the .debs in a Debian 12 chroot, DKMS, lintian)
 #   scripts/fuzz-ax.sh smoke            (if present)
 #   scripts/fuzz.sh all 15              (every libFuzzer target of tests/fuzz, 15 s each)
 #   scripts/sanitize.sh                 (unit + integration tests again, built with ASan + UBSan)
@@ -69,6 +70,7 @@ fi
 step unit 900 ctest --test-dir "$build" -LE integration -j"$jobs" --output-on-failure --timeout 300
 step integration 1500 ctest --test-dir "$build" -L integration -j"$jobs" --output-on-failure
 step demo 300 env SKIP_BUILD=1 BUILD_DIR="$build" PORT="${DEMO_PORT:-23456}" "$repo/scripts/demo.sh" --batch
+step install 1200 env BUILD_DIR="$build" JOBS="$jobs" "$repo/tests/install/run.sh"
 [ -x "$repo/scripts/fuzz-ax.sh" ] && step fuzz-ax 600 "$repo/scripts/fuzz-ax.sh" 20 "$build/fuzz-ax"
 step fuzz 900 env JOBS="$jobs" FUZZ_BUILD_DIR="$build-fuzz" "$repo/scripts/fuzz.sh" all 15
 step sanitize 2400 env JOBS="$jobs" SANITIZE_BUILD_DIR="$build-sanitize" "$repo/scripts/sanitize.sh"

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <unistd.h>
 
+#include "gdbtrace_version.h"
+
 namespace gdbtrace {
 
 Result<CommSpec> parse_comm(const std::string& comm) {
@@ -176,7 +178,7 @@ Tracepoints are collected by the gdbtrace kernel module, eBPF or ptrace
 }
 
 std::string version_text() {
-  return "gdbtrace-server 0.1.0 (gdbserver-compatible remote stub for GDB 13)\n"
+  return "gdbtrace-server " GDBTRACE_VERSION " (gdbserver-compatible remote stub for GDB 13)\n"
          "This gdbtrace-server was configured as \"x86_64-linux-gnu\"\n";
 }
 
