@@ -5,11 +5,13 @@ integration tests), collects every packet gdb sent, and writes them as seeds:
   corpus/server_packets/<hash>          the payload alone (what the server's packet handlers see)
   corpus/server_packets/session-<n>     a whole session's payloads in order, one per line
   corpus/trace_requests/<hash>          a tracepoint packet's arguments after its parser's selector byte
+  corpus/trace_frames/<name>            frames in the tfile layout and the packets that read them back
 Run it from a built tree: python3 tests/fuzz/make_corpus.py  (GDBTRACE_SERVER etc. as for gdbtest)."""
 
 import hashlib
 import os
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -34,7 +36,34 @@ SESSIONS = [
 ]
 
 
+def record(kind, body: bytes) -> bytes:
+    return bytes([kind]) + struct.pack("<H", len(body)) + body
+
+
+def frame(tp, blocks: bytes) -> bytes:
+    return struct.pack("<HI", tp, len(blocks)) + blocks
+
+
+def trace_frames_seeds():
+    """fuzz_trace_frames.cc input: frames as collectors write them (tfile layout: u16 tracepoint,
+    u32 size, then 'R' register block / 'M' u64 addr u16 len bytes / 'V' u32 tsv i64 value),
+    then the packets that read them back."""
+    regs = b"R" + bytes(range(256)) * 3 + bytes(816 - 768)
+    mem = b"M" + struct.pack("<QH", 0x401008, 8) + bytes(range(8))
+    tsv = b"V" + struct.pack("<Iq", 1, -5)
+    frames = [record(0, frame(1, regs + mem)), record(0, frame(2, tsv + mem)), record(0, frame(1, regs))]
+    reads = [b"qTStatus", b"QTFrame:0", b"QTFrame:pc:401000", b"QTFrame:tdp:2", b"QTFrame:1",
+             b"QTFrame:range:401000:401020", b"QTFrame:outside:401000:401001", b"qGdbtrace.frames:0,1000",
+             b"qTBuffer:0,100", b"QTSave:" + b"/dev/null".hex().encode(), b"QTFrame:ffffffff"]
+    yield "frames-and-reads", b"".join(frames) + b"".join(record(17, r) for r in reads)
+    yield "frames-only", b"".join(frames)
+    yield "truncated-frame", record(0, frame(1, regs)[:300]) + record(1, b"qTStatus") + record(1, b"QTFrame:0")
+
+
 def main():
+    (HERE / "corpus/trace_frames").mkdir(parents=True, exist_ok=True)
+    for name, data in trace_frames_seeds():
+        (HERE / "corpus/trace_frames" / name).write_bytes(data)
     packets = set()
     for name in ("rsp_codec", "server_packets", "trace_requests"):
         (HERE / "corpus" / name).mkdir(parents=True, exist_ok=True)
@@ -54,7 +83,7 @@ def main():
                 (HERE / "corpus/trace_requests" / digest).write_bytes(
                     bytes([TRACE_PARSERS[name]]) + payload[len(name):].encode())
                 break
-    print(f"{len(packets)} distinct packets -> tests/fuzz/corpus/{{rsp_codec,server_packets,trace_requests}}")
+    print(f"{len(packets)} distinct packets -> tests/fuzz/corpus/{{rsp_codec,server_packets,trace_requests}}, 3 trace_frames seeds")
 
 
 if __name__ == "__main__":

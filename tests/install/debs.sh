@@ -19,6 +19,7 @@ build=${BUILD_DIR:-$repo/build}
 work=$build/install-test
 cache=${INSTALL_TEST_CACHE:-$work/cache}
 root=$work/root
+mkdir -p "$work" "$cache"
 version=$(sed -n 's/^project(gdbtrace VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
 failures=0
 

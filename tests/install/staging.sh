@@ -23,6 +23,7 @@ fail() {
 ok() { echo "ok: $*"; }
 
 rm -rf "$stage"
+mkdir -p "$build/install-test"
 cmake --install "$build" --prefix "$stage" >"$build/install-test/staging-install.log" ||
   { cat "$build/install-test/staging-install.log"; echo "FAIL: cmake --install"; exit 1; }
 
