@@ -44,7 +44,7 @@ class DetachWithForkPending(GdbTestCase):
             except Exception:
                 self.fail("program did not finish after detach\n" + run.transcript())
             self.assertRegex(out.decode(errors="replace"), r"mt_fork done: 2000 rounds, statuses 6000",
-                             run.transcript())
+                             f"exit status {tracee.proc.returncode}\n" + run.transcript())
             stuck = [pid for pid in descendants() - before if process_state(pid) in ("t", "T")]
             self.assertEqual(stuck, [], "stopped children left behind\n" + run.transcript())
         finally:

@@ -117,6 +117,65 @@ void LinuxTarget::remove_process(Pid pid) {
     interrupt_requested_ = false; // nothing left to interrupt
 }
 
+// A clone/fork/vfork event collected but not interpreted yet (another
+// thread's stop was reported first): the kernel already traces the new
+// thread or process, stopped. It goes with its parent: detached (a fork child
+// first loses the int3s it inherited) or killed.
+void LinuxTarget::release_children_of_pending_events(Process& p, bool kill_them) {
+  for (auto& [tid, l] : p.lwps) {
+    if (!l.raw || !WIFSTOPPED(*l.raw))
+      continue;
+    int event = *l.raw >> 16;
+    if (event != PTRACE_EVENT_CLONE && event != PTRACE_EVENT_FORK && event != PTRACE_EVENT_VFORK)
+      continue;
+    unsigned long msg = 0;
+    if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &msg) != 0)
+      continue;
+    Tid child = static_cast<Tid>(msg);
+    int st = wait_new_child(child);
+    if (!WIFSTOPPED(st))
+      continue; // already gone
+    if (kill_them && event != PTRACE_EVENT_CLONE) {
+      ::kill(child, SIGKILL);
+      ptrace(PTRACE_CONT, child, nullptr, nullptr);
+      while (waitpid(child, &st, __WALL) == child && WIFSTOPPED(st))
+        ptrace(PTRACE_CONT, child, nullptr, nullptr);
+      continue;
+    }
+    if (event == PTRACE_EVENT_FORK) { // its own copy of the parent's memory, int3s included
+      InferiorMemory memory;
+      memory.open(child);
+      for (const auto& [addr, bp] : p.breakpoints)
+        (void)memory.write(addr, std::span<const uint8_t>(&bp.original, 1));
+    }
+    ptrace(PTRACE_DETACH, child, nullptr, nullptr);
+  }
+}
+
+
+// Fork children of PARENT that gdb never heard of go with it: killed with a
+// killed parent, otherwise detached without our breakpoints (as an
+// unreported fork is).
+void LinuxTarget::release_unreported_forks(Pid parent, bool kill_them) {
+  std::vector<Pid> children;
+  for (const auto& [pid, p] : procs_)
+    if (p->unreported_fork_of == parent)
+      children.push_back(pid);
+  for (Pid child : children) {
+    if (kill_them) {
+      (void)kill(child);
+      continue;
+    }
+    Process& c = *find_process(child);
+    lift_all_int3(c);
+    for (auto& [tid, l] : c.lwps) {
+      (void)apply_debug_registers(tid, DebugRegisters{});
+      ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    }
+    remove_process(child);
+  }
+}
+
 Result<void> LinuxTarget::set_ptrace_options(Tid tid, bool attached) {
   long options = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
                  PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD;
@@ -189,6 +248,7 @@ Result<void> LinuxTarget::detach(Pid pid) {
     return no_process(pid);
   interrupt_requested_ = false; // a ^C queued for this session goes with it
   stop_threads(*p, nullptr);
+  release_children_of_pending_events(*p, false);
   lift_all_int3(*p);
   p->breakpoints.clear();
   p->debug_regs = DebugRegisters{};
@@ -208,6 +268,7 @@ Result<void> LinuxTarget::detach(Pid pid) {
     ptrace(PTRACE_DETACH, tid, nullptr, (void*)(long)sig);
   }
   remove_process(pid);
+  release_unreported_forks(pid, false);
   return ok();
 }
 
@@ -215,6 +276,7 @@ Result<void> LinuxTarget::kill(Pid pid) {
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
+  release_children_of_pending_events(*p, true);
   ::kill(pid, SIGKILL);
   // Reap every thread; the leader reports last, after all others are gone.
   for (auto& [tid, l] : p->lwps) {
@@ -232,13 +294,15 @@ Result<void> LinuxTarget::kill(Pid pid) {
     ptrace(PTRACE_CONT, pid, nullptr, nullptr);
   }
   remove_process(pid);
+  release_unreported_forks(pid, true);
   return ok();
 }
 
 std::vector<Pid> LinuxTarget::processes() const {
   std::vector<Pid> out;
   for (const auto& [pid, p] : procs_)
-    out.push_back(pid);
+    if (!hidden(*p))
+      out.push_back(pid);
   return out;
 }
 
@@ -251,7 +315,7 @@ std::vector<ThreadInfo> LinuxTarget::threads() const {
   std::vector<ThreadInfo> out;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps)
-      if (!l.zombie)
+      if (!l.zombie && !hidden(*p))
         out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
   return out;
 }
