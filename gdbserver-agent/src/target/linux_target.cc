@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "target/crash_cleanup.h"
 #include "target/inferior_launch.h"
 #include "target/proc_files.h"
 #include "target/svr4_libraries.h"
@@ -107,6 +108,7 @@ Process& LinuxTarget::add_process(Pid pid, bool attached) {
   p->memory.open(pid);
   Process& ref = *p;
   procs_[pid] = std::move(p);
+  publish_crash_table();
   return ref;
 }
 
@@ -115,6 +117,7 @@ void LinuxTarget::remove_process(Pid pid) {
   unknown_stops_.erase(pid);
   if (procs_.empty())
     interrupt_requested_ = false; // nothing left to interrupt
+  publish_crash_table();
 }
 
 // A clone/fork/vfork event collected but not interpreted yet (another
@@ -152,6 +155,16 @@ void LinuxTarget::release_children_of_pending_events(Process& p, bool kill_them)
   }
 }
 
+void LinuxTarget::publish_crash_table() {
+  crash_cleanup::Publisher table;
+  table.begin();
+  for (const auto& [pid, p] : procs_) {
+    table.add_process({pid, p->attached});
+    for (const auto& [addr, bp] : p->breakpoints)
+      table.add_breakpoint({pid, addr, bp.original});
+  }
+  table.commit();
+}
 
 // Fork children of PARENT that gdb never heard of go with it: killed with a
 // killed parent, otherwise detached without our breakpoints (as an
@@ -251,6 +264,7 @@ Result<void> LinuxTarget::detach(Pid pid) {
   release_children_of_pending_events(*p, false);
   lift_all_int3(*p);
   p->breakpoints.clear();
+  publish_crash_table();
   p->debug_regs = DebugRegisters{};
   for (auto& [tid, l] : p->lwps) {
     (void)apply_debug_registers(tid, p->debug_regs);
@@ -417,6 +431,7 @@ Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<co
   for (auto it = first; it != last; ++it)
     if (it->first < address + *n)
       it->second.original = data[it->first - address];
+  publish_crash_table();
   return n;
 }
 
@@ -440,6 +455,7 @@ Result<void> LinuxTarget::insert_int3(Process& p, uint64_t address) {
     return make_error(w.error().code,
                       "cannot insert breakpoint at " + hex(address) + ": " + w.error().message);
   p.breakpoints[address].original = original;
+  publish_crash_table();
   return ok();
 }
 
@@ -450,6 +466,7 @@ Result<void> LinuxTarget::remove_int3(Process& p, uint64_t address) {
   uint8_t original = it->second.original;
   p.breakpoints.erase(it);
   p.removed_breakpoints.insert(address);
+  publish_crash_table();
   auto w = p.memory.write(address, std::span<const uint8_t>(&original, 1));
   if (!w)
     return make_error(w.error().code,

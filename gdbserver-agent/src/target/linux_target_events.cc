@@ -496,6 +496,7 @@ std::optional<StopEvent> LinuxTarget::on_fork(Process& p, Lwp& parent, bool vfor
     bp.trace = nullptr; // trace callbacks belong to the parent's collector
   c.debug_regs = p.debug_regs;
   cl.debug_regs_dirty = c.debug_regs.any_used();
+  publish_crash_table();
 
   if (vfork ? report_vfork_ : report_fork_) {
     c.unreported_fork_of = p.pid; // until gdb is told (take_report)
@@ -534,6 +535,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.vfork_breakpoints_lifted = false;
   p.thread_db.reset(); // bound to the old image's libc
   p.memory.open(pid);
+  publish_crash_table();
   if (!report_exec_)
     return signal_event(pid, pid, SIGTRAP);
   StopEvent ev;

@@ -1,0 +1,225 @@
+"""The stub's own death mid-trace. With the ptrace collector every trace hit is an int3 the stub
+wrote into the tracee: whatever ends the stub (SIGTERM, SIGHUP, SIGINT on a TCP connection, or a
+crash such as SIGSEGV), it must take out every int3 (user breakpoints and trace breakpoints),
+detach the processes it attached to and leave them running, and kill the ones it started
+(gdbserver's rule). No tracee may die of SIGTRAP afterwards. With the eBPF collector a SIGKILL of the
+stub must leave the tracee unharmed and no uprobe or BPF link behind.
+
+Tracee: tests/programs/loop.c (tick() every ~10 ms, "loop done: N ticks" at the end)."""
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+from gdbtest import (GdbTestCase, Server, Tracee, available_collectors, descendants, kill_new_processes,
+                     process_state, program, require, run_gdb, tracer_pid)
+
+# Trace tick() with the ptrace collector, plus a user breakpoint that is never reached (loop runs
+# without a heartbeat file; its int3 must go too), and let the program run: gdb waits in `continue`
+# (so its own detach/kill at exit cannot be what saves the tracee) while the test kills the stub.
+def session(backend="ptrace", user_breakpoint=True):
+    return [f"monitor gdbtrace backend {backend}"] + \
+        (["break write_heartbeat"] if user_breakpoint else []) + ["trace tick", "actions",
+            "collect ticks", "end", "tstart", "monitor gdbtrace status", "continue"]
+
+
+class KillLater(threading.Thread):
+    """After DELAY seconds, notes the int3s in the tracee's code (the trace is live then) and sends
+    SIG to the stub."""
+
+    def __init__(self, server, sig, tracee_pid, delay=1.5):
+        super().__init__(daemon=True)
+        self.server, self.sig, self.tracee_pid, self.delay = server, sig, tracee_pid, delay
+        self.int3s_before = None
+
+    def run(self):
+        time.sleep(self.delay)
+        try:
+            self.int3s_before = text_int3s(self.tracee_pid(), program("loop"))
+        finally:
+            os.kill(self.server.proc.pid, signal.Signals[f"SIG{self.sig}"])
+
+
+def text_int3s(pid, path):
+    """Offsets where the program's executable mapping in memory differs from its file (an int3
+    left behind shows up here); [] when they are equal."""
+    diffs = []
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    with open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as exe:
+        for line in maps:
+            fields = line.split()
+            if len(fields) < 6 or "x" not in fields[1] or os.path.realpath(fields[5]) != \
+                    os.path.realpath(path):
+                continue
+            start, end = (int(v, 16) for v in fields[0].split("-"))
+            offset = int(fields[2], 16)
+            mem.seek(start)
+            live = mem.read(end - start)
+            exe.seek(offset)
+            disk = exe.read(len(live))
+            diffs += [start + i for i in range(len(disk)) if live[i] != disk[i]]
+    return diffs
+
+
+def wait_exit(proc, timeout):
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+class StubSignalled(GdbTestCase):
+    def attached_case(self, sig, expect_crash=False):
+        before = descendants()
+        tracee = Tracee(program("loop"), args=("-", 6))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                killer = KillLater(server, sig, lambda: tracee.pid)
+                killer.start()
+                run = run_gdb(session(), program="loop", server=server, timeout=60)
+                killer.join(10)
+                rc = wait_exit(server.proc, 10)
+                log = server.log()
+            details = run.transcript() + "\n--- server log after ---\n" + log
+            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            # Detached, running, and no int3 left in its code.
+            self.assertEqual(tracer_pid(tracee.pid), 0, details)
+            self.assertIn(process_state(tracee.pid), ("R", "S"), details)
+            self.assertEqual(text_int3s(tracee.pid, program("loop")), [], details)
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0,
+                             f"tracee ended with {tracee.proc.returncode}\n" + details)
+            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            if expect_crash:
+                self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
+                self.assertIn("fatal signal", log, details)
+            else:
+                self.assertIn("detaching attached processes", log, details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def started_case(self, sig, expect_crash=False):
+        before = descendants()
+        with Server("once", program=program("loop"), args=("-", 60)) as server:
+            m = re.search(r"created; pid = (\d+)", server.log())
+            self.assertTrue(m, server.log())
+            pid = int(m.group(1))
+            killer = KillLater(server, sig, lambda: pid)
+            killer.start()
+            run = run_gdb(session(), program="loop", server=server, timeout=60)
+            killer.join(10)
+            rc = wait_exit(server.proc, 10)
+            log = server.log()
+        details = run.transcript() + "\n--- server log after ---\n" + log
+        try:
+            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            if expect_crash:
+                self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
+            # Orphaned to us (the test harness is a subreaper): reap it and see how it ended.
+            status = None
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    waited, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    break  # reaped elsewhere: it is gone either way
+                if waited == pid:
+                    break
+                status = None
+                time.sleep(0.05)
+            self.assertEqual(process_state(pid), "", f"started tracee {pid} still exists\n" + details)
+            if status is not None:
+                self.assertTrue(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL,
+                                f"tracee ended with status {status:#x}, not SIGKILL\n" + details)
+        finally:
+            kill_new_processes(before)
+
+    def test_sigterm_attached(self):
+        self.attached_case("TERM")
+
+    def test_sigterm_started(self):
+        self.started_case("TERM")
+
+    def test_sighup_attached(self):
+        self.attached_case("HUP")
+
+    def test_sighup_started(self):
+        self.started_case("HUP")
+
+    def test_sigint_attached(self):
+        self.attached_case("INT")
+
+    def test_sigint_started(self):
+        self.started_case("INT")
+
+    def test_sigsegv_attached(self):
+        self.attached_case("SEGV", expect_crash=True)
+
+    def test_sigsegv_started(self):
+        self.started_case("SEGV", expect_crash=True)
+
+
+def bpf_ids(kind):
+    out = subprocess.run(["bpftool", kind, "show"], capture_output=True, text=True)
+    return set(re.findall(r"^(\d+): ", out.stdout, re.M))
+
+
+class StubKilledEbpf(GdbTestCase):
+    """SIGKILL cannot be handled: the kernel's closing of the stub's fds must be enough. (An int3
+    the stub wrote with ptrace, a user breakpoint, would stay: no test sets one here.)"""
+
+    def setUp(self):
+        require(self, "ebpf" in available_collectors(),
+                f"no eBPF collector in this server (collectors: {available_collectors()})")
+
+    def test_sigkill_leaves_no_probe(self):
+        before = descendants()
+        progs_before, links_before = bpf_ids("prog"), bpf_ids("link")
+        uprobes = Path("/sys/kernel/tracing/uprobe_events")
+        tracee = Tracee(program("loop"), args=("-", 6))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                killer = KillLater(server, "KILL", lambda: tracee.pid)
+                killer.start()
+                run = run_gdb(session(backend="ebpf", user_breakpoint=False), program="loop", server=server, timeout=60)
+                killer.join(10)
+                rc = wait_exit(server.proc, 10)
+            details = run.transcript()
+            self.assertRegex(run.output, r"(?m)^tracepoint \d+ at 0x[0-9a-f]+.*: backend ebpf", details)
+            self.assertEqual(rc, -signal.SIGKILL, details)
+            self.assertEqual(tracer_pid(tracee.pid), 0, details)
+            left_progs, left_links = set(), set()
+            for _ in range(50):  # the kernel releases them asynchronously
+                left_progs = bpf_ids("prog") - progs_before
+                left_links = bpf_ids("link") - links_before
+                if not left_progs and not left_links:
+                    break
+                time.sleep(0.1)
+            # Other stubs on the machine may load their own meanwhile: only gdbtrace's count.
+            named = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
+            ours = {i for i in left_progs if re.search(rf"^{i}: .*name gdbtrace", named, re.M)}
+            self.assertEqual(ours, set(), "BPF programs outlived the stub\n" + named)
+            self.assertEqual(text_int3s(tracee.pid, program("loop")), [], "uprobe int3 left")
+            if uprobes.exists():
+                self.assertNotIn(program("loop"), uprobes.read_text(), "uprobe left in uprobe_events")
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0, details)
+            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+
+if __name__ == "__main__":
+    unittest.main()
