@@ -169,6 +169,73 @@ class StubSignalled(GdbTestCase):
         self.started_case("SEGV", expect_crash=True)
 
 
+# Walks every frame of the trace: their count and whether the collected `ticks` values are
+# consecutive (tick() increments it once per call, so no frame is missing or repeated).
+READ_ALL_FRAMES = [
+    "python",
+    "values = []",
+    "try:",
+    "    gdb.execute('tfind start', to_string=True)",
+    "    for _ in range(1000000):",
+    "        values.append(int(gdb.parse_and_eval('ticks')))",
+    "        gdb.execute('tfind', to_string=True)",
+    "        assert int(gdb.parse_and_eval('$trace_frame')) >= 0",
+    "except (gdb.error, AssertionError):",
+    "    pass",
+    "steps = set(b - a for a, b in zip(values, values[1:]))",
+    "print('FRAMES READ %d CONSECUTIVE %s' % (len(values), steps <= {1}))",
+    "end"]
+
+
+class GdbKilled(GdbTestCase):
+    """gdb dies (SIGKILL) while a ptrace-collector trace runs on an attached program."""
+
+    def run_case(self, disconnected_tracing):
+        before = descendants()
+        tracee = Tracee(program("loop"), args=("-", 8))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                first = run_gdb(["monitor gdbtrace backend ptrace",
+                                 f"set disconnected-tracing {disconnected_tracing}", "trace tick",
+                                 "actions", "collect ticks", "end", "tstart", "continue &",
+                                 "shell sleep 1", "shell kill -9 $PPID"],
+                                program="loop", server=server, timeout=60)
+                time.sleep(2)  # the trace goes on (or not) without gdb
+                int3s_meanwhile = text_int3s(tracee.pid, program("loop"))
+                second = run_gdb(["tstatus", "tstop"] + READ_ALL_FRAMES + ["detach"], program="loop",
+                                 server=server, timeout=60)
+            details = first.transcript() + "\n=== second gdb ===\n" + second.transcript()
+            self.assertEqual(first.returncode, -signal.SIGKILL, details)
+            frames = re.search(r"FRAMES READ (\d+) CONSECUTIVE (\w+)", second.output)
+            self.assertTrue(frames, details)
+            self.assertEqual(frames.group(2), "True", details)
+            count = int(frames.group(1))
+            if disconnected_tracing == "on":
+                self.assertRegex(second.output, r"Trace is running", details)
+                self.assertTrue(int3s_meanwhile, "trace breakpoint gone without gdb\n" + details)
+                # ~100 hits a second: more than one second's worth means it went on without gdb.
+                self.assertGreater(count, 150, details)
+            else:
+                self.assertRegex(second.output, r"(?i)Trace stopped because of disconnection", details)
+                self.assertEqual(int3s_meanwhile, [], "trace breakpoint left after the stop\n" + details)
+                self.assertGreater(count, 0, details)
+                self.assertLess(count, 150, details)
+            # gdbserver's rule after the second gdb detached: the attached program runs on.
+            out, _ = tracee.proc.communicate(timeout=60)
+            self.assertEqual(tracee.proc.returncode, 0, details)
+            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_disconnected_tracing_on(self):
+        self.run_case("on")
+
+    def test_disconnected_tracing_off(self):
+        self.run_case("off")
+
+
 def bpf_ids(kind):
     out = subprocess.run(["bpftool", kind, "show"], capture_output=True, text=True)
     return set(re.findall(r"^(\d+): ", out.stdout, re.M))

@@ -105,6 +105,7 @@ public:
   void set_non_stop(bool non_stop) override { non_stop_ = non_stop; }
   Result<void> resume(const std::vector<ResumeAction>& actions) override;
   Result<void> interrupt(Pid pid) override;
+  bool pause_all() override;
   void set_pass_signals(const std::vector<bool>& host_signals_to_pass) override {
     pass_signals_ = host_signals_to_pass;
   }

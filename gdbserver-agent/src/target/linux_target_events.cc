@@ -938,4 +938,21 @@ Result<void> LinuxTarget::interrupt(Pid pid) {
   return ok();
 }
 
+bool LinuxTarget::pause_all() {
+  if (non_stop_)
+    return false;
+  bool was_running = false;
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps)
+      was_running |= l.running || l.resumed;
+  stop_all_processes();
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      l.resumed = false; // their collected statuses wait for the next resume
+  reported_ = true;
+  waiting_ = false;
+  interrupt_requested_ = false;
+  return was_running;
+}
+
 } // namespace gdbtrace
