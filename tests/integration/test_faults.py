@@ -236,6 +236,58 @@ class GdbKilled(GdbTestCase):
         self.run_case("off")
 
 
+class TraceeGone(GdbTestCase):
+    """The traced program ends mid-trace (killed, exec'ing, forking): the frames stay readable and
+    tstatus says why the trace stopped. (gdb will not tfind without a live process, so the frames
+    are read back through `tsave` and `target tfile`.)"""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="gdbtest-faults-")
+        self.tfile = os.path.join(self.tmp.name, "trace.tf")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def read_back(self, *prints):
+        return [f"tsave {self.tfile}", f"target tfile {self.tfile}", "tfind start"] + list(prints)
+
+    def test_tracee_killed(self):
+        with Server("once", program=program("loop"), args=("-", 30)) as server:
+            pid = int(re.search(r"created; pid = (\d+)", server.log()).group(1))
+            killer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+            killer.start()
+            run = run_gdb(["monitor gdbtrace backend ptrace", "trace tick", "actions",
+                           "collect ticks", "end", "tstart", "continue", "tstatus"] +
+                          self.read_back("print ticks"), program="loop", server=server)
+            killer.join()
+        self.assertOutput(run, r"Program terminated with signal SIGKILL")
+        self.assertOutput(run, rf"Trace stopped by a tstop command \(process {pid} exited\)")
+        self.assertOutput(run, r"Collected [1-9]\d* trace frames")
+        self.assertOutput(run, r"Found trace frame 0, tracepoint 1")
+        self.assertOutput(run, r"^\$1 = 0$")  # tick() collects before its increment
+
+    def test_tracee_execs(self):
+        run = run_gdb(["monitor gdbtrace backend ptrace", "break main", "run", "trace before_exec",
+                       "actions", "collect $regs", "end", "tstart", "continue", "tstatus"] +
+                      self.read_back(), program="exec")
+        self.assertOutput(run, r"is executing new program: .*exec_target")
+        self.assertOutput(run, r"Collected 1 trace frames")
+        self.assertOutput(run, r"Trace stopped by a tstop command \(process \d+ exec'd a new program\)")
+        self.assertOutput(run, r"Found trace frame 0, tracepoint 2")
+
+    def test_tracee_forks(self):
+        run = run_gdb(["monitor gdbtrace backend ptrace", "break main", "run", "trace in_child",
+                       "trace in_parent", "actions", "collect parent_value", "end", "tstart",
+                       "continue", "tstatus"] + self.read_back("print parent_value"), program="fork")
+        self.assertOutput(run, r"exited normally")
+        self.assertServerLog(run, r"child: child_value=42")
+        self.assertServerLog(run, r"parent: child exited 7")
+        self.assertOutput(run, r"Collected 1 trace frames")  # in_parent; the child is not traced
+        self.assertOutput(run, r"Trace stopped by a tstop command \(process \d+ exited\)")
+        self.assertOutput(run, r"Found trace frame 0, tracepoint 3")
+        self.assertOutput(run, r"^\$1 = 0$")  # collected on entry, before the assignment
+
+
 def bpf_ids(kind):
     out = subprocess.run(["bpftool", kind, "show"], capture_output=True, text=True)
     return set(re.findall(r"^(\d+): ", out.stdout, re.M))
