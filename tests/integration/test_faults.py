@@ -23,25 +23,31 @@ from gdbtest import (GdbTestCase, Server, Tracee, available_collectors, descenda
 # Trace tick() with the ptrace collector, plus a user breakpoint that is never reached (loop runs
 # without a heartbeat file; its int3 must go too), and let the program run: gdb waits in `continue`
 # (so its own detach/kill at exit cannot be what saves the tracee) while the test kills the stub.
-def session(backend="ptrace", user_breakpoint=True):
+def session(backend="ptrace", user_breakpoint=True, function="tick", collect="ticks"):
     return [f"monitor gdbtrace backend {backend}"] + \
-        (["break write_heartbeat"] if user_breakpoint else []) + ["trace tick", "actions",
-            "collect ticks", "end", "tstart", "monitor gdbtrace status", "continue"]
+        (["break write_heartbeat"] if user_breakpoint else []) + [f"trace {function}", "actions",
+            f"collect {collect}", "end", "tstart", "monitor gdbtrace status", "continue"]
 
 
 class KillLater(threading.Thread):
     """After DELAY seconds, notes the int3s in the tracee's code (the trace is live then) and sends
     SIG to the stub."""
 
-    def __init__(self, server, sig, tracee_pid, delay=1.5):
+    def __init__(self, server, sig, tracee_pid, delay=1.5, program_name="loop"):
         super().__init__(daemon=True)
         self.server, self.sig, self.tracee_pid, self.delay = server, sig, tracee_pid, delay
+        self.program_name = program_name
         self.int3s_before = None
 
     def run(self):
         time.sleep(self.delay)
         try:
-            self.int3s_before = text_int3s(self.tracee_pid(), program("loop"))
+            # A thread stepping over the tracepoint lifts its int3 for an instant: sample a few times.
+            for _ in range(20):
+                self.int3s_before = text_int3s(self.tracee_pid(), program(self.program_name))
+                if self.int3s_before:
+                    break
+                time.sleep(0.01)
         finally:
             os.kill(self.server.proc.pid, signal.Signals[f"SIG{self.sig}"])
 
@@ -167,6 +173,51 @@ class StubSignalled(GdbTestCase):
 
     def test_sigsegv_started(self):
         self.started_case("SEGV", expect_crash=True)
+
+
+class StubSignalledMultithreaded(GdbTestCase):
+    """Eight threads hit one ptrace-collector tracepoint: at any instant some are stopped at the
+    int3, stepping over it, or have our SIGSTOP pending. Whatever state the stub dies in, every
+    call must still run exactly once and the program end normally."""
+
+    def run_case(self, sig, expect_crash):
+        before = descendants()
+        tracee = Tracee(program("mt_bpstep"), args=(2500, 8))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                killer = KillLater(server, sig, lambda: tracee.pid, program_name="mt_bpstep")
+                killer.start()
+                # Circular: a linear buffer fills in about a second at this rate and ends the trace.
+                run = run_gdb(["set circular-trace-buffer on"] +
+                              session(user_breakpoint=False, function="hit", collect="index"),
+                              program="mt_bpstep", server=server, timeout=60)
+                killer.join(10)
+                rc = wait_exit(server.proc, 10)
+                log = server.log()
+            details = run.transcript() + "\n--- server log after ---\n" + log
+            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            if expect_crash:
+                self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
+            self.assertEqual(tracer_pid(tracee.pid), 0, details)
+            self.assertEqual(text_int3s(tracee.pid, program("mt_bpstep")), [], details)
+            try:
+                out, _ = tracee.proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.fail(f"tracee stuck in state {process_state(tracee.pid)}\n" + details)
+            self.assertRegex(out.decode(errors="replace"),
+                             r"mt_bpstep done: 20000 calls \(expected 20000\)", details)
+            self.assertEqual(tracee.proc.returncode, 0, details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_sigterm(self):
+        self.run_case("TERM", expect_crash=False)
+
+    def test_sigsegv(self):
+        self.run_case("SEGV", expect_crash=True)
 
 
 # Walks every frame of the trace: their count and whether the collected `ticks` values are
