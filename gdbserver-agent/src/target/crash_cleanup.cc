@@ -199,6 +199,8 @@ void run() {
   for (int i = 0; i < t.nprocs; i++)
     restore_original_bytes(t, t.procs[i].pid);
   for (int i = 0; i < t.nprocs; i++) {
+    if (t.procs[i].pid <= 0)
+      continue; // kill() would reach a whole process group
     if (t.procs[i].attached)
       detach_process(t, t.procs[i].pid);
     else
