@@ -28,6 +28,23 @@ class NextOverFork(GdbTestCase):
         self.assertOutput(run, r'\*stopped,reason="exited-normally"')
 
 
+class ForkEventsPendingAtStops(GdbTestCase):
+    """Three threads fork in a loop while main stops at a breakpoint again and again: at most stops
+    some fork event is collected but not reported yet (its child already exists and is traced). Such
+    a child must stay invisible to gdb (no `[New inferior]` from the thread list, no stop of its
+    own) and must not be run by a wildcard vCont;c into the int3s it inherited."""
+
+    def test_unreported_fork_children_stay_hidden(self):
+        run = run_gdb(["break main_marker"] + ["continue"] * 40 + ["info inferiors", "delete",
+                                                                   "continue"],
+                      program="mt_fork", args=(400, 3), timeout=120)
+        self.assertOutput(run, r"main_marker \(round=39\)")
+        self.assertNoOutput(run, r"New inferior|Remote 'g' packet|Cannot insert breakpoint|"
+                                 r"Cannot access memory")
+        self.assertOutput(run, r"exited normally")
+        self.assertServerLog(run, r"mt_fork done: 400 rounds, statuses 1200")
+
+
 class DetachWithForkPending(GdbTestCase):
     def test_detach_while_workers_fork(self):
         before = descendants()
@@ -44,7 +61,7 @@ class DetachWithForkPending(GdbTestCase):
             except Exception:
                 self.fail("program did not finish after detach\n" + run.transcript())
             self.assertRegex(out.decode(errors="replace"), r"mt_fork done: 2000 rounds, statuses 6000",
-                             run.transcript())
+                             f"exit status {tracee.proc.returncode}\n" + run.transcript())
             stuck = [pid for pid in descendants() - before if process_state(pid) in ("t", "T")]
             self.assertEqual(stuck, [], "stopped children left behind\n" + run.transcript())
         finally:

@@ -1,5 +1,6 @@
 /* Runs for a long time so a test can attach to it, detach, and see it still running.
- * Every ~10 ms it calls tick() and rewrites the heartbeat file (argv[1], optional) with the count.
+ * Every ~10 ms it calls tick() and rewrites the heartbeat file (argv[1], optional) with the count;
+ * at the end it prints "loop done: N ticks".
  * Usage: loop [heartbeat-file or - for none] [seconds to run (default 600)] */
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,5 +37,6 @@ int main(int argc, char **argv) {
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+  printf("loop done: %ld ticks\n", ticks); /* a detached tracee must get here */
   return 0;
 }

@@ -214,8 +214,11 @@ void GdbServer::on_target_event(const StopEvent& event) {
           std::to_string(static_cast<int>(event.reason)));
   if (filter_conditional_breakpoint(event))
     return;
-  if (event.kind == StopKind::Execd)
+  if (event.kind == StopKind::Execd) {
     breakpoints_.remove_process(event.thread.pid); // they went with the old image
+    if (engine_)
+      engine_->on_process_exec(event.thread.pid);
+  }
 
   if (is_process_exit(event)) {
     forget_process(event.thread.pid);

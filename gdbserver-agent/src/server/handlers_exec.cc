@@ -32,6 +32,7 @@ GdbServer::Reply GdbServer::handle_status() {
       return stop_reply(*last_stop_);
     return "W00";
   }
+  target_.pause_all(); // a previous gdb may have left it running
   StopEvent stop;
   if (last_stop_ && !is_process_exit(*last_stop_) && target_.thread_alive(last_stop_->thread)) {
     stop = *last_stop_;

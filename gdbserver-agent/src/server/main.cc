@@ -5,6 +5,7 @@
 #include <asio.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "server/cli.h"
 #include "server/gdb_server.h"
 #include "server/tdesc.h"
+#include "target/crash_cleanup.h"
 #include "target/native_target.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
@@ -118,6 +120,24 @@ public:
     return 1;
   }
 
+  // SIGTERM, SIGHUP, and SIGINT when it cannot be gdb's ^C (not on stdio):
+  // the orderly end, on the io_context, with the target's own detach/kill, so
+  // no breakpoint (user or trace) stays behind in a tracee.
+  void watch_termination_signals() {
+    signals_.add(SIGTERM);
+    signals_.add(SIGHUP);
+    if (opts_.comm.kind != CommSpec::Kind::Stdio)
+      signals_.add(SIGINT);
+    signals_.async_wait([this](const asio::error_code& ec, int sig) {
+      if (ec)
+        return;
+      std::fprintf(stderr,
+                   "gdbtrace-server: %s: detaching attached processes, killing started ones\n",
+                   strsignal(sig));
+      shutdown();
+    });
+  }
+
 private:
   void accept() {
     listener_->async_accept(
@@ -157,6 +177,8 @@ private:
     server_.detach_or_kill_all();
     if (listener_)
       listener_->close();
+    asio::error_code ec;
+    signals_.cancel(ec);
     io_.stop();
   }
 
@@ -165,6 +187,7 @@ private:
   const CliOptions& opts_;
   rsp::StdioChannel stdio_;
   std::unique_ptr<rsp::TcpListener> listener_;
+  asio::signal_set signals_{io_};
 };
 
 } // namespace
@@ -191,6 +214,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   install_noop_handler(SIGPIPE); // a vanished gdb must not kill us mid-write
+  crash_cleanup::install_handlers();
   rsp::StdioChannel stdio;
   if (opts.comm.kind == CommSpec::Kind::Stdio) {
     // Before any inferior exists: it must not inherit the protocol pipe as stdin/stdout.
@@ -240,6 +264,7 @@ int main(int argc, char** argv) {
   Service service(io, server, opts, stdio);
   if (int rc = service.prepare(); rc != 0)
     return rc;
+  service.watch_termination_signals();
 
   if (opts.attach) {
     if (auto r = server.attach_initial(opts.attach_pid); !r) {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "target/crash_cleanup.h"
 #include "target/inferior_launch.h"
 #include "target/proc_files.h"
 #include "target/svr4_libraries.h"
@@ -107,6 +108,7 @@ Process& LinuxTarget::add_process(Pid pid, bool attached) {
   p->memory.open(pid);
   Process& ref = *p;
   procs_[pid] = std::move(p);
+  publish_crash_table();
   return ref;
 }
 
@@ -115,6 +117,76 @@ void LinuxTarget::remove_process(Pid pid) {
   unknown_stops_.erase(pid);
   if (procs_.empty())
     interrupt_requested_ = false; // nothing left to interrupt
+  publish_crash_table();
+}
+
+// A clone/fork/vfork event collected but not interpreted yet (another
+// thread's stop was reported first): the kernel already traces the new
+// thread or process, stopped. It goes with its parent: detached (a fork child
+// first loses the int3s it inherited) or killed.
+void LinuxTarget::release_children_of_pending_events(Process& p, bool kill_them) {
+  for (auto& [tid, l] : p.lwps) {
+    if (!l.raw || !WIFSTOPPED(*l.raw))
+      continue;
+    int event = *l.raw >> 16;
+    if (event != PTRACE_EVENT_CLONE && event != PTRACE_EVENT_FORK && event != PTRACE_EVENT_VFORK)
+      continue;
+    unsigned long msg = 0;
+    if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &msg) != 0)
+      continue;
+    Tid child = static_cast<Tid>(msg);
+    int st = wait_new_child(child);
+    if (!WIFSTOPPED(st))
+      continue; // already gone
+    if (kill_them && event != PTRACE_EVENT_CLONE) {
+      ::kill(child, SIGKILL);
+      ptrace(PTRACE_CONT, child, nullptr, nullptr);
+      while (waitpid(child, &st, __WALL) == child && WIFSTOPPED(st))
+        ptrace(PTRACE_CONT, child, nullptr, nullptr);
+      continue;
+    }
+    if (event == PTRACE_EVENT_FORK) { // its own copy of the parent's memory, int3s included
+      InferiorMemory memory;
+      memory.open(child);
+      for (const auto& [addr, bp] : p.breakpoints)
+        (void)memory.write(addr, std::span<const uint8_t>(&bp.original, 1));
+    }
+    ptrace(PTRACE_DETACH, child, nullptr, nullptr);
+  }
+}
+
+void LinuxTarget::publish_crash_table() {
+  crash_cleanup::Publisher table;
+  table.begin();
+  for (const auto& [pid, p] : procs_) {
+    table.add_process({pid, p->attached});
+    for (const auto& [addr, bp] : p->breakpoints)
+      table.add_breakpoint({pid, addr, bp.original});
+  }
+  table.commit();
+}
+
+// Fork children of PARENT that gdb never heard of go with it: killed with a
+// killed parent, otherwise detached without our breakpoints (as an
+// unreported fork is).
+void LinuxTarget::release_unreported_forks(Pid parent, bool kill_them) {
+  std::vector<Pid> children;
+  for (const auto& [pid, p] : procs_)
+    if (p->unreported_fork_of == parent)
+      children.push_back(pid);
+  for (Pid child : children) {
+    if (kill_them) {
+      (void)kill(child);
+      continue;
+    }
+    Process& c = *find_process(child);
+    lift_all_int3(c);
+    for (auto& [tid, l] : c.lwps) {
+      (void)apply_debug_registers(tid, DebugRegisters{});
+      ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    }
+    remove_process(child);
+  }
 }
 
 Result<void> LinuxTarget::set_ptrace_options(Tid tid, bool attached) {
@@ -189,8 +261,10 @@ Result<void> LinuxTarget::detach(Pid pid) {
     return no_process(pid);
   interrupt_requested_ = false; // a ^C queued for this session goes with it
   stop_threads(*p, nullptr);
+  release_children_of_pending_events(*p, false);
   lift_all_int3(*p);
   p->breakpoints.clear();
+  publish_crash_table();
   p->debug_regs = DebugRegisters{};
   for (auto& [tid, l] : p->lwps) {
     (void)apply_debug_registers(tid, p->debug_regs);
@@ -208,6 +282,7 @@ Result<void> LinuxTarget::detach(Pid pid) {
     ptrace(PTRACE_DETACH, tid, nullptr, (void*)(long)sig);
   }
   remove_process(pid);
+  release_unreported_forks(pid, false);
   return ok();
 }
 
@@ -215,6 +290,7 @@ Result<void> LinuxTarget::kill(Pid pid) {
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
+  release_children_of_pending_events(*p, true);
   ::kill(pid, SIGKILL);
   // Reap every thread; the leader reports last, after all others are gone.
   for (auto& [tid, l] : p->lwps) {
@@ -232,13 +308,15 @@ Result<void> LinuxTarget::kill(Pid pid) {
     ptrace(PTRACE_CONT, pid, nullptr, nullptr);
   }
   remove_process(pid);
+  release_unreported_forks(pid, true);
   return ok();
 }
 
 std::vector<Pid> LinuxTarget::processes() const {
   std::vector<Pid> out;
   for (const auto& [pid, p] : procs_)
-    out.push_back(pid);
+    if (!hidden(*p))
+      out.push_back(pid);
   return out;
 }
 
@@ -251,7 +329,7 @@ std::vector<ThreadInfo> LinuxTarget::threads() const {
   std::vector<ThreadInfo> out;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps)
-      if (!l.zombie)
+      if (!l.zombie && !hidden(*p))
         out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
   return out;
 }
@@ -353,6 +431,7 @@ Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<co
   for (auto it = first; it != last; ++it)
     if (it->first < address + *n)
       it->second.original = data[it->first - address];
+  publish_crash_table();
   return n;
 }
 
@@ -376,6 +455,7 @@ Result<void> LinuxTarget::insert_int3(Process& p, uint64_t address) {
     return make_error(w.error().code,
                       "cannot insert breakpoint at " + hex(address) + ": " + w.error().message);
   p.breakpoints[address].original = original;
+  publish_crash_table();
   return ok();
 }
 
@@ -386,6 +466,7 @@ Result<void> LinuxTarget::remove_int3(Process& p, uint64_t address) {
   uint8_t original = it->second.original;
   p.breakpoints.erase(it);
   p.removed_breakpoints.insert(address);
+  publish_crash_table();
   auto w = p.memory.write(address, std::span<const uint8_t>(&original, 1));
   if (!w)
     return make_error(w.error().code,

@@ -68,6 +68,11 @@ struct SwBreakpoint {
 struct Process {
   Pid pid = 0;
   bool attached = false;
+  // A fork child whose parent's fork event gdb has not been told about yet
+  // (another thread's stop was reported first). gdbserver holds it likewise:
+  // not listed, not resumed by wildcard actions, never reported, until the
+  // parent's event is; detached or killed with the parent.
+  Pid unreported_fork_of = 0;
   std::map<Tid, Lwp> lwps;
   std::map<uint64_t, SwBreakpoint> breakpoints; // inserted int3s (original bytes)
   DebugRegisters debug_regs;
@@ -100,6 +105,7 @@ public:
   void set_non_stop(bool non_stop) override { non_stop_ = non_stop; }
   Result<void> resume(const std::vector<ResumeAction>& actions) override;
   Result<void> interrupt(Pid pid) override;
+  bool pause_all() override;
   void set_pass_signals(const std::vector<bool>& host_signals_to_pass) override {
     pass_signals_ = host_signals_to_pass;
   }
@@ -138,6 +144,11 @@ private:
   Result<Lwp*> stopped_lwp(ThreadId thread);
   Process& add_process(Pid pid, bool attached);
   void remove_process(Pid pid);
+  bool hidden(const Process& p) const { return p.unreported_fork_of != 0; }
+  void release_unreported_forks(Pid parent, bool kill_them);
+  void release_children_of_pending_events(Process& p, bool kill_them);
+  void publish_crash_table(); // after every change of processes or int3s
+  void reveal_fork_child(const StopEvent& ev);
   Result<void> set_ptrace_options(Tid tid, bool attached);
   Result<void> insert_int3(Process& p, uint64_t address);
   Result<void> remove_int3(Process& p, uint64_t address);

@@ -252,7 +252,16 @@ std::optional<StopEvent> LinuxTarget::take_report() {
   pick->report.reset();
   pick->report_stop_zero = false;
   last_reported_tid_ = pick->tid;
+  reveal_fork_child(ev);
   return ev;
+}
+
+// gdb learns of a fork child from its parent's event: from now on it is gdb's.
+void LinuxTarget::reveal_fork_child(const StopEvent& ev) {
+  if (ev.kind != StopKind::Forked && ev.kind != StopKind::VForked)
+    return;
+  if (Process* c = find_process(ev.child.pid))
+    c->unreported_fork_of = 0;
 }
 
 bool LinuxTarget::anything_running() const {
@@ -339,7 +348,7 @@ std::optional<StopEvent> LinuxTarget::interrupt_event() const {
   std::optional<StopEvent> any, resumed;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps) {
-      if (l.zombie)
+      if (l.zombie || hidden(*p))
         continue;
       if (!any)
         any = signal_event(pid, tid, SIGINT);
@@ -393,6 +402,7 @@ std::optional<StopEvent> LinuxTarget::on_exit_status(Process& p, Lwp& l, int sta
       ev.signal = WTERMSIG(status);
     }
     remove_process(pid);
+    release_unreported_forks(pid, false); // they run on, as unreported forks do
     return ev;
   }
   p.lwps.erase(tid);
@@ -487,8 +497,10 @@ std::optional<StopEvent> LinuxTarget::on_fork(Process& p, Lwp& parent, bool vfor
     bp.trace = nullptr; // trace callbacks belong to the parent's collector
   c.debug_regs = p.debug_regs;
   cl.debug_regs_dirty = c.debug_regs.any_used();
+  publish_crash_table();
 
   if (vfork ? report_vfork_ : report_fork_) {
+    c.unreported_fork_of = p.pid; // until gdb is told (take_report)
     StopEvent ev;
     ev.kind = vfork ? StopKind::VForked : StopKind::Forked;
     ev.thread = {p.pid, parent.tid};
@@ -524,6 +536,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.vfork_breakpoints_lifted = false;
   p.thread_db.reset(); // bound to the old image's libc
   p.memory.open(pid);
+  publish_crash_table();
   if (!report_exec_)
     return signal_event(pid, pid, SIGTRAP);
   StopEvent ev;
@@ -853,6 +866,8 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
   };
   std::vector<ThreadId> to_run;
   for (auto& [pid, p] : procs_) {
+    if (hidden(*p))
+      continue; // a wildcard must not run a fork child gdb does not know yet
     for (auto& [tid, l] : p->lwps) {
       const ResumeAction* a = matching(pid, tid);
       if (!a)
@@ -907,7 +922,7 @@ Result<void> LinuxTarget::interrupt(Pid pid) {
     return make_error(ESRCH, "no process to interrupt");
   if (non_stop_) {
     for (auto& [ppid, p] : procs_)
-      if (pid == -1 || ppid == pid)
+      if ((pid == -1 || ppid == pid) && !hidden(*p))
         for (auto& [tid, l] : p->lwps)
           stop_for_gdb(*p, l);
     post_dispatch();
@@ -922,6 +937,23 @@ Result<void> LinuxTarget::interrupt(Pid pid) {
   if (!reported_)
     post_dispatch();
   return ok();
+}
+
+bool LinuxTarget::pause_all() {
+  if (non_stop_)
+    return false;
+  bool was_running = false;
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps)
+      was_running |= l.running || l.resumed;
+  stop_all_processes();
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, l] : p->lwps)
+      l.resumed = false; // their collected statuses wait for the next resume
+  reported_ = true;
+  waiting_ = false;
+  interrupt_requested_ = false;
+  return was_running;
 }
 
 } // namespace gdbtrace

@@ -145,6 +145,12 @@ public:
   virtual Result<void> resume(const std::vector<ResumeAction>& actions) = 0;
   // Stop every thread of PID (-1: all processes); in non-stop one event per thread follows.
   virtual Result<void> interrupt(Pid pid) = 0;
+  // All-stop: a new gdb connection finds the program running (the previous gdb
+  // vanished during a continue, e.g. with disconnected tracing): stop every
+  // thread without reporting anything, as gdbserver's '?' does (pause_all).
+  // Events already collected stay pending for the next resume. Returns true
+  // when something was running.
+  virtual bool pause_all() = 0;
   virtual void set_pass_signals(const std::vector<bool>& host_signals_to_pass) = 0;
   virtual void set_report_thread_events(bool enabled) = 0;
   // Syscall catching (QCatchSyscalls): empty list with enabled = catch all.

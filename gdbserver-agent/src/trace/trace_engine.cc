@@ -407,6 +407,12 @@ void TraceEngine::on_process_exit(Pid pid) {
     impl_->stop_run(TraceStopReason::Requested, "process " + std::to_string(pid) + " exited");
 }
 
+void TraceEngine::on_process_exec(Pid pid) {
+  if (impl_->running && pid == impl_->traced_pid)
+    impl_->stop_run(TraceStopReason::Requested,
+                    "process " + std::to_string(pid) + " exec'd a new program");
+}
+
 void TraceEngine::on_disconnect() {
   impl_->current_frame = -1;
   if (impl_->running && !impl_->disconnected_tracing)

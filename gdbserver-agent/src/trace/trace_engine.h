@@ -160,6 +160,9 @@ public:
 
   // --- lifecycle notifications from the server ---
   void on_process_exit(Pid pid);
+  // The traced process exec'd: its tracepoint addresses mean nothing in the
+  // new image, so the run stops (frames kept, the reason in tstatus).
+  void on_process_exec(Pid pid);
   // gdb went away. With disconnected tracing on, the run continues; else it stops.
   void on_disconnect();
 

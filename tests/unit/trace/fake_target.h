@@ -38,6 +38,7 @@ public:
   void set_non_stop(bool) override {}
   Result<void> resume(const std::vector<ResumeAction>&) override { return unsupported(); }
   Result<void> interrupt(Pid) override { return unsupported(); }
+  bool pause_all() override { return false; } // nothing ever runs here
   void set_pass_signals(const std::vector<bool>&) override {}
   void set_report_thread_events(bool) override {}
   void set_catch_syscalls(Pid, bool, const std::vector<int>&) override {}

@@ -1,0 +1,55 @@
+// Last-resort cleanup when the stub dies of a fatal signal (SIGSEGV, SIGABRT,
+// SIGBUS, SIGILL, SIGFPE): the orderly detach/kill of the target cannot run
+// from a signal handler, so the target publishes a table of what it changed in
+// its tracees (processes, inserted int3s with their original bytes) and the
+// handler undoes it with raw syscalls only: original bytes written back
+// through /proc/PID/mem, threads in a ptrace-stop rewound past our int3 and
+// detached, processes the stub started killed. Then the signal's default
+// action runs (core dump).
+//
+// Limits: a thread running at that moment is detached by the kernel when the
+// stub exits (our int3s are already gone, so it does not trap); its debug
+// registers cannot be cleared.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <sys/types.h>
+
+namespace gdbtrace::crash_cleanup {
+
+struct ProcessEntry {
+  pid_t pid = 0;
+  bool attached = false; // detach it; otherwise the stub started it: kill it
+};
+
+struct BreakpointEntry {
+  pid_t pid = 0;
+  uint64_t address = 0;
+  uint8_t original = 0;
+};
+
+// Replaces the published table (called by the target after every change).
+// Beyond the fixed capacity the excess is dropped and counted.
+class Publisher {
+public:
+  void begin();
+  void add_process(const ProcessEntry& p);
+  void add_breakpoint(const BreakpointEntry& b);
+  void commit();
+
+private:
+  int slot_ = 0;
+};
+
+// Installs the fatal-signal handlers (on an alternate stack, so a stack
+// overflow still cleans up).
+void install_handlers();
+
+// The cleanup itself, async-signal-safe; exposed for tests.
+void run();
+
+// Entries the last commit could not hold (0 when the table is complete).
+unsigned dropped();
+
+} // namespace gdbtrace::crash_cleanup

@@ -1,0 +1,395 @@
+"""The stub's own death mid-trace. With the ptrace collector every trace hit is an int3 the stub
+wrote into the tracee: whatever ends the stub (SIGTERM, SIGHUP, SIGINT on a TCP connection, or a
+crash such as SIGSEGV), it must take out every int3 (user breakpoints and trace breakpoints),
+detach the processes it attached to and leave them running, and kill the ones it started
+(gdbserver's rule). No tracee may die of SIGTRAP afterwards. With the eBPF collector a SIGKILL of the
+stub must leave the tracee unharmed and no uprobe or BPF link behind.
+
+Tracee: tests/programs/loop.c (tick() every ~10 ms, "loop done: N ticks" at the end)."""
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+from gdbtest import (GdbTestCase, Server, Tracee, available_collectors, descendants, kill_new_processes,
+                     process_state, program, require, run_gdb, tracer_pid)
+
+# Trace tick() with the ptrace collector, plus a user breakpoint that is never reached (loop runs
+# without a heartbeat file; its int3 must go too), and let the program run: gdb waits in `continue`
+# (so its own detach/kill at exit cannot be what saves the tracee) while the test kills the stub.
+def session(backend="ptrace", user_breakpoint=True, function="tick", collect="ticks"):
+    return [f"monitor gdbtrace backend {backend}"] + \
+        (["break write_heartbeat"] if user_breakpoint else []) + [f"trace {function}", "actions",
+            f"collect {collect}", "end", "tstart", "monitor gdbtrace status", "continue"]
+
+
+class KillLater(threading.Thread):
+    """After DELAY seconds, notes the int3s in the tracee's code (the trace is live then) and sends
+    SIG to the stub."""
+
+    def __init__(self, server, sig, tracee_pid, delay=1.5, program_name="loop"):
+        super().__init__(daemon=True)
+        self.server, self.sig, self.tracee_pid, self.delay = server, sig, tracee_pid, delay
+        self.program_name = program_name
+        self.int3s_before = None
+
+    def run(self):
+        time.sleep(self.delay)
+        try:
+            # A thread stepping over the tracepoint lifts its int3 for an instant: sample a few times.
+            for _ in range(20):
+                self.int3s_before = text_int3s(self.tracee_pid(), program(self.program_name))
+                if self.int3s_before:
+                    break
+                time.sleep(0.01)
+        finally:
+            os.kill(self.server.proc.pid, signal.Signals[f"SIG{self.sig}"])
+
+
+def text_int3s(pid, path):
+    """Offsets where the program's executable mapping in memory differs from its file (an int3
+    left behind shows up here); [] when they are equal."""
+    diffs = []
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    with open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as exe:
+        for line in maps:
+            fields = line.split()
+            if len(fields) < 6 or "x" not in fields[1] or os.path.realpath(fields[5]) != \
+                    os.path.realpath(path):
+                continue
+            start, end = (int(v, 16) for v in fields[0].split("-"))
+            offset = int(fields[2], 16)
+            mem.seek(start)
+            live = mem.read(end - start)
+            exe.seek(offset)
+            disk = exe.read(len(live))
+            diffs += [start + i for i in range(len(disk)) if live[i] != disk[i]]
+    return diffs
+
+
+def wait_exit(proc, timeout):
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+class StubSignalled(GdbTestCase):
+    def attached_case(self, sig, expect_crash=False):
+        before = descendants()
+        tracee = Tracee(program("loop"), args=("-", 6))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                killer = KillLater(server, sig, lambda: tracee.pid)
+                killer.start()
+                run = run_gdb(session(), program="loop", server=server, timeout=60)
+                killer.join(10)
+                rc = wait_exit(server.proc, 10)
+                log = server.log()
+            details = run.transcript() + "\n--- server log after ---\n" + log
+            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            # Detached, running, and no int3 left in its code.
+            self.assertEqual(tracer_pid(tracee.pid), 0, details)
+            self.assertIn(process_state(tracee.pid), ("R", "S"), details)
+            self.assertEqual(text_int3s(tracee.pid, program("loop")), [], details)
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0,
+                             f"tracee ended with {tracee.proc.returncode}\n" + details)
+            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            if expect_crash:
+                self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
+                self.assertIn("fatal signal", log, details)
+            else:
+                self.assertIn("detaching attached processes", log, details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def started_case(self, sig, expect_crash=False):
+        before = descendants()
+        with Server("once", program=program("loop"), args=("-", 60)) as server:
+            m = re.search(r"created; pid = (\d+)", server.log())
+            self.assertTrue(m, server.log())
+            pid = int(m.group(1))
+            killer = KillLater(server, sig, lambda: pid)
+            killer.start()
+            run = run_gdb(session(), program="loop", server=server, timeout=60)
+            killer.join(10)
+            rc = wait_exit(server.proc, 10)
+            log = server.log()
+        details = run.transcript() + "\n--- server log after ---\n" + log
+        try:
+            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            if expect_crash:
+                self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
+            # Orphaned to us (the test harness is a subreaper): reap it and see how it ended.
+            status = None
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    waited, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    break  # reaped elsewhere: it is gone either way
+                if waited == pid:
+                    break
+                status = None
+                time.sleep(0.05)
+            self.assertEqual(process_state(pid), "", f"started tracee {pid} still exists\n" + details)
+            if status is not None:
+                self.assertTrue(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL,
+                                f"tracee ended with status {status:#x}, not SIGKILL\n" + details)
+        finally:
+            kill_new_processes(before)
+
+    def test_sigterm_attached(self):
+        self.attached_case("TERM")
+
+    def test_sigterm_started(self):
+        self.started_case("TERM")
+
+    def test_sighup_attached(self):
+        self.attached_case("HUP")
+
+    def test_sighup_started(self):
+        self.started_case("HUP")
+
+    def test_sigint_attached(self):
+        self.attached_case("INT")
+
+    def test_sigint_started(self):
+        self.started_case("INT")
+
+    def test_sigsegv_attached(self):
+        self.attached_case("SEGV", expect_crash=True)
+
+    def test_sigsegv_started(self):
+        self.started_case("SEGV", expect_crash=True)
+
+
+class StubSignalledMultithreaded(GdbTestCase):
+    """Eight threads hit one ptrace-collector tracepoint: at any instant some are stopped at the
+    int3, stepping over it, or have our SIGSTOP pending. Whatever state the stub dies in, every
+    call must still run exactly once and the program end normally."""
+
+    def run_case(self, sig, expect_crash):
+        before = descendants()
+        tracee = Tracee(program("mt_bpstep"), args=(2500, 8))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                killer = KillLater(server, sig, lambda: tracee.pid, program_name="mt_bpstep")
+                killer.start()
+                # Circular: a linear buffer fills in about a second at this rate and ends the trace.
+                run = run_gdb(["set circular-trace-buffer on"] +
+                              session(user_breakpoint=False, function="hit", collect="index"),
+                              program="mt_bpstep", server=server, timeout=60)
+                killer.join(10)
+                rc = wait_exit(server.proc, 10)
+                log = server.log()
+            details = run.transcript() + "\n--- server log after ---\n" + log
+            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            if expect_crash:
+                self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
+            self.assertEqual(tracer_pid(tracee.pid), 0, details)
+            self.assertEqual(text_int3s(tracee.pid, program("mt_bpstep")), [], details)
+            try:
+                out, _ = tracee.proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.fail(f"tracee stuck in state {process_state(tracee.pid)}\n" + details)
+            self.assertRegex(out.decode(errors="replace"),
+                             r"mt_bpstep done: 20000 calls \(expected 20000\)", details)
+            self.assertEqual(tracee.proc.returncode, 0, details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_sigterm(self):
+        self.run_case("TERM", expect_crash=False)
+
+    def test_sigsegv(self):
+        self.run_case("SEGV", expect_crash=True)
+
+
+# Walks every frame of the trace: their count and whether the collected `ticks` values are
+# consecutive (tick() increments it once per call, so no frame is missing or repeated).
+READ_ALL_FRAMES = [
+    "python",
+    "values = []",
+    "try:",
+    "    gdb.execute('tfind start', to_string=True)",
+    "    for _ in range(1000000):",
+    "        values.append(int(gdb.parse_and_eval('ticks')))",
+    "        gdb.execute('tfind', to_string=True)",
+    "        assert int(gdb.parse_and_eval('$trace_frame')) >= 0",
+    "except (gdb.error, AssertionError):",
+    "    pass",
+    "steps = set(b - a for a, b in zip(values, values[1:]))",
+    "print('FRAMES READ %d CONSECUTIVE %s' % (len(values), steps <= {1}))",
+    "end"]
+
+
+class GdbKilled(GdbTestCase):
+    """gdb dies (SIGKILL) while a ptrace-collector trace runs on an attached program."""
+
+    def run_case(self, disconnected_tracing):
+        before = descendants()
+        tracee = Tracee(program("loop"), args=("-", 8))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                first = run_gdb(["monitor gdbtrace backend ptrace",
+                                 f"set disconnected-tracing {disconnected_tracing}", "trace tick",
+                                 "actions", "collect ticks", "end", "tstart", "continue &",
+                                 "shell sleep 1", "shell kill -9 $PPID"],
+                                program="loop", server=server, timeout=60)
+                time.sleep(2)  # the trace goes on (or not) without gdb
+                int3s_meanwhile = text_int3s(tracee.pid, program("loop"))
+                second = run_gdb(["tstatus", "tstop"] + READ_ALL_FRAMES + ["detach"], program="loop",
+                                 server=server, timeout=60)
+            details = first.transcript() + "\n=== second gdb ===\n" + second.transcript()
+            self.assertEqual(first.returncode, -signal.SIGKILL, details)
+            frames = re.search(r"FRAMES READ (\d+) CONSECUTIVE (\w+)", second.output)
+            self.assertTrue(frames, details)
+            self.assertEqual(frames.group(2), "True", details)
+            count = int(frames.group(1))
+            if disconnected_tracing == "on":
+                self.assertRegex(second.output, r"Trace is running", details)
+                self.assertTrue(int3s_meanwhile, "trace breakpoint gone without gdb\n" + details)
+                # ~100 hits a second: more than one second's worth means it went on without gdb.
+                self.assertGreater(count, 150, details)
+            else:
+                self.assertRegex(second.output, r"(?i)Trace stopped because of disconnection", details)
+                self.assertEqual(int3s_meanwhile, [], "trace breakpoint left after the stop\n" + details)
+                self.assertGreater(count, 0, details)
+                self.assertLess(count, 150, details)
+            # gdbserver's rule after the second gdb detached: the attached program runs on.
+            out, _ = tracee.proc.communicate(timeout=60)
+            self.assertEqual(tracee.proc.returncode, 0, details)
+            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_disconnected_tracing_on(self):
+        self.run_case("on")
+
+    def test_disconnected_tracing_off(self):
+        self.run_case("off")
+
+
+class TraceeGone(GdbTestCase):
+    """The traced program ends mid-trace (killed, exec'ing, forking): the frames stay readable and
+    tstatus says why the trace stopped. (gdb will not tfind without a live process, so the frames
+    are read back through `tsave` and `target tfile`.)"""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="gdbtest-faults-")
+        self.tfile = os.path.join(self.tmp.name, "trace.tf")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def read_back(self, *prints):
+        return [f"tsave {self.tfile}", f"target tfile {self.tfile}", "tfind start"] + list(prints)
+
+    def test_tracee_killed(self):
+        with Server("once", program=program("loop"), args=("-", 30)) as server:
+            pid = int(re.search(r"created; pid = (\d+)", server.log()).group(1))
+            killer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+            killer.start()
+            run = run_gdb(["monitor gdbtrace backend ptrace", "trace tick", "actions",
+                           "collect ticks", "end", "tstart", "continue", "tstatus"] +
+                          self.read_back("print ticks"), program="loop", server=server)
+            killer.join()
+        self.assertOutput(run, r"Program terminated with signal SIGKILL")
+        self.assertOutput(run, rf"Trace stopped by a tstop command \(process {pid} exited\)")
+        self.assertOutput(run, r"Collected [1-9]\d* trace frames")
+        self.assertOutput(run, r"Found trace frame 0, tracepoint 1")
+        self.assertOutput(run, r"^\$1 = 0$")  # tick() collects before its increment
+
+    def test_tracee_execs(self):
+        run = run_gdb(["monitor gdbtrace backend ptrace", "break main", "run", "trace before_exec",
+                       "actions", "collect $regs", "end", "tstart", "continue", "tstatus"] +
+                      self.read_back(), program="exec")
+        self.assertOutput(run, r"is executing new program: .*exec_target")
+        self.assertOutput(run, r"Collected 1 trace frames")
+        self.assertOutput(run, r"Trace stopped by a tstop command \(process \d+ exec'd a new program\)")
+        self.assertOutput(run, r"Found trace frame 0, tracepoint 2")
+
+    def test_tracee_forks(self):
+        run = run_gdb(["monitor gdbtrace backend ptrace", "break main", "run", "trace in_child",
+                       "trace in_parent", "actions", "collect parent_value", "end", "tstart",
+                       "continue", "tstatus"] + self.read_back("print parent_value"), program="fork")
+        self.assertOutput(run, r"exited normally")
+        self.assertServerLog(run, r"child: child_value=42")
+        self.assertServerLog(run, r"parent: child exited 7")
+        self.assertOutput(run, r"Collected 1 trace frames")  # in_parent; the child is not traced
+        self.assertOutput(run, r"Trace stopped by a tstop command \(process \d+ exited\)")
+        self.assertOutput(run, r"Found trace frame 0, tracepoint 3")
+        self.assertOutput(run, r"^\$1 = 0$")  # collected on entry, before the assignment
+
+
+def bpf_ids(kind):
+    out = subprocess.run(["bpftool", kind, "show"], capture_output=True, text=True)
+    return set(re.findall(r"^(\d+): ", out.stdout, re.M))
+
+
+class StubKilledEbpf(GdbTestCase):
+    """SIGKILL cannot be handled: the kernel's closing of the stub's fds must be enough. (An int3
+    the stub wrote with ptrace, a user breakpoint, would stay: no test sets one here.)"""
+
+    def setUp(self):
+        require(self, "ebpf" in available_collectors(),
+                f"no eBPF collector in this server (collectors: {available_collectors()})")
+
+    def test_sigkill_leaves_no_probe(self):
+        before = descendants()
+        progs_before, links_before = bpf_ids("prog"), bpf_ids("link")
+        uprobes = Path("/sys/kernel/tracing/uprobe_events")
+        tracee = Tracee(program("loop"), args=("-", 6))
+        try:
+            time.sleep(0.2)
+            with Server("attach", pid=tracee.pid) as server:
+                killer = KillLater(server, "KILL", lambda: tracee.pid)
+                killer.start()
+                run = run_gdb(session(backend="ebpf", user_breakpoint=False), program="loop", server=server, timeout=60)
+                killer.join(10)
+                rc = wait_exit(server.proc, 10)
+            details = run.transcript()
+            self.assertRegex(run.output, r"(?m)^tracepoint \d+ at 0x[0-9a-f]+.*: backend ebpf", details)
+            self.assertEqual(rc, -signal.SIGKILL, details)
+            self.assertEqual(tracer_pid(tracee.pid), 0, details)
+            left_progs, left_links = set(), set()
+            for _ in range(50):  # the kernel releases them asynchronously
+                left_progs = bpf_ids("prog") - progs_before
+                left_links = bpf_ids("link") - links_before
+                if not left_progs and not left_links:
+                    break
+                time.sleep(0.1)
+            # Other stubs on the machine may load their own meanwhile: only gdbtrace's count.
+            named = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
+            ours = {i for i in left_progs if re.search(rf"^{i}: .*name gdbtrace", named, re.M)}
+            self.assertEqual(ours, set(), "BPF programs outlived the stub\n" + named)
+            self.assertEqual(text_int3s(tracee.pid, program("loop")), [], "uprobe int3 left")
+            if uprobes.exists():
+                self.assertNotIn(program("loop"), uprobes.read_text(), "uprobe left in uprobe_events")
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0, details)
+            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+
+if __name__ == "__main__":
+    unittest.main()
