@@ -6,6 +6,7 @@ number ("gdbserver: Invalid hex digit 122") and drops the connection on an overs
 fails are marked @stricter_than_gdbserver (skipped when GDBTRACE_SERVER is stock gdbserver)."""
 
 import re
+import time
 import unittest
 
 from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program, run_gdb
@@ -206,6 +207,30 @@ class TraceFrameState(GdbTestCase):
         self.assertOutput(run, r"Could not write register \"rax\"; remote failure reply "
                                r"'E.cannot modify a trace frame \(tfind none first\)'")
         self.assertOutput(run, r"Cannot access memory at address 0x[0-9a-f]+")
+
+
+class SecondConnection(GdbTestCase):
+    @stricter_than_gdbserver("stops listening while a gdb is connected: a second one hangs")
+    def test_second_gdb_is_told_why_and_first_keeps_working(self):
+        with Server("multi") as server:
+            first = RspClient(server.port)
+            self.assertTrue(first.send("qSupported:multiprocess+").startswith(b"PacketSize="))
+            self.assertEqual(first.send("!"), b"OK")  # extended-remote: the server outlives it
+            # A real gdb as the second client: it must get the reason, not hang.
+            run = run_gdb([], server=server, timeout=30)
+            self.assertFalse(run.timed_out, run.transcript())
+            self.assertRegex(run.output, r"gdbtrace-server is busy: it serves one gdb at a time",
+                             run.transcript())
+            self.assertRegex(server.log(), r"Refused a connection from host 127\.0\.0\.1")
+            self.assertTrue(first.send("qSupported:multiprocess+").startswith(b"PacketSize="))
+            first.close()
+            # Once the first gdb is gone, the next one is served.
+            deadline = time.time() + 10
+            while "Listening on port" not in server.log().split("Refused")[-1] and time.time() < deadline:
+                time.sleep(0.1)
+            again = RspClient(server.port)
+            self.assertTrue(again.send("qSupported:multiprocess+").startswith(b"PacketSize="))
+            again.close()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <unistd.h>
 
 #include "rsp/connection.h"
@@ -139,6 +140,9 @@ public:
   }
 
 private:
+  // Keeps accepting while a gdb is connected (except with --once, where the
+  // listener closes): a second gdb is told why it cannot debug instead of
+  // hanging in the kernel's backlog.
   void accept() {
     listener_->async_accept(
         [this](std::error_code ec, std::unique_ptr<rsp::Transport> t, rsp::TcpListener::Peer peer) {
@@ -149,10 +153,47 @@ private:
             }
             return;
           }
-          std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.host.c_str(),
-                       peer.port);
-          start(std::move(t));
+          if (serving_) {
+            refuse(std::move(t), peer);
+          } else {
+            std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.host.c_str(),
+                         peer.port);
+            serving_ = true;
+            client_ = peer.host + ":" + std::to_string(peer.port);
+            start(std::move(t));
+            if (opts_.once) {
+              listener_->close();
+              return;
+            }
+          }
+          accept();
         });
+  }
+
+  // Answers the extra gdb's first packet with the reason, then hangs up (gdb
+  // prints "Remote failure reply: E.gdbtrace-server is busy: ...").
+  void refuse(std::unique_ptr<rsp::Transport> transport, const rsp::TcpListener::Peer& peer) {
+    std::fprintf(stderr, "Refused a connection from host %s, port %u: gdb from %s is connected\n",
+                 peer.host.c_str(), peer.port, client_.c_str());
+    auto conn = std::make_shared<rsp::Connection>(std::move(transport), GdbServer::kPacketSize);
+    std::weak_ptr<rsp::Connection> weak = conn;
+    std::string reply = "E.gdbtrace-server is busy: it serves one gdb at a time, and gdb from " +
+                        client_ + " is connected";
+    refused_.insert(conn);
+    conn->start({[weak, reply](std::string_view) {
+                   if (auto c = weak.lock()) {
+                     c->send_packet(reply);
+                     c->close();
+                   }
+                 },
+                 [] {},
+                 [this, weak] {
+                   // Not from inside the connection's own call: drop it afterwards.
+                   asio::post(io_, [this, weak] {
+                     if (auto c = weak.lock())
+                       refused_.erase(c);
+                   });
+                 }});
   }
 
   void start(std::unique_ptr<rsp::Transport> transport) {
@@ -161,6 +202,7 @@ private:
   }
 
   void connection_closed() {
+    serving_ = false;
     bool reopen = listener_ && !server_.exit_requested() && !opts_.once &&
                   (server_.extended() || server_.has_processes());
     if (!reopen) {
@@ -170,7 +212,6 @@ private:
     std::fprintf(stderr,
                  "Remote side has terminated connection.  GDBserver will reopen the connection.\n");
     std::fprintf(stderr, "Listening on port %u\n", listener_->port());
-    accept();
   }
 
   void shutdown() {
@@ -187,6 +228,9 @@ private:
   const CliOptions& opts_;
   rsp::StdioChannel stdio_;
   std::unique_ptr<rsp::TcpListener> listener_;
+  bool serving_ = false; // a gdb is connected
+  std::string client_;   // its host:port, for the refusal message
+  std::set<std::shared_ptr<rsp::Connection>> refused_;
   asio::signal_set signals_{io_};
 };
 
