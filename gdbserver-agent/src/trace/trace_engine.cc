@@ -34,6 +34,12 @@ bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
     return false;
   FrameView view(frame, register_block_size());
   uint16_t tp = view.tp_number();
+  // Collectors' frames come from kernel rings: one that does not parse would
+  // break every tfile reader downstream (qTBuffer and tsave are byte copies).
+  if (view.total_size() != frame.size() || !view.for_each([](const FrameBlock&) { return true; })) {
+    ++counters[tp].malformed;
+    return false;
+  }
   // tfind pc/range use the frame's pc: the 'R' block's rip, else the tracepoint address.
   uint64_t pc = 0;
   if (auto r = view.registers())

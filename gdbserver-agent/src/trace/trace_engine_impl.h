@@ -47,6 +47,7 @@ struct TsvEntry {
 struct EngineCounters {
   uint64_t frames = 0, bytes = 0; // accepted into the trace buffer
   uint64_t buffer_drops = 0;      // refused by a full, non-circular buffer
+  uint64_t malformed = 0;         // refused: blocks do not parse (a collector's bug)
   uint64_t pass_hits = 0;         // record_hit() calls this run: drives pass counts only
 };
 

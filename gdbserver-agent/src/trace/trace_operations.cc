@@ -307,12 +307,13 @@ TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
     r.frames = it->second.frames;
     r.bytes = it->second.bytes;
     r.drops = it->second.buffer_drops;
+    r.errors = it->second.malformed;
   }
   if (e.collector) {
     CollectorStats cs = e.collector->stats(e.tp.number);
     r.hits = cs.hits;
     r.drops += cs.drops;
-    r.errors = cs.errors;
+    r.errors += cs.errors;
   }
   return r;
 }

@@ -622,3 +622,27 @@ TEST_F(EngineTest, GarbageNeverCrashes) {
     (void)packets.dispatch(p);
   }
 }
+
+TEST_F(EngineTest, MalformedFramesFromACollectorAreRefusedAndCounted) {
+  auto kernel = std::make_unique<FakeKernelCollector>();
+  auto* k = kernel.get();
+  TraceEngine::Hooks hooks;
+  hooks.console = [this](const std::string& s) { console += s; };
+  hooks.current_pid = [] { return Pid(1); };
+  auto eng = std::make_unique<TraceEngine>(io, target, hooks);
+  eng->add_collector(std::move(kernel));
+  use_engine(std::move(eng));
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  FrameBuilder good(1);
+  auto regs = make_regs(0x401000);
+  good.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+  auto bytes = good.finish();
+  std::vector<uint8_t> ok(bytes.begin(), bytes.end());
+  std::vector<uint8_t> truncated(ok.begin(), ok.end() - 10); // header says more than there is
+  std::vector<uint8_t> bad_tag = ok;
+  bad_tag[6] = 'Q'; // no such block
+  k->pending = {truncated, bad_tag, ok};
+  EXPECT_NE(send("qTStatus").find("tframes:1;"), std::string::npos);
+  EXPECT_NE(monitor("gdbtrace status").find("frames 1, drops 0, errors 2"), std::string::npos)
+      << monitor("gdbtrace status");
+}
