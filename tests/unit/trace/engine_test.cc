@@ -525,17 +525,26 @@ public:
 };
 } // namespace
 
-TEST_F(EngineTest, FallbackMessageDrainAndRegisterAvailability) {
-  auto kernel = std::make_unique<FakeKernelCollector>();
-  auto* k = kernel.get();
-  // A fresh engine with the kernel-like collector preferred over ptrace.
-  TraceEngine::Hooks hooks;
-  hooks.console = [this](const std::string& s) { console += s; };
-  hooks.current_pid = [] { return Pid(1); };
-  auto eng = std::make_unique<TraceEngine>(io, target, hooks);
-  eng->add_collector(std::move(kernel));
-  eng->add_collector(make_ptrace_collector(target));
-  use_engine(std::move(eng));
+class KernelEngineTest : public EngineTest {
+protected:
+  // A fresh engine with the kernel-like collector, preferred over ptrace when WITH_PTRACE.
+  FakeKernelCollector* use_kernel_engine(bool with_ptrace) {
+    auto kernel = std::make_unique<FakeKernelCollector>();
+    auto* k = kernel.get();
+    TraceEngine::Hooks hooks;
+    hooks.console = [this](const std::string& s) { console += s; };
+    hooks.current_pid = [] { return Pid(1); };
+    auto eng = std::make_unique<TraceEngine>(io, target, hooks);
+    eng->add_collector(std::move(kernel));
+    if (with_ptrace)
+      eng->add_collector(make_ptrace_collector(target));
+    use_engine(std::move(eng));
+    return k;
+  }
+};
+
+TEST_F(KernelEngineTest, FallbackMessageDrainAndRegisterAvailability) {
+  auto* k = use_kernel_engine(true);
   for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:1:0-",
                  "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
     ASSERT_EQ(send(p), "OK") << p;
@@ -623,15 +632,8 @@ TEST_F(EngineTest, GarbageNeverCrashes) {
   }
 }
 
-TEST_F(EngineTest, MalformedFramesFromACollectorAreRefusedAndCounted) {
-  auto kernel = std::make_unique<FakeKernelCollector>();
-  auto* k = kernel.get();
-  TraceEngine::Hooks hooks;
-  hooks.console = [this](const std::string& s) { console += s; };
-  hooks.current_pid = [] { return Pid(1); };
-  auto eng = std::make_unique<TraceEngine>(io, target, hooks);
-  eng->add_collector(std::move(kernel));
-  use_engine(std::move(eng));
+TEST_F(KernelEngineTest, MalformedFramesFromACollectorAreRefusedAndCounted) {
+  auto* k = use_kernel_engine(false);
   define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
   FrameBuilder good(1);
   auto regs = make_regs(0x401000);
