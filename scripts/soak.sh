@@ -101,7 +101,7 @@ python3 "$client" "$port" 5 4 0 >"$work/after.json"
 frames=$(grep -o 'Collected [0-9]* trace frames' "$work/gdb.txt" | awk '{print $2}')
 hits=$(grep -o 'backend [a-z]*, hits [0-9]*' "$work/gdb.txt" | head -1 | awk '{print $4}')
 tsv=$(grep -o '^\$[0-9]* = [0-9]*' "$work/gdb.txt" | tail -1 | awk '{print $3}')
-used=$(grep -o 'backend [a-z]*, hits' "$work/gdb.txt" | head -1 | awk '{print $2}')
+used=$(grep -o 'backend [a-z]*, hits' "$work/gdb.txt" | head -1 | awk '{print $2}' | tr -d ,)
 echo "soak: collector used: ${used:-none}"
 uprobe=$(grep -o '@hits: [0-9]*' "$work/bpftrace.txt" | awk '{print $2}')
 python3 - "$work" "${frames:-0}" "${hits:-0}" "${tsv:-0}" "${uprobe:-0}" "$seconds" "$rate" <<'PY'
