@@ -51,7 +51,9 @@ file(GLOB gdbtrace_ax_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-ag
      ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/ax/*.h)
 install(FILES ${gdbtrace_ax_sources} DESTINATION ${GDBTRACE_DKMS_DIR}/axsrc/ax COMPONENT dkms)
 # The wire-format headers shared by stub and module, where the tree has them (as `prepare` does).
-file(GLOB gdbtrace_abi_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/abi/*.h)
+# (*.def: the opcode table ax_opcodes.h includes.)
+file(GLOB gdbtrace_abi_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/abi/*.h
+     ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/abi/*.def)
 if(gdbtrace_abi_headers)
   install(FILES ${gdbtrace_abi_headers} DESTINATION ${GDBTRACE_DKMS_DIR}/axsrc/abi COMPONENT dkms)
 endif()

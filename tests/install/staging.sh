@@ -35,7 +35,7 @@ expected_files() {
     [[ $f == *.mod.c ]] || echo "src/gdbtrace-$version/${f#"$repo"/kmodule/}"
   done
   for f in "$repo"/gdbserver-agent/src/ax/*.[ch]; do echo "src/gdbtrace-$version/axsrc/ax/${f##*/}"; done
-  for f in "$repo"/gdbserver-agent/src/abi/*.h; do
+  for f in "$repo"/gdbserver-agent/src/abi/*.h "$repo"/gdbserver-agent/src/abi/*.def; do
     if [ -e "$f" ]; then echo "src/gdbtrace-$version/axsrc/abi/${f##*/}"; fi
   done
 }
