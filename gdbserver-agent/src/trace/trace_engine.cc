@@ -186,6 +186,17 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot " + ok.error().message;
       continue;
     }
+    // One int3 per address: a kernel uprobe and a ptrace trap there would be the
+    // same byte, and the uprobe would swallow the trap (the ptrace tracepoint
+    // silently never hits). Tracepoints at one address share a kind of collector.
+    if (const TracepointEntry* other = installed_at(tp.address, &entry);
+        other && (other->collector->caps() & Collector::kProbesInKernel) !=
+                     (c->caps() & Collector::kProbesInKernel)) {
+      why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
+                 "tracepoint " + std::to_string(other->tp.number) + " (collected by " +
+                 other->collector->name() + ")";
+      continue;
+    }
     if (c->caps() & Collector::kProbesInKernel) {
       if (hooks.before_kernel_probe)
         if (auto r = hooks.before_kernel_probe(traced_pid, tp.address); !r) {
@@ -212,6 +223,14 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
   if (why_not.empty())
     return make_error(ENOENT, "backend '" + preferred_backend + "' is not available");
   return make_error(EINVAL, "tracepoint " + std::to_string(tp.number) + ": " + why_not);
+}
+
+const TracepointEntry* TraceEngine::Impl::installed_at(uint64_t address,
+                                                       const TracepointEntry* except) const {
+  for (const auto& e : tracepoints)
+    if (e.get() != except && e->installed && e->collector && e->tp.address == address)
+      return e.get();
+  return nullptr;
 }
 
 std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& entry) {

@@ -78,6 +78,8 @@ struct TraceEngine::Impl : TraceContext {
   Result<void> install(TracepointEntry& entry);
   // What install() saves in entry.original_text before a uprobe goes in.
   std::vector<uint8_t> text_under_probe(const TracepointEntry& entry);
+  // An installed tracepoint at ADDRESS other than EXCEPT, or null.
+  const TracepointEntry* installed_at(uint64_t address, const TracepointEntry* except) const;
   void stop_run(TraceStopReason reason, std::string text = {}, uint32_t tp = 0);
   void apply_pending_stop();
   void arm_drain_timer();

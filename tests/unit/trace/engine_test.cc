@@ -648,3 +648,19 @@ TEST_F(KernelEngineTest, MalformedFramesFromACollectorAreRefusedAndCounted) {
   EXPECT_NE(monitor("gdbtrace status").find("frames 1, drops 0, errors 2"), std::string::npos)
       << monitor("gdbtrace status");
 }
+
+TEST_F(KernelEngineTest, KernelAndPtraceTracepointsNeverShareAnAddress) {
+  use_kernel_engine(true);
+  // Tracepoint 2 needs ptrace (while-stepping), at the address the kernel collector probes for
+  // tracepoint 1: the uprobe would swallow its trap, so QTStart refuses with the reason.
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:401000:E:1:0-",
+          "QTDP:-2:401000:R01-", "QTDP:-2:401000:SR01"});
+  std::string reply = send("QTStart");
+  EXPECT_EQ(reply.rfind("E.", 0), 0u) << reply;
+  EXPECT_NE(
+      reply.find("ptrace cannot share the address with tracepoint 1 (collected by fakekernel)"),
+      std::string::npos)
+      << reply;
+  EXPECT_FALSE(engine->running());
+  EXPECT_EQ(target.trace_bps.count(0x401000), 0u); // no ptrace int3 under the kernel's probe
+}
