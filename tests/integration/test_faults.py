@@ -344,6 +344,21 @@ def bpf_ids(kind):
     return set(re.findall(r"^(\d+): ", out.stdout, re.M))
 
 
+class ManyTracepoints(GdbTestCase):
+    def test_a_thousand_tracepoints(self):
+        # 1 000 tracepoints at one address (ptrace: one int3, 1 000 actions per hit): every hit of
+        # every tracepoint is a frame, and the status accounts for each of them.
+        n, calls = 1000, 3
+        commands = ["monitor gdbtrace backend ptrace", "break done"]
+        for _ in range(n):
+            commands += ["trace probe_me", "actions", "collect i", "end"]
+        commands += ["tstart", "continue", "tstop", "tstatus", "monitor gdbtrace status"]
+        run = run_gdb(commands, program="trace_loop", args=(calls,), timeout=300)
+        self.assertOutput(run, rf"Collected {n * calls} trace frames")
+        self.assertEqual(len(re.findall(r"backend ptrace, hits 3, frames 3, drops 0, errors 0",
+                                        run.output)), n, run.transcript()[-3000:])
+
+
 class StubKilledEbpf(GdbTestCase):
     """SIGKILL cannot be handled: the kernel's closing of the stub's fds must be enough. (An int3
     the stub wrote with ptrace, a user breakpoint, would stay: no test sets one here.)"""

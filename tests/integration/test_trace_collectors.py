@@ -124,5 +124,19 @@ class BreakpointAtProbeSite(GdbTestCase):
                                  rf"tracepoint 3 at 0x[0-9a-f]+: backend {kernel[0]}, hits {N}"])
 
 
+class OneCollectorKindPerAddress(GdbTestCase):
+    def test_ptrace_tracepoint_under_a_kernel_probe_is_refused(self):
+        kernel = [name for name in ("module", "ebpf") if name in available_collectors()]
+        require(self, bool(kernel), "no in-kernel collector here")
+        # while-stepping needs ptrace; the plain tracepoint at the same address goes in-kernel. The
+        # uprobe would swallow the ptrace trap (a tracepoint that silently never hits): refused.
+        run = run_gdb(["break done", "trace probe_me", "actions", "collect i", "end",
+                       "trace probe_me", "actions", "while-stepping 1", "collect $rip", "end", "end",
+                       "tstart", "tstatus"], program="trace_loop", args=(N,))
+        self.assertOutput(run, rf"ptrace cannot share the address with tracepoint 2 \(collected by "
+                               rf"{kernel[0]}\)")
+        self.assertOutput(run, r"Collected 0 trace frames")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -183,7 +183,7 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
       continue;
     auto ok = c->check(tp);
     if (!ok) {
-      why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot " + ok.error().message;
+      why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + ok.error().message;
       continue;
     }
     // One int3 per address: a kernel uprobe and a ptrace trap there would be the

@@ -503,7 +503,7 @@ public:
   unsigned caps() const override { return kProbesInKernel; }
   Result<void> check(const Tracepoint& tp) const override {
     if (tp.step_count)
-      return make_error(EINVAL, "single-step (while-stepping)");
+      return make_error(EINVAL, "while-stepping needs the ptrace collector");
     return {};
   }
   Result<void> install(Pid, const Tracepoint& tp, TraceContext& c) override {
@@ -549,7 +549,8 @@ TEST_F(KernelEngineTest, FallbackMessageDrainAndRegisterAvailability) {
                  "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
     ASSERT_EQ(send(p), "OK") << p;
   EXPECT_NE(
-      console.find("tracepoint 2: fakekernel cannot single-step (while-stepping); using ptrace"),
+      console.find(
+          "tracepoint 2: fakekernel: while-stepping needs the ptrace collector; using ptrace"),
       std::string::npos)
       << console;
   EXPECT_EQ(target.trace_bps.count(0x401000), 0u); // tracepoint 1 went to the kernel collector
