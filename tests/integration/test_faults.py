@@ -359,6 +359,33 @@ class ManyTracepoints(GdbTestCase):
                                         run.output)), n, run.transcript()[-3000:])
 
 
+class Load(GdbTestCase):
+    def test_64_threads_hit_one_tracepoint(self):
+        # Every collector here: 64 threads x 5 calls + 4 calls of the main thread, each one frame.
+        for backend in [b for b in ("module", "ebpf", "ptrace") if b in available_collectors()]:
+            with self.subTest(backend=backend):
+                run = run_gdb(["monitor gdbtrace backend " + backend, "break done", "trace probe_me",
+                               "actions", "collect i, j", "end", "tstart", "continue", "tstop",
+                               "tstatus", "monitor gdbtrace status"],
+                              program="trace_loop", args=(4, 64), timeout=300)
+                self.assertOutput(run, r"Collected 324 trace frames")
+                self.assertOutput(run, rf"backend {backend}, hits 324, frames 324, drops 0, errors 0")
+
+    def test_full_buffer_bounds_the_stubs_memory(self):
+        # A run that fills a 10 MB buffer (ptrace, `collect $regs`, linear: the trace stops when full):
+        # the stub's resident memory stays within the buffer plus a fixed 64 MB.
+        size = 10_000_000
+        with Server("once", program=program("trace_loop"), args=(40000,)) as server:
+            pid = server.proc.pid
+            run = run_gdb([f"set trace-buffer-size {size}", "monitor gdbtrace backend ptrace",
+                           "break done", "trace probe_me", "actions", "collect $regs", "end", "tstart",
+                           "continue", "tstatus", f"shell grep VmRSS /proc/{pid}/status"],
+                          server=server, program="trace_loop", timeout=300)
+        self.assertOutput(run, r"Trace stopped because the buffer was full")
+        rss_kb = int(re.search(r"VmRSS:\s+(\d+) kB", run.output).group(1))
+        self.assertLess(rss_kb * 1024, size + 64 * 2**20, run.transcript()[-2000:])
+
+
 class StubKilledEbpf(GdbTestCase):
     """SIGKILL cannot be handled: the kernel's closing of the stub's fds must be enough. (An int3
     the stub wrote with ptrace, a user breakpoint, would stay: no test sets one here.)"""

@@ -2,7 +2,7 @@
  *
  *   trace_loop [N [THREADS]]
  * calls probe_me(i, 3*i) and step_me(i) N times (default 10), then, with THREADS > 0,
- * starts THREADS threads that each call probe_me(100 + id, k) for k = 0..4, then
+ * starts THREADS (at most 64) threads that each call probe_me(100 + id, k) for k = 0..4, then
  * calls done() (tests break there to look at the frames while the process lives).
  * Values are chosen so each frame's collected data can be predicted. */
 #include <pthread.h>
@@ -54,8 +54,8 @@ int main(int argc, char **argv) {
     total += probe_me(i, 3 * i);
     total += step_me(i);
   }
-  pthread_t tids[16];
-  if (threads > 16) threads = 16;
+  pthread_t tids[64];
+  if (threads > 64) threads = 64;
   for (long t = 0; t < threads; t++) pthread_create(&tids[t], NULL, worker, (void *)t);
   for (int t = 0; t < threads; t++) pthread_join(tids[t], NULL);
   done(total);
