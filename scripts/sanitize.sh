@@ -18,6 +18,7 @@ rm -rf "$reports" && mkdir -p "$reports"
 # abort_on_error: a report also fails the process that made it.
 export ASAN_OPTIONS="log_path=$reports/asan:abort_on_error=1:detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
+export GDBTRACE_SANITIZED=1 # tests that measure memory allow for ASan's own
 export LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp:print_suppressions=0"
 
 rc=0

@@ -327,10 +327,20 @@ bool LinuxTarget::is_attached(Pid pid) const {
 
 std::vector<ThreadInfo> LinuxTarget::threads() const {
   std::vector<ThreadInfo> out;
-  for (const auto& [pid, p] : procs_)
+  for (const auto& [pid, p] : procs_) {
+    if (hidden(*p))
+      continue;
+    // The leader first, as gdbserver lists it: gdb numbers threads in the order it
+    // learns of them, and after tids wrap a thread's tid can be below the pid.
+    auto add = [&out, pid = pid](Tid tid) {
+      out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
+    };
+    if (auto leader = p->lwps.find(pid); leader != p->lwps.end() && !leader->second.zombie)
+      add(pid);
     for (const auto& [tid, l] : p->lwps)
-      if (!l.zombie && !hidden(*p))
-        out.push_back({{pid, tid}, procfs::thread_name(pid, tid), procfs::thread_core(pid, tid)});
+      if (!l.zombie && tid != pid)
+        add(tid);
+  }
   return out;
 }
 
