@@ -180,11 +180,30 @@ run_series() {
   return 1
 }
 
+# An "Oops: int3" whose call trace has no frame of ours (seen in __schedule on 6.12, once in several
+# runs, right after a guest test armed a hardware watchpoint: that flips perf's static key, and
+# the kernel patches its own text with a temporary int3 that another TCG vCPU can still execute).
+tcg_text_patch_oops() {
+  grep -q "Oops: int3" "$1" || return 1
+  ! awk '/Oops: int3/ {o=1} o && /Call Trace:/ {t=1} t && /<\/TASK>/ {exit} t' "$1" | grep -q "gdbtrace\|gt_"
+}
+
 build_guest_programs || { echo "RESULT: FAIL (guest programs)"; exit 1; }
 rc=0
 summary=()
 for s in $series; do
-  if run_series "$s"; then r=PASS; else r=FAIL; rc=1; fi
+  if run_series "$s"; then
+    r=PASS
+  elif tcg_text_patch_oops "$work/$s/console.log"; then
+    # Not hidden: the first console is kept and the summary says the series needed a second boot.
+    cp "$work/$s/console.log" "$work/$s/console-oops.log"
+    echo "RETRY $s: kernel int3 Oops in its own text patching, no gdbtrace frame in the trace" \
+      "(TCG; first console: $work/$s/console-oops.log); booting once more"
+    if run_series "$s"; then r="PASS (second boot after a TCG text-patching Oops)"; else r=FAIL; rc=1; fi
+  else
+    r=FAIL
+    rc=1
+  fi
   summary+=("$s (${KREL:-no kernel}) $r")
 done
 echo "=== summary: $(IFS=,; echo "${summary[*]}" | sed 's/,/, /g') ==="
