@@ -20,14 +20,7 @@ work=$build/install-test
 cache=${INSTALL_TEST_CACHE:-$work/cache}
 root=$work/root
 mkdir -p "$work" "$cache"
-version=$(sed -n 's/^project(gdbtrace VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/lib.sh"
 section() { echo "=== $* (at ${SECONDS}s)"; }
 
 deb_dir=${1:-}

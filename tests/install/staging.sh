@@ -13,14 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$repo/build}
 stage=$build/install-test/staging
-version=$(sed -n 's/^project(gdbtrace VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/lib.sh"
 
 rm -rf "$stage"
 mkdir -p "$build/install-test"
