@@ -135,9 +135,14 @@ public:
       std::fprintf(stderr,
                    "gdbtrace-server: %s: detaching attached processes, killing started ones\n",
                    strsignal(sig));
+      terminated_by_ = sig;
       shutdown();
     });
   }
+
+  // The signal that ended the service (0 if none): main re-raises it once
+  // everything is cleaned up, so a shell or systemd sees "killed by SIGTERM".
+  int terminated_by() const { return terminated_by_; }
 
 private:
   // Keeps accepting while a gdb is connected (except with --once, where the
@@ -232,11 +237,11 @@ private:
   std::string client_;   // its host:port, for the refusal message
   std::set<std::shared_ptr<rsp::Connection>> refused_;
   asio::signal_set signals_{io_};
+  int terminated_by_ = 0;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
+// The server's whole life; TERMINATED_BY is set to the signal that ended it.
+int serve(int argc, char** argv, int& terminated_by) {
   auto parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {
     if (!parsed.error().message.empty())
@@ -329,5 +334,20 @@ int main(int argc, char** argv) {
   }
   io.run();
   server_ptr = nullptr;
+  terminated_by = service.terminated_by();
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int terminated_by = 0;
+  int rc = serve(argc, argv, terminated_by);
+  // Every tracee is detached or killed and every kernel attachment released
+  // (serve's objects are gone): end as the signal's default action would.
+  if (terminated_by != 0) {
+    std::signal(terminated_by, SIG_DFL);
+    std::raise(terminated_by);
+  }
+  return rc;
 }
