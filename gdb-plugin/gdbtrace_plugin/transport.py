@@ -5,6 +5,9 @@ empty reply -- exactly what gdb.RemoteTargetConnection.send_packet does).
   qGdbtrace.status          -> hex-encoded JSON
   qGdbtrace.frames:OFF,LEN  -> 'm' | 'l' + frame-stream bytes from byte OFF (hex numbers),
                                binary-escaped; 'l' marks the last chunk
+  qGdbtrace.stacks:FIRST,COUNT -> 'm' | 'l' + one text line per trace frame from frame FIRST
+                               (at most COUNT), binary-escaped; 'l': the last frame is in it
+                               (line format: stacks.parse_stack_line)
   qTStatus, qTfP/qTsP, qTfV/qTsV, qTP  (standard; used for the tfile header)
 """
 
@@ -97,6 +100,30 @@ class Stub:
             if last or not data:
                 return
 
+    def stacks_chunk(self, first, count=1 << 20):
+        """(lines, last): the unwound stacks of trace frames FIRST.. as text lines."""
+        reply = self.request("qGdbtrace.stacks:%x,%x" % (first, count))
+        if not reply:
+            raise StubError("the stub does not answer qGdbtrace.stacks (an older gdbtrace-server?)")
+        err = self._error_text(reply)
+        if err is not None:
+            raise StubError("qGdbtrace.stacks failed: " + err)
+        kind = reply[:1]
+        if kind not in (b"m", b"l"):
+            raise StubError("qGdbtrace.stacks: unexpected reply %r" % reply[:40])
+        text = unescape_binary(reply[1:]).decode("utf-8", "replace")
+        return [l for l in text.split("\n") if l], kind == b"l"
+
+    def iter_stacks(self):
+        """Every frame's stack line, oldest frame first."""
+        first = 0
+        while True:
+            lines, last = self.stacks_chunk(first)
+            yield from lines
+            first += len(lines)
+            if last or not lines:
+                return
+
     # --- standard tracepoint packets ---
 
     def trace_status(self):
@@ -187,6 +214,10 @@ class TfileSource(Stub):
 
     def request(self, packet):
         raise StubError("a trace file answers no packets")
+
+    def stacks_chunk(self, first, count=None):
+        raise StubError("call stacks are unwound by gdbtrace-server (it has the process's modules); "
+                        "a trace file has none -- connect to the stub that collected the frames")
 
     def status(self):
         running, fields, _ = self.trace_status()

@@ -5,6 +5,7 @@
 #include "common/hex.h"
 #include "server/trace_report_format.h"
 #include "server/trace_requests.h"
+#include "trace/frame.h"
 
 namespace gdbtrace {
 
@@ -60,10 +61,6 @@ Reply qtenable(TraceEngine& engine, std::string_view args, bool enable) {
   if (!ref)
     return error_reply(ref.error());
   return ok_or_error(engine.set_tracepoint_enabled(ref->number, ref->address, enable));
-}
-
-Reply qtstart(TraceEngine& engine, std::string_view) {
-  return ok_or_error(engine.start());
 }
 
 Reply qtstop(TraceEngine& engine, std::string_view) {
@@ -200,7 +197,7 @@ std::vector<PacketRow> TraceProtocol::rows() {
           .advertise("EnableDisableTracepoints+"),
       PacketRow::prefix("QTDisable:",
                         [this](const Packet& p) { return qtenable(engine_, p.args, false); }),
-      PacketRow::exact("QTStart", op(&qtstart)),
+      PacketRow::exact("QTStart", bind(&T::qtstart)),
       PacketRow::exact("QTStop", op(&qtstop)),
       PacketRow::prefix("QTDisconnected:", op(&qtdisconnected)).advertise("DisconnectedTracing+"),
       PacketRow::prefix("QTFrame:", op(&qtframe)),
@@ -229,7 +226,73 @@ std::vector<PacketRow> TraceProtocol::rows() {
       PacketRow::exact("qTMinFTPILen", [](const Packet&) { return Reply("1"); }),
       PacketRow::exact("qGdbtrace.status", op(&gdbtrace_status)),
       PacketRow::prefix("qGdbtrace.frames:", op(&gdbtrace_frames)).binary(),
+      PacketRow::prefix("qGdbtrace.stacks:", bind(&T::gdbtrace_stacks)).binary(),
   };
+}
+
+Reply TraceProtocol::qtstart(const Packet&) {
+  auto started = engine_.start();
+  if (!started)
+    return error_reply(started.error());
+  // The module list is read now, while the process lives: its frames may be
+  // unwound after it exited. Without one, stacks answer with the reason.
+  if (engine_.stack_bytes())
+    if (auto r = unwinder_.refresh_modules(engine_.traced_pid()); !r && console_)
+      console_("gdbtrace: stacks: " + r.error().message + "\n");
+  return "OK";
+}
+
+// 'm'|'l' + one line per trace frame from FIRST, at most COUNT frames and
+// about 1 MiB ('l': the range reached the last frame):
+//   F<frame> T<tracepoint> <status>[:<error>] then, innermost first, for each
+//   caller a TAB and <pc>;<function>;<module>;<file:line>   (numbers in hex)
+// status: ok (outermost frame reached), truncated (the snapshot ended),
+// nostack (no registers in the frame), error.
+Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
+  auto range = parse_byte_range(p.args, "qGdbtrace.stacks: want qGdbtrace.stacks:FIRST,COUNT");
+  if (!range)
+    return error_reply(range.error());
+  uint32_t regblock = engine_.report().register_block_size;
+  auto bytes = engine_.frame_bytes();
+  // The process may have loaded libraries since QTStart; once it is gone the
+  // list read last is kept.
+  if (Pid pid = engine_.traced_pid(); pid > 0)
+    (void)unwinder_.refresh_modules(pid);
+  FrameCursor& c = frame_cursor_;
+  if (c.data != bytes.data() || c.size != bytes.size() || engine_.running() ||
+      range->offset < c.frame)
+    c = FrameCursor{bytes.data(), bytes.size(), 0, 0};
+  while (c.frame < range->offset && c.offset < bytes.size()) {
+    c.offset += FrameView(bytes.subspan(c.offset), regblock).total_size();
+    ++c.frame;
+  }
+  if (c.offset >= bytes.size())
+    return range->offset == c.frame ? Reply("l")
+                                    : Reply("E.qGdbtrace.stacks frame beyond the trace data");
+  std::string out = "m";
+  for (uint64_t n = 0; n < range->length && c.offset < bytes.size() && out.size() < kMaxFramesChunk;
+       ++n) {
+    FrameView view(bytes.subspan(c.offset), regblock);
+    size_t size = std::min<size_t>(view.total_size(), bytes.size() - c.offset);
+    UnwoundStack stack = unwinder_.unwind(bytes.subspan(c.offset, size), regblock);
+    out += "F" + hex::u64(c.frame) + " T" + hex::u64(view.tp_number()) + " " +
+           stack_status_word(stack.status);
+    if (!stack.error.empty())
+      out += ":" + stack.error;
+    for (const auto& e : stack.entries)
+      out += "\t" + hex::u64(e.pc) + ";" + e.function + ";" + e.module + ";" + e.source;
+    out += "\n";
+    c.offset += size;
+    ++c.frame;
+  }
+  if (c.offset >= bytes.size())
+    out[0] = 'l';
+  return out;
+}
+
+void TraceProtocol::on_process_stopped(int pid) {
+  if (engine_.running() && engine_.stack_bytes() && pid == engine_.traced_pid())
+    (void)unwinder_.refresh_modules(pid);
 }
 
 void TraceProtocol::reset_cursors() {
