@@ -465,6 +465,60 @@ TEST_F(EngineTest, StatusJsonAndMonitor) {
   EXPECT_NE(monitor("gdbtracex").find("error: Unknown gdbtrace command"), std::string::npos);
 }
 
+// `monitor gdbtrace stacks on BYTES`: every hit also records the registers
+// and the stack from $sp as ordinary 'R' and 'M' blocks, cut where the memory
+// ends (no error, no filler); gdb's definition, as uploaded, is unchanged.
+TEST_F(EngineTest, StacksAddRegistersAndSnapshotFromSp) {
+  EXPECT_EQ(monitor("gdbtrace stacks"), "stacks: off\n");
+  EXPECT_NE(monitor("gdbtrace stacks on 10").find("must be 256..65536"), std::string::npos);
+  EXPECT_NE(monitor("gdbtrace stacks on lots").find("not a number"), std::string::npos);
+  EXPECT_EQ(monitor("gdbtrace stacks on 1024"), "stacks: on, 1024 bytes from $sp per hit\n");
+  RegisterBlock regs = make_regs(0x401000);
+  uint64_t sp = regs.get_u64(GT_RSP);
+  std::vector<uint8_t> stack(700);
+  for (size_t i = 0; i < stack.size(); ++i)
+    stack[i] = uint8_t(i * 7);
+  target.poke(sp, stack.data(), stack.size()); // the "mapping" ends 700 bytes above $sp
+  define({"QTinit", "QTDP:1:401000:E:0:0", "QTStart"});
+  target.hit(0x401000, regs);
+  EXPECT_EQ(send("qTfP"), "T1:401000:E:0:0");
+  EXPECT_EQ(send("qTsP"), "l"); // no actions of ours in gdb's definition
+
+  auto frame = engine->frame_bytes();
+  FrameView view(frame, GT_REGBLOCK_SIZE_AVX);
+  ASSERT_TRUE(view.registers());
+  std::vector<uint8_t> snapshot;
+  uint64_t next = sp;
+  view.for_each([&](const FrameBlock& b) {
+    if (b.type == GT_TFRAME_MEM) {
+      EXPECT_EQ(b.address, next);
+      snapshot.insert(snapshot.end(), b.data, b.data + b.length);
+      next += b.length;
+    }
+    return true;
+  });
+  EXPECT_EQ(snapshot, stack);
+  std::string json;
+  ASSERT_TRUE(hex::decode_string(send("qGdbtrace.status"), json));
+  EXPECT_NE(json.find("\"stacks\":1024"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"errors\":0"), std::string::npos) << json; // the cut is no error
+  EXPECT_NE(monitor("gdbtrace status").find("stacks: on, 1024 bytes"), std::string::npos);
+  EXPECT_EQ(monitor("gdbtrace stacks off"), "stacks: off\n");
+}
+
+TEST_F(EngineTest, StacksPacketFraming) {
+  define({"QTinit", "QTDP:1:401000:E:0:0", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  target.hit(0x401000, make_regs(0x401000));
+  // Stacks were off: the frames have no registers, and say so.
+  EXPECT_EQ(send("qGdbtrace.stacks:0,1"), "mF0 T1 nostack\n");
+  EXPECT_EQ(send("qGdbtrace.stacks:1,5"), "lF1 T1 nostack\n");
+  EXPECT_EQ(send("qGdbtrace.stacks:0,10"), "lF0 T1 nostack\nF1 T1 nostack\n");
+  EXPECT_EQ(send("qGdbtrace.stacks:2,1"), "l");
+  EXPECT_EQ(send("qGdbtrace.stacks:9,1").substr(0, 2), "E.");
+  EXPECT_EQ(send("qGdbtrace.stacks:zz").substr(0, 2), "E.");
+}
+
 // gdb stops sending actions when it cannot compile one ("collect main" in
 // gdb.trace/mi-trace-unavailable.exp) and leaves the definition open; like
 // gdbserver, the run starts with the actions that arrived, and the console says so.
