@@ -27,16 +27,22 @@ constexpr unsigned kDwarfToRemote[17] = {GT_RAX, GT_RDX, GT_RCX, GT_RBX, GT_RSI,
 // A stack deeper than this is cut (a corrupt snapshot can loop).
 constexpr size_t kMaxDepth = 256;
 
-std::string demangle(const char* name) {
-  if (!name)
+// The name people know: demangled, without the symbol version
+// ("__libc_start_main@@GLIBC_2.34" is __libc_start_main).
+std::string display_name(const char* symbol) {
+  if (!symbol)
     return {};
-  if (name[0] != '_' || name[1] != 'Z')
+  std::string name = symbol;
+  if (size_t at = name.find('@'); at != std::string::npos && at > 0)
+    name.resize(at);
+  if (!name.starts_with("_Z"))
     return name;
   int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string s = status == 0 && out ? out : name;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status == 0 && out)
+    name = out;
   std::free(out);
-  return s;
+  return name;
 }
 
 std::string base_name(const char* path) {
@@ -217,7 +223,7 @@ struct StackUnwinder::Impl {
       GElf_Off offset = 0;
       GElf_Sym sym;
       e.function =
-          demangle(dwfl_module_addrinfo(mod, pc, &offset, &sym, nullptr, nullptr, nullptr));
+          display_name(dwfl_module_addrinfo(mod, pc, &offset, &sym, nullptr, nullptr, nullptr));
       if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
         int lineno = 0;
         if (const char* src = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr))

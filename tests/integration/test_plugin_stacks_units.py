@@ -1,0 +1,109 @@
+"""Unit tests of the plugin's call-stack parts (no gdb, no stub): qGdbtrace.stacks lines,
+call-path counting, the folded format, the flame graph SVG, and the packet loop over a mocked
+connection."""
+
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "gdb-plugin"))
+
+from gdbtrace_plugin import flamegraph, stacks, transport  # noqa: E402
+
+LEAF = "\t".join(["F0 T1 ok", "401000;leaf;prog;prog.c:3", "401100;common;prog;prog.c:8",
+                  "401200;path_a;prog;prog.c:12", "401300;main;prog;prog.c:20",
+                  "7f0000;__libc_start_call_main;libc.so.6;", "401010;_start;prog;"])
+
+
+def line(frame, status, *names):
+    return "\t".join(["F%x T1 %s" % (frame, status)] +
+                     ["%x;%s;prog;" % (0x1000 + i, n) for i, n in enumerate(names)])
+
+
+class StackLineTest(unittest.TestCase):
+    def test_parse(self):
+        s = stacks.parse_stack_line(LEAF)
+        self.assertEqual((s.frame, s.tp, s.status, s.error), (0, 1, "ok", ""))
+        self.assertEqual(s.entries[0], (0x401000, "leaf", "prog", "prog.c:3"))
+        self.assertEqual(s.names(), ["main", "path_a", "common", "leaf"])
+        self.assertEqual(s.names(full=True)[0], "_start")
+
+    def test_truncated_and_errors_are_said(self):
+        t = stacks.parse_stack_line(line(1, "truncated", "leaf", "deep", "deep"))
+        self.assertEqual(t.names(), ["[truncated]", "deep", "deep", "leaf"])
+        e = stacks.parse_stack_line(line(2, "error:no CFI for 0x7f00", "leaf", "main", "weird"))
+        self.assertEqual(e.error, "no CFI for 0x7f00")
+        self.assertEqual(e.names()[0], "[unwind error]")  # not cut at main: the end is unknown
+
+    def test_unnamed_pc(self):
+        s = stacks.parse_stack_line("F0 T1 ok\t7f0010;;libx.so;\t7f0020;;;")
+        self.assertEqual(s.names(), ["0x7f0020", "libx.so@0x7f0010"])
+
+    def test_malformed(self):
+        for bad in ("", "F0 T1", "X0 T1 ok", "F0 T1 ok\t401000;leaf"):
+            with self.assertRaises(ValueError):
+                stacks.parse_stack_line(bad)
+
+
+class CountsTest(unittest.TestCase):
+    def test_folded_and_top(self):
+        counts = stacks.StackCounts()
+        for i in range(3):
+            counts.add(stacks.parse_stack_line(line(i, "ok", "leaf", "common", "path_b", "main")))
+        counts.add(stacks.parse_stack_line(line(3, "ok", "leaf", "common", "path_a", "main")))
+        counts.add(stacks.parse_stack_line("F4 T1 nostack"))
+        self.assertEqual(counts.folded_lines(), ["main;path_b;common;leaf 3", "main;path_a;common;leaf 1"])
+        self.assertEqual(counts.frames, 5)
+        self.assertEqual(counts.with_stacks, 4)
+        text = stacks.format_top(counts, 1)
+        self.assertIn("5 frames, 4 with a stack, 2 distinct call paths", text)
+        self.assertIn("1 without a stack snapshot", text)
+        self.assertIn("75.0%  leaf <- common <- path_b <- main", text)
+        with tempfile.NamedTemporaryFile("w", suffix=".folded", delete=False) as f:
+            f.write("\n".join(counts.folded_lines()) + "\n")
+        self.assertEqual(stacks.read_folded(f.name),
+                         [(["main", "path_b", "common", "leaf"], 3), (["main", "path_a", "common", "leaf"], 1)])
+        Path(f.name).unlink()
+
+
+class FlamegraphTest(unittest.TestCase):
+    def test_svg_is_well_formed_and_sized_by_counts(self):
+        paths = [(["main", "path_b", "common", "leaf"], 700), (["main", "path_a", "common", "leaf"], 300),
+                 (["main", "a<b> & \"c\""], 1)]
+        svg = flamegraph.render_svg(paths, "t <1>")
+        root = ET.fromstring(svg)  # well-formed, names escaped
+        ns = "{http://www.w3.org/2000/svg}"
+        boxes = {g.get("data-name") + "/" + g.get("data-d"): g for g in root.iter(ns + "g")}
+        self.assertEqual(boxes["all/0"].get("data-w"), "1")
+        self.assertAlmostEqual(float(boxes["path_b/2"].get("data-w")), 700 / 1001)
+        self.assertAlmostEqual(float(boxes["path_a/2"].get("data-w")), 300 / 1001)
+        self.assertIn("a<b> & \"c\"/2", boxes)
+        self.assertIn("(700 samples, 69.93%)", boxes["path_b/2"].find(ns + "title").text)
+        self.assertNotIn("http://", svg.replace("http://www.w3.org/2000/svg", ""))  # nothing fetched
+
+
+class StacksPacketTest(unittest.TestCase):
+    def test_iterates_until_the_last_chunk(self):
+        sent = []
+        replies = {b"qGdbtrace.stacks:0,100000": b"mF0 T1 nostack\nF1 T1 nostack\n",
+                   b"qGdbtrace.stacks:2,100000": b"lF2 T1 ok\t1;a}];m;\n"}
+
+        def send(packet):
+            sent.append(packet)
+            return replies[packet]
+
+        lines = list(transport.Stub(send).iter_stacks())
+        self.assertEqual(lines, ["F0 T1 nostack", "F1 T1 nostack", "F2 T1 ok\t1;a};m;"])
+        self.assertEqual(len(sent), 2)
+
+    def test_errors(self):
+        with self.assertRaises(transport.StubError):
+            transport.Stub(lambda p: b"E.qGdbtrace.stacks frame beyond the trace data").stacks_chunk(5)
+        with self.assertRaises(transport.StubError):
+            transport.Stub(lambda p: None).stacks_chunk(0)
+
+
+if __name__ == "__main__":
+    unittest.main()
