@@ -88,27 +88,26 @@ def format_status(status):
     if not tps:
         lines.append("No tracepoints on the stub.")
         return "\n".join(lines)
-    head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes", "cost/hit"]
+    # No cost/hit column: the stub reports no per-hit timing (bench/ measures it).
+    head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes"]
     rows = []
     for t in tps:
-        cost = _get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns")
         backend = t.get("backend") or ("-" if not running else "?")
         if t.get("enabled") is False:
             backend += " (disabled)"
         address = t.get("address", "")
         rows.append([str(t.get("number", "?")), address if isinstance(address, str) else "0x%x" % address,
                      backend, str(t.get("hits", 0)), str(t.get("frames", 0)), str(t.get("drops", 0)),
-                     str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0)),
-                     "%.2f us" % (cost / 1000.0) if isinstance(cost, (int, float)) else "n/a"])
+                     str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0))])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for t, r in zip(tps, rows):
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        note = _get(t, "note", "fallback", "reason")
-        if note:
-            lines.append("    " + str(note))
-    if all(_get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns") is None for t in tps):
-        lines.append("(cost/hit: the stub reports no per-hit timing)")
+        # Why a tracepoint is not on the preferred collector, when the stub says so: verbatim.
+        if t.get("fallback"):
+            lines.append("    " + str(t["fallback"]))
+    if status.get("stacks"):
+        lines.append("Stacks: %d bytes from $sp per hit (gdbtrace stacks, gdbtrace flamegraph)" % status["stacks"])
     return "\n".join(lines)
 
 
@@ -125,8 +124,8 @@ class StatusCommand(gdb.Command):
     """Show the trace run: backend, hits, frames, drops, errors per tracepoint, buffer use.
 
 Per tracepoint: the collector serving it (module, ebpf, ptrace), hits, frames,
-drops, errors, bytes and per-hit cost when the stub reports it; buffer use; from
-the stub's qGdbtrace.status.
+drops, errors, bytes; buffer use; the stack snapshot size when stacks are on; from
+the stub's qGdbtrace.status. (Per-hit cost is measured by bench/, not here.)
 
 Usage: gdbtrace status [-json]"""
 
@@ -235,6 +234,8 @@ collect it, frame order is used instead and the output says so."""
         meta = {"timestamps": data.timestamps, "timestamps_note": data.timestamps_note,
                 "pid": data.pid(), "program": program_name(),
                 "thread_names": data.threads.names if data.threads else {}}
+        if fmt == "perfetto":
+            meta["stacks"] = _stack_table()
         tmp = path + ".part"
         with open(tmp, "w", newline="" if fmt == "csv" else None) as out:
             if fmt == "csv":
@@ -857,6 +858,23 @@ def count_stacks(tp=None, full=False):
             continue
         counts.add(stack)
     return counts
+
+
+def _stack_table():
+    """Every frame's stack for `gdbtrace export perfetto` when the stub records stacks
+    (`monitor gdbtrace stacks on`), else None."""
+    from . import stacks as stacks_mod
+
+    stub = current_stub()
+    if isinstance(stub, TfileSource) or not check_gdbtrace(stub).get("stacks"):
+        return None
+    table = stacks_mod.StackTable()
+    for line in stub.iter_stacks():
+        try:
+            table.add(stacks_mod.parse_stack_line(line))
+        except ValueError as e:
+            raise StubError("qGdbtrace.stacks: %s" % e)
+    return table
 
 
 def _write_folded(path, counts):

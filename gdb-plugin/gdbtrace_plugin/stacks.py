@@ -119,3 +119,28 @@ def read_folded(path):
             stack, _, count = line.rpartition(" ")
             out.append((stack.split(";"), int(count)))
     return out
+
+
+class StackTable:
+    """Stacks of many frames as a tree of ids (Trace Event Format "stackFrames": each node
+    {name, parent}), with each frame's leaf node: what `gdbtrace export perfetto` attaches."""
+
+    def __init__(self):
+        self.nodes = []  # (name, parent id or None); id = index
+        self._ids = {}  # (parent id, name) -> id
+        self.by_frame = {}  # frame index -> (leaf node id, "main;...;leaf")
+
+    def add(self, stack, full=False):
+        if stack.status == "nostack":
+            return
+        parent = None
+        names = stack.names(full)
+        for name in names:
+            key = (parent, name)
+            node = self._ids.get(key)
+            if node is None:
+                node = self._ids[key] = len(self.nodes)
+                self.nodes.append((name, parent))
+            parent = node
+        if parent is not None:
+            self.by_frame[stack.frame] = (parent, ";".join(names))

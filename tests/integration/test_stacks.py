@@ -8,6 +8,8 @@ The folded file must give exactly those counts; the deep stack must start with [
 (never a made-up caller); a stack through libc must name libc's functions; a snapshot that runs
 past the end of the stack mapping must stop there (no filler bytes) and still unwind."""
 
+import collections
+import json
 import os
 import re
 import tempfile
@@ -57,8 +59,9 @@ class StacksTestCase(GdbTestCase):
         return run
 
     def test_folded_counts_of_two_paths(self):
-        folded = self.dir / "leaf.folded"
-        run = self.traced("leaf", ["gdbtrace stacks -top 3 -folded %s" % folded])
+        folded, perfetto = self.dir / "leaf.folded", self.dir / "leaf.json"
+        run = self.traced("leaf", ["gdbtrace stacks -top 3 -folded %s" % folded,
+                                   "gdbtrace export perfetto %s" % perfetto])
         self.assertOutput(run, r"1001 frames, 1001 with a stack, 3 distinct call paths")
         self.assertOutput(run, r"700\s+69\.9%\s+leaf <- common <- path_b <- main")
         self.assertOutput(run, r"300\s+30\.0%\s+leaf <- common <- path_a <- main")
@@ -73,6 +76,18 @@ class StacksTestCase(GdbTestCase):
         self.assertEqual(names[-1], "leaf")
         self.assertTrue(set(names[1:-1]) == {"deep"}, deep)
         self.assertGreater(len(names), 10)
+        # The Perfetto export carries each frame's stack: "sf" into "stackFrames", and as text.
+        trace = json.loads(perfetto.read_text())
+        events = [e for e in trace["traceEvents"] if e.get("ph") == "i"]
+        self.assertEqual(collections.Counter(e["args"].get("stack") for e in events)
+                         ["main;path_b;common;leaf"], 700)
+        nodes = trace["stackFrames"]
+        leaf = next(e for e in events if e["args"].get("stack") == "main;path_a;common;leaf")
+        chain, node = [], leaf["sf"]
+        while node is not None:
+            chain.append(nodes[node]["name"])
+            node = nodes[node].get("parent")
+        self.assertEqual(chain, ["leaf", "common", "path_a", "main"])
 
     def test_whole_deep_stack_with_a_large_snapshot(self):
         folded = self.dir / "deep.folded"
