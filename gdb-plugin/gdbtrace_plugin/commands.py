@@ -191,6 +191,21 @@ def _export_tfile(path, data):
     return counter.frames
 
 
+def _progress_line(start, what, every=2.0):
+    """A callback printing "N frames so far" at most every EVERY seconds, from the first EVERY on
+    (short exports print nothing)."""
+    state = {"next": start + every}
+
+    def progress(count):
+        now = time.monotonic()
+        if now >= state["next"]:
+            state["next"] = now + every
+            gdb.write("gdbtrace export %s: %d frames so far (%.1f s)\n" % (what, count, now - start))
+            gdb.flush()
+
+    return progress
+
+
 class ExportCommand(gdb.Command):
     """Export every trace frame to a file, decoded with the collected expressions' types.
 
@@ -244,7 +259,7 @@ collect it, frame order is used instead and the output says so."""
                 exporter = exporters.JsonlExporter(out, meta)
             else:
                 exporter = exporters.PerfettoExporter(out, meta)
-            count = exporters.export_runs(exporter, data.runs(fast=self.fast))
+            count = exporters.export_runs(exporter, data.runs(fast=self.fast), _progress_line(start, fmt))
         os.replace(tmp, path)
         gdb.write("Exported %d frames to %s (%s) in %.2f s (cpu %.2f s); %s.\n" % (
             count, path, fmt, time.monotonic() - start, time.process_time() - cpu, data.timestamps_note))

@@ -279,11 +279,14 @@ class PerfettoExporter(Exporter):
                                                      index, "," if len(args) > 2 else "", args[1:-1]))
 
 
-def export_runs(exporter, runs):
-    """Feeds every run to EXPORTER between begin() and end(); returns the number of frames."""
+def export_runs(exporter, runs, progress=None):
+    """Feeds every run to EXPORTER between begin() and end(); returns the number of frames.
+    PROGRESS, if given, is called with the frame count after each run."""
     exporter.begin()
     for run in runs:
         exporter.write_run(run)
+        if progress is not None:
+            progress(exporter.count)
     exporter.end()
     return exporter.count
 

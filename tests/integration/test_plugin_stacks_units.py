@@ -105,5 +105,43 @@ class StacksPacketTest(unittest.TestCase):
             transport.Stub(lambda p: None).stacks_chunk(0)
 
 
+class LocalFramesTest(unittest.TestCase):
+    """qGdbtrace.frames.file: the stub writes the stream into the plugin's file on the same host;
+    a stub that cannot (another host, older) is asked once, then only with packets."""
+
+    def test_local_file_read_and_removed(self):
+        stream = bytes(range(256)) * 40000  # 10 MB: several LOCAL_CHUNKs
+        seen = []
+
+        def send(packet):
+            seen.append(packet)
+            path = bytes.fromhex(packet.split(b";", 1)[1].decode()).decode()
+            self.assertEqual(Path(path).stat().st_size, 0)
+            Path(path).write_bytes(stream[5:])
+            return b"F%x" % (len(stream) - 5)
+
+        stub = transport.Stub(send)
+        chunks = list(stub.iter_stream(5))
+        self.assertEqual(b"".join(c for _, c in chunks), stream[5:])
+        self.assertEqual([o for o, _ in chunks], [5 + i * stub.LOCAL_CHUNK for i in range(len(chunks))])
+        self.assertTrue(seen[0].startswith(b"qGdbtrace.frames.file:5;"))
+        path = bytes.fromhex(seen[0].split(b";", 1)[1].decode()).decode()
+        self.assertFalse(Path(path).exists())
+
+    def test_falls_back_to_packets(self):
+        seen = []
+
+        def send(packet):
+            seen.append(packet)
+            if packet.startswith(b"qGdbtrace.frames.file:"):
+                return b"E.qGdbtrace.frames.file: No such file or directory"
+            return b"labc"
+
+        stub = transport.Stub(send)
+        self.assertEqual(list(stub.iter_stream(0)), [(0, b"abc")])
+        self.assertEqual(list(stub.iter_stream(0)), [(0, b"abc")])
+        self.assertEqual(sum(p.startswith(b"qGdbtrace.frames.file:") for p in seen), 1)
+
+
 if __name__ == "__main__":
     unittest.main()

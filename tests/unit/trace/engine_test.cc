@@ -4,6 +4,8 @@
 // breakpoints the test hits.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <asio.hpp>
 #include <random>
 
@@ -517,6 +519,36 @@ TEST_F(EngineTest, StacksPacketFraming) {
   EXPECT_EQ(send("qGdbtrace.stacks:2,1"), "l");
   EXPECT_EQ(send("qGdbtrace.stacks:9,1").substr(0, 2), "E.");
   EXPECT_EQ(send("qGdbtrace.stacks:zz").substr(0, 2), "E.");
+}
+
+// qGdbtrace.frames.file: the frame stream written into an empty file the
+// plugin made; anything but an existing, empty regular file is refused.
+TEST_F(EngineTest, FramesFileWritesOnlyIntoAnEmptyRegularFile) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  auto stream = engine->frame_bytes();
+  std::vector<uint8_t> expected(stream.begin(), stream.end());
+  char path[] = "/tmp/gdbtrace-frames-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string hexpath = hex::encode(std::string(path));
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hexpath), "F" + hex::u64(expected.size()));
+  std::vector<uint8_t> got(expected.size() + 1);
+  EXPECT_EQ(pread(fd, got.data(), got.size(), 0), ssize_t(expected.size()));
+  got.resize(expected.size());
+  EXPECT_EQ(got, expected);
+  // Now it is not empty: refused, and left as it is.
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hexpath).substr(0, 2), "E.");
+  std::string link = std::string(path) + ".link";
+  ASSERT_EQ(symlink(path, link.c_str()), 0);
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hex::encode(link)).substr(0, 2), "E.");
+  unlink(link.c_str());
+  close(fd);
+  unlink(path);
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hexpath).substr(0, 2), "E."); // gone: no create
+  EXPECT_EQ(send("qGdbtrace.frames.file:0").substr(0, 2), "E.");
+  EXPECT_EQ(send("qGdbtrace.frames.file:zz;2f").substr(0, 2), "E.");
+  EXPECT_EQ(send("qGdbtrace.frames.file:ffff;" + hexpath).substr(0, 2), "E.");
 }
 
 // gdb stops sending actions when it cannot compile one ("collect main" in
