@@ -9,7 +9,7 @@
 #   ROW stacks-<collector>-off leaf:<N>-hits <ns per hit over untraced> unit=ns_per_hit ...
 #   ROW stacks-<collector>-on  leaf:<N>-hits <ns per hit over untraced> unit=ns_per_hit extra_ns=<on - off>
 #   ROW stacks-unwind-<collector> leaf:<N>-frames <ns per frame> unit=ns_per_frame frames_per_s=<n>
-#       (qGdbtrace.stacks over every frame through gdb: fetch + unwind + symbolize + parse;
+#       (qGdbtrace.stacks over every frame through gdb: unwind + symbolize + fetch + parse;
 #        the first pass reads each module's CFI and symbols, the second finds them cached)
 set -uo pipefail
 . "$(dirname "$0")/_lib.sh"
@@ -48,10 +48,10 @@ monitor gdbtrace status
 tstop
 python
 import time
-from gdbtrace_plugin import session
+from gdbtrace_plugin import session, stacks
 stub = session.current_stub()
 for p in (1, 2):
-    t = time.monotonic(); c = sum(1 for _ in stub.iter_stacks()); dt = time.monotonic() - t
+    t = time.monotonic(); c = sum(1 for _ in stacks.parse_lines(stub.iter_stacks())); dt = time.monotonic() - t
     print("UNWOUND pass=%d frames=%d seconds=%.3f" % (p, c, dt))
 end
 gdbtrace stacks -top 2

@@ -864,14 +864,12 @@ def count_stacks(tp=None, full=False):
     check_gdbtrace(stub)
     tp_map = tracepoint_map(stub, tracepoint_defs()) if tp is not None else {}
     counts = stacks_mod.StackCounts(full=full)
-    for line in stub.iter_stacks():
-        try:
-            stack = stacks_mod.parse_stack_line(line)
-        except ValueError as e:
-            raise StubError("qGdbtrace.stacks: %s" % e)
-        if tp is not None and tp_map.get(stack.tp, stack.tp) != tp:
-            continue
-        counts.add(stack)
+    try:
+        for stack in stacks_mod.parse_lines(stub.iter_stacks()):
+            if tp is None or tp_map.get(stack.tp, stack.tp) == tp:
+                counts.add(stack)
+    except ValueError as e:
+        raise StubError("qGdbtrace.stacks: %s" % e)
     return counts
 
 
@@ -884,11 +882,11 @@ def _stack_table():
     if isinstance(stub, TfileSource) or not check_gdbtrace(stub).get("stacks"):
         return None
     table = stacks_mod.StackTable()
-    for line in stub.iter_stacks():
-        try:
-            table.add(stacks_mod.parse_stack_line(line))
-        except ValueError as e:
-            raise StubError("qGdbtrace.stacks: %s" % e)
+    try:
+        for stack in stacks_mod.parse_lines(stub.iter_stacks()):
+            table.add(stack)
+    except ValueError as e:
+        raise StubError("qGdbtrace.stacks: %s" % e)
     return table
 
 

@@ -2,8 +2,9 @@
 qGdbtrace.stacks lines, counting call paths, the folded-stack format flame
 graph tools read, and the per-frame stacks other exports attach.
 
-A line, as gdbtrace-server sends it (numbers hex):
-  F<frame> T<tracepoint> <status>[:<error>] {TAB <pc>;<function>;<module>;<file:line>}
+Lines, as gdbtrace-server sends them (numbers hex):
+  S<pc> <function>;<module>;<file:line>       names of a pc (before the first F line using it)
+  F<frame> T<tracepoint> <status>[:<error>] {TAB <pc>}
 innermost frame first; status is ok, truncated, nostack or error.
 """
 
@@ -42,7 +43,8 @@ def entry_name(entry):
     return "%s@0x%x" % (module, pc) if module else "0x%x" % pc
 
 
-def parse_stack_line(line):
+def parse_stack_line(line, symbols):
+    """A Stack from an F line; SYMBOLS: {pc: (function, module, source)} from the S lines."""
     fields = line.split("\t")
     head = fields[0].split(" ", 2)
     if len(head) != 3 or not head[0].startswith("F") or not head[1].startswith("T"):
@@ -50,11 +52,30 @@ def parse_stack_line(line):
     status, _, error = head[2].partition(":")
     entries = []
     for f in fields[1:]:
-        parts = f.split(";", 3)
-        if len(parts) != 4:
-            raise ValueError("malformed stack entry %r" % f[:80])
-        entries.append((int(parts[0], 16), parts[1], parts[2], parts[3]))
+        pc = int(f, 16)
+        names = symbols.get(pc)
+        if names is None:
+            raise ValueError("pc %s of frame %s has no S line" % (f, head[0][1:]))
+        entries.append((pc,) + names)
     return Stack(int(head[0][1:], 16), int(head[1][1:], 16), status, error, entries)
+
+
+def parse_symbol_line(line, symbols):
+    pc, _, rest = line[1:].partition(" ")
+    parts = rest.split(";", 2)
+    if len(parts) != 3:
+        raise ValueError("malformed symbol line %r" % line[:80])
+    symbols[int(pc, 16)] = tuple(parts)
+
+
+def parse_lines(lines):
+    """Stacks from the stub's lines (S and F, in order)."""
+    symbols = {}
+    for line in lines:
+        if line.startswith("S"):
+            parse_symbol_line(line, symbols)
+        else:
+            yield parse_stack_line(line, symbols)
 
 
 class StackCounts:

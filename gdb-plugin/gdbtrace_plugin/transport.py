@@ -10,7 +10,7 @@ empty reply -- exactly what gdb.RemoteTargetConnection.send_packet does).
                                plugin falls back to qGdbtrace.frames
   qGdbtrace.stacks:FIRST,COUNT -> 'm' | 'l' + one text line per trace frame from frame FIRST
                                (at most COUNT), binary-escaped; 'l': the last frame is in it
-                               (line format: stacks.parse_stack_line)
+                               (line format: stacks.py)
   qTStatus, qTfP/qTsP, qTfV/qTsV, qTP  (standard; used for the tfile header)
 """
 
@@ -156,13 +156,14 @@ class Stub:
         return [l for l in text.split("\n") if l], kind == b"l"
 
     def iter_stacks(self):
-        """Every frame's stack line, oldest frame first."""
+        """Every frame's stack lines (S and F lines, see stacks.py), oldest frame first."""
         first = 0
         while True:
             lines, last = self.stacks_chunk(first)
             yield from lines
-            first += len(lines)
-            if last or not lines:
+            frames = sum(1 for l in lines if l.startswith("F"))
+            first += frames
+            if last or not frames:
                 return
 
     # --- standard tracepoint packets ---

@@ -12,48 +12,55 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "gdb-plugin"))
 
 from gdbtrace_plugin import flamegraph, stacks, transport  # noqa: E402
 
-LEAF = "\t".join(["F0 T1 ok", "401000;leaf;prog;prog.c:3", "401100;common;prog;prog.c:8",
-                  "401200;path_a;prog;prog.c:12", "401300;main;prog;prog.c:20",
-                  "7f0000;__libc_start_call_main;libc.so.6;", "401010;_start;prog;"])
+LEAF = ["S401000 leaf;prog;prog.c:3", "S401100 common;prog;prog.c:8", "S401200 path_a;prog;prog.c:12",
+        "S401300 main;prog;prog.c:20", "S7f0000 __libc_start_call_main;libc.so.6;", "S401010 _start;prog;",
+        "F0 T1 ok\t401000\t401100\t401200\t401300\t7f0000\t401010"]
 
 
 def line(frame, status, *names):
-    return "\t".join(["F%x T1 %s" % (frame, status)] +
-                     ["%x;%s;prog;" % (0x1000 + i, n) for i, n in enumerate(names)])
+    """S lines for NAMES (pc 0x1000 + position) and the F line of a stack of them."""
+    return ["S%x %s;prog;" % (0x1000 + i, n) for i, n in enumerate(names)] + \
+        ["\t".join(["F%x T1 %s" % (frame, status)] + ["%x" % (0x1000 + i) for i in range(len(names))])]
+
+
+def parse(lines):
+    [stack] = stacks.parse_lines(lines)
+    return stack
 
 
 class StackLineTest(unittest.TestCase):
     def test_parse(self):
-        s = stacks.parse_stack_line(LEAF)
+        s = parse(LEAF)
         self.assertEqual((s.frame, s.tp, s.status, s.error), (0, 1, "ok", ""))
         self.assertEqual(s.entries[0], (0x401000, "leaf", "prog", "prog.c:3"))
         self.assertEqual(s.names(), ["main", "path_a", "common", "leaf"])
         self.assertEqual(s.names(full=True)[0], "_start")
 
     def test_truncated_and_errors_are_said(self):
-        t = stacks.parse_stack_line(line(1, "truncated", "leaf", "deep", "deep"))
+        t = parse(line(1, "truncated", "leaf", "deep", "deep"))
         self.assertEqual(t.names(), ["[truncated]", "deep", "deep", "leaf"])
-        e = stacks.parse_stack_line(line(2, "error:no CFI for 0x7f00", "leaf", "main", "weird"))
+        e = parse(line(2, "error:no CFI for 0x7f00", "leaf", "main", "weird"))
         self.assertEqual(e.error, "no CFI for 0x7f00")
         self.assertEqual(e.names()[0], "[unwind error]")  # not cut at main: the end is unknown
 
     def test_unnamed_pc(self):
-        s = stacks.parse_stack_line("F0 T1 ok\t7f0010;;libx.so;\t7f0020;;;")
+        s = parse(["S7f0010 ;libx.so;", "S7f0020 ;;", "F0 T1 ok\t7f0010\t7f0020"])
         self.assertEqual(s.names(), ["0x7f0020", "libx.so@0x7f0010"])
 
     def test_malformed(self):
-        for bad in ("", "F0 T1", "X0 T1 ok", "F0 T1 ok\t401000;leaf"):
+        for bad in ([""], ["F0 T1"], ["X0 T1 ok"], ["F0 T1 ok\t401000"], ["S401000 leaf", "F0 T1 ok\t401000"],
+                    ["F0 T1 ok\tzz"]):
             with self.assertRaises(ValueError):
-                stacks.parse_stack_line(bad)
+                parse(bad)
 
 
 class CountsTest(unittest.TestCase):
     def test_folded_and_top(self):
         counts = stacks.StackCounts()
         for i in range(3):
-            counts.add(stacks.parse_stack_line(line(i, "ok", "leaf", "common", "path_b", "main")))
-        counts.add(stacks.parse_stack_line(line(3, "ok", "leaf", "common", "path_a", "main")))
-        counts.add(stacks.parse_stack_line("F4 T1 nostack"))
+            counts.add(parse(line(i, "ok", "leaf", "common", "path_b", "main")))
+        counts.add(parse(line(3, "ok", "leaf", "common", "path_a", "main")))
+        counts.add(parse(["F4 T1 nostack"]))
         self.assertEqual(counts.folded_lines(), ["main;path_b;common;leaf 3", "main;path_a;common;leaf 1"])
         self.assertEqual(counts.frames, 5)
         self.assertEqual(counts.with_stacks, 4)
@@ -88,14 +95,15 @@ class StacksPacketTest(unittest.TestCase):
     def test_iterates_until_the_last_chunk(self):
         sent = []
         replies = {b"qGdbtrace.stacks:0,100000": b"mF0 T1 nostack\nF1 T1 nostack\n",
-                   b"qGdbtrace.stacks:2,100000": b"lF2 T1 ok\t1;a}];m;\n"}
+                   b"qGdbtrace.stacks:2,100000": b"lS1 a}];m;\nF2 T1 ok\t1\n"}
 
         def send(packet):
             sent.append(packet)
             return replies[packet]
 
         lines = list(transport.Stub(send).iter_stacks())
-        self.assertEqual(lines, ["F0 T1 nostack", "F1 T1 nostack", "F2 T1 ok\t1;a};m;"])
+        self.assertEqual(lines, ["F0 T1 nostack", "F1 T1 nostack", "S1 a};m;", "F2 T1 ok\t1"])
+        self.assertEqual(list(stacks.parse_lines(lines))[2].entries, [(1, "a}", "m", "")])
         self.assertEqual(len(sent), 2)
 
     def test_errors(self):

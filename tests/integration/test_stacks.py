@@ -110,8 +110,8 @@ class StacksTestCase(GdbTestCase):
             self.assertIn("__libc_start_main", stack)  # the callers of main, with -all
             self.assertEqual(names[0], "_start", stack)
         # The packet names the module and, with debug info, the source line.
-        self.assertOutput(run, r"received: \"[ml]F0 T1 ok\\x09[0-9a-f]+;compare_ints;bench_stacks;"
-                               r"bench_stacks\.c:\d+.*;libc\.so\.6;")
+        self.assertOutput(run, r"received: \"[ml]S[0-9a-f]+ compare_ints;bench_stacks;bench_stacks\.c:\d+\\x0a"
+                               r".*;libc\.so\.6;.*F0 T1 ok\\x09[0-9a-f]+\\x09")
 
     def test_snapshot_stops_at_the_end_of_the_stack_mapping(self):
         # 64 KiB from $sp in main's callees runs past the top of the stack: the pieces past the
