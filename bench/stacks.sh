@@ -9,8 +9,10 @@
 #   ROW stacks-<collector>-off leaf:<N>-hits <ns per hit over untraced> unit=ns_per_hit ...
 #   ROW stacks-<collector>-on  leaf:<N>-hits <ns per hit over untraced> unit=ns_per_hit extra_ns=<on - off>
 #   ROW stacks-unwind-<collector> leaf:<N>-frames <ns per frame> unit=ns_per_frame frames_per_s=<n>
-#       (qGdbtrace.stacks over every frame through gdb: unwind + symbolize + fetch + parse;
-#        the first pass reads each module's CFI and symbols, the second finds them cached)
+#       (qGdbtrace.stacks over every frame through gdb: unwind + symbolize + fetch + parse, wall;
+#        stub_frames_per_cpu_s: frames per CPU second of gdbtrace-server alone, which a loaded
+#        machine does not blur; the first pass reads each module's CFI and symbols, the second
+#        finds them cached)
 set -uo pipefail
 . "$(dirname "$0")/_lib.sh"
 
@@ -31,7 +33,7 @@ session() {
   local collector=$1 stacks=$2 port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$GDBTRACE_SERVER" --once ":$port" "$prog" 0 "$n" 1 >"$work/server.log" 2>&1 &
-  local server_pid=$!
+  server_pid=$!
   for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.1; done
   cat >"$work/session.gdb" <<GDB
 source $plugin
@@ -48,11 +50,17 @@ monitor gdbtrace status
 tstop
 python
 import time
+import os
 from gdbtrace_plugin import session, stacks
 stub = session.current_stub()
+def stub_cpu():  # utime + stime of gdbtrace-server, seconds
+    fields = open("/proc/$server_pid/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 for p in (1, 2):
-    t = time.monotonic(); c = sum(1 for _ in stacks.parse_lines(stub.iter_stacks())); dt = time.monotonic() - t
-    print("UNWOUND pass=%d frames=%d seconds=%.3f" % (p, c, dt))
+    t, cpu = time.monotonic(), stub_cpu()
+    c = sum(1 for _ in stacks.parse_lines(stub.iter_stacks()))
+    dt, dcpu = time.monotonic() - t, stub_cpu() - cpu
+    print("UNWOUND pass=%d frames=%d seconds=%.3f stub_cpu_seconds=%.3f" % (p, c, dt, dcpu))
 end
 gdbtrace stacks -top 2
 kill
@@ -84,7 +92,8 @@ for collector in ebpf ptrace; do
       for pass in 1 2; do
         line=$(grep -E "^UNWOUND pass=$pass " <<<"$out" | tail -1)
         frames=$(sed -E 's/.*frames=([0-9]+).*/\1/' <<<"$line")
-        secs=$(sed -E 's/.*seconds=([0-9.]+).*/\1/' <<<"$line")
+        secs=$(sed -E 's/.* seconds=([0-9.]+).*/\1/' <<<"$line")
+        cpu=$(sed -E 's/.*stub_cpu_seconds=([0-9.]+).*/\1/' <<<"$line")
         complete=$(grep -cE "^\s+$n\s+[0-9.]+%\s+leaf <- common <- path_b <- main$" <<<"$out")
         if [ -z "$line" ] || [ "${frames:-0}" = 0 ]; then
           bench_row "stacks-unwind-$collector-pass$pass" "leaf:$n-frames" NA unit=ns_per_frame reason=no_frames
@@ -93,7 +102,9 @@ for collector in ebpf ptrace; do
         bench_row "stacks-unwind-$collector-pass$pass" "leaf:$frames-frames" \
           "$(awk -v s="$secs" -v f="$frames" 'BEGIN { printf "%.1f", s * 1e9 / f }')" unit=ns_per_frame \
           frames_per_s="$(awk -v s="$secs" -v f="$frames" 'BEGIN { printf "%d", (s > 0) ? f / s : 0 }')" \
-          seconds="$secs" all_paths_main_path_b_common_leaf=$([ "$complete" = 1 ] && echo yes || echo no)
+          seconds="$secs" stub_cpu_seconds="$cpu" \
+          stub_frames_per_cpu_s="$(awk -v s="$cpu" -v f="$frames" 'BEGIN { printf "%d", (s > 0) ? f / s : 0 }')" \
+          all_paths_main_path_b_common_leaf=$([ "$complete" = 1 ] && echo yes || echo no)
       done
     fi
   done
