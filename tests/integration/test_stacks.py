@@ -10,7 +10,6 @@ past the end of the stack mapping must stop there (no filler bytes) and still un
 
 import collections
 import json
-import os
 import re
 import tempfile
 import unittest
@@ -141,7 +140,7 @@ class StacksTestCase(GdbTestCase):
 CHECK_SNAPSHOT = r"""
 python
 import gdb
-from gdbtrace_plugin import session, frames
+from gdbtrace_plugin import session
 stub = session.current_stub()
 status = stub.status()
 regblock = session.register_block_size(stub, status)
