@@ -70,11 +70,6 @@ Reply qtenable(TraceEngine& engine, std::string_view args, bool enable) {
   return ok_or_error(engine.set_tracepoint_enabled(ref->number, ref->address, enable));
 }
 
-Reply qtstop(TraceEngine& engine, std::string_view) {
-  engine.stop();
-  return "OK";
-}
-
 Reply qtdisconnected(TraceEngine& engine, std::string_view args) {
   auto on = parse_hex_flag(args, "QTDisconnected");
   if (!on)
@@ -251,7 +246,7 @@ std::vector<PacketRow> TraceProtocol::rows() {
       PacketRow::prefix("QTDisable:",
                         [this](const Packet& p) { return qtenable(engine_, p.args, false); }),
       PacketRow::exact("QTStart", bind(&T::qtstart)),
-      PacketRow::exact("QTStop", op(&qtstop)),
+      PacketRow::exact("QTStop", bind(&T::qtstop)),
       PacketRow::prefix("QTDisconnected:", op(&qtdisconnected)).advertise("DisconnectedTracing+"),
       PacketRow::prefix("QTFrame:", op(&qtframe)),
       PacketRow::prefix("QTBuffer:circular:", op(&qtbuffer_circular)),
@@ -296,6 +291,14 @@ Reply TraceProtocol::qtstart(const Packet&) {
   return "OK";
 }
 
+Reply TraceProtocol::qtstop(const Packet&) {
+  // The last look at the module list while the run's process surely lives.
+  if (engine_.running() && engine_.stack_bytes())
+    (void)unwinder_.refresh_modules(engine_.traced_pid());
+  engine_.stop();
+  return "OK";
+}
+
 // 'm'|'l' + one line per trace frame from FIRST, at most COUNT frames and
 // about 1 MiB ('l': the range reached the last frame), numbers in hex:
 //   F<frame> T<tracepoint> <status>[:<error>] then, innermost first, a TAB and
@@ -310,10 +313,11 @@ Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
     return error_reply(range.error());
   uint32_t regblock = engine_.report().register_block_size;
   auto bytes = engine_.frame_bytes();
-  // The process may have loaded libraries since QTStart; once it is gone the
-  // list read last is kept.
-  if (Pid pid = engine_.traced_pid(); pid > 0)
-    (void)unwinder_.refresh_modules(pid);
+  // The process may have loaded libraries since QTStart. Only during the run:
+  // afterwards the list read last (at a stop, at QTStop) is kept, and a pid
+  // reused by another process can never lend it its modules.
+  if (engine_.running() && engine_.stack_bytes())
+    (void)unwinder_.refresh_modules(engine_.traced_pid());
   FrameCursor& c = frame_cursor_;
   if (c.data != bytes.data() || c.size != bytes.size() || engine_.running() ||
       range->offset < c.frame)

@@ -46,6 +46,7 @@ private:
   Reply upload_tracepoint(bool first);
   Reply upload_tsv(bool first);
   Reply qtstart(const Packet&);
+  Reply qtstop(const Packet&);
   Reply gdbtrace_stacks(const Packet& p);
 
   TraceEngine& engine_;
