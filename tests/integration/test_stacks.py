@@ -15,7 +15,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gdbtest import GdbTestCase, available_collectors, is_stock_gdbserver, require, run_gdb
+from gdbtest import GdbTestCase, available_collectors, is_stock_gdbserver, program, require, run_gdb
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "gdb-plugin" / "gdbtrace.py"
@@ -111,6 +111,22 @@ class StacksTestCase(GdbTestCase):
         # The packet names the module and, with debug info, the source line.
         self.assertOutput(run, r"received: \"[ml]S[0-9a-f]+ compare_ints;bench_stacks;bench_stacks\.c:\d+\\x0a"
                                r".*;libc\.so\.6;.*F0 T1 ok\\x09[0-9a-f]+\\x09")
+
+    def test_gdb_bt_in_a_trace_frame_and_a_saved_tfile(self):
+        # The snapshot is ordinary 'R' + 'M' blocks: gdb's own `bt` unwinds a selected trace frame,
+        # live and from the file tsave wrote (a fresh gdb, PIE loaded where the run had it).
+        tfile = self.dir / "stacks.tf"
+        run = self.traced("leaf", ["tsave %s" % tfile, "tfind 700", "bt", "tfind none",
+                                   "info proc mappings"], until="deep")
+        bt = [r"#0  leaf \(", r"#1  0x[0-9a-f]+ in common \(", r"#2  0x[0-9a-f]+ in path_b \(",
+              r"#3  0x[0-9a-f]+ in main \("]
+        self.assertOrdered(run, bt)
+        base = re.search(r"^\s*(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x0\s+\S+\s+\S*bench_stacks$",
+                         run.output, re.M)
+        self.assertTrue(base, run.transcript())
+        again = run_gdb(["symbol-file -o %s %s" % (base.group(1), program("bench_stacks")),
+                         "target tfile %s" % tfile, "tfind 700", "bt"], connect=False)
+        self.assertOrdered(again, bt)
 
     def test_snapshot_stops_at_the_end_of_the_stack_mapping(self):
         # 64 KiB from $sp in main's callees runs past the top of the stack: the pieces past the
