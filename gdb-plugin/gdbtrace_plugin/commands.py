@@ -88,27 +88,26 @@ def format_status(status):
     if not tps:
         lines.append("No tracepoints on the stub.")
         return "\n".join(lines)
-    head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes", "cost/hit"]
+    # No cost/hit column: the stub reports no per-hit timing (bench/ measures it).
+    head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes"]
     rows = []
     for t in tps:
-        cost = _get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns")
         backend = t.get("backend") or ("-" if not running else "?")
         if t.get("enabled") is False:
             backend += " (disabled)"
         address = t.get("address", "")
         rows.append([str(t.get("number", "?")), address if isinstance(address, str) else "0x%x" % address,
                      backend, str(t.get("hits", 0)), str(t.get("frames", 0)), str(t.get("drops", 0)),
-                     str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0)),
-                     "%.2f us" % (cost / 1000.0) if isinstance(cost, (int, float)) else "n/a"])
+                     str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0))])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for t, r in zip(tps, rows):
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        note = _get(t, "note", "fallback", "reason")
-        if note:
-            lines.append("    " + str(note))
-    if all(_get(t, "cost_per_hit_ns", "per_hit_ns", "cost_ns") is None for t in tps):
-        lines.append("(cost/hit: the stub reports no per-hit timing)")
+        # Why a tracepoint is not on the preferred collector, when the stub says so: verbatim.
+        if t.get("fallback"):
+            lines.append("    " + str(t["fallback"]))
+    if status.get("stacks"):
+        lines.append("Stacks: %d bytes from $sp per hit (gdbtrace stacks, gdbtrace flamegraph)" % status["stacks"])
     return "\n".join(lines)
 
 
@@ -125,8 +124,8 @@ class StatusCommand(gdb.Command):
     """Show the trace run: backend, hits, frames, drops, errors per tracepoint, buffer use.
 
 Per tracepoint: the collector serving it (module, ebpf, ptrace), hits, frames,
-drops, errors, bytes and per-hit cost when the stub reports it; buffer use; from
-the stub's qGdbtrace.status.
+drops, errors, bytes; buffer use; the stack snapshot size when stacks are on; from
+the stub's qGdbtrace.status. (Per-hit cost is measured by bench/, not here.)
 
 Usage: gdbtrace status [-json]"""
 
@@ -192,6 +191,21 @@ def _export_tfile(path, data):
     return counter.frames
 
 
+def _progress_line(start, what, every=2.0):
+    """A callback printing "N frames so far" at most every EVERY seconds, from the first EVERY on
+    (short exports print nothing)."""
+    state = {"next": start + every}
+
+    def progress(count):
+        now = time.monotonic()
+        if now >= state["next"]:
+            state["next"] = now + every
+            gdb.write("gdbtrace export %s: %d frames so far (%.1f s)\n" % (what, count, now - start))
+            gdb.flush()
+
+    return progress
+
+
 class ExportCommand(gdb.Command):
     """Export every trace frame to a file, decoded with the collected expressions' types.
 
@@ -235,6 +249,8 @@ collect it, frame order is used instead and the output says so."""
         meta = {"timestamps": data.timestamps, "timestamps_note": data.timestamps_note,
                 "pid": data.pid(), "program": program_name(),
                 "thread_names": data.threads.names if data.threads else {}}
+        if fmt == "perfetto":
+            meta["stacks"] = _stack_table()
         tmp = path + ".part"
         with open(tmp, "w", newline="" if fmt == "csv" else None) as out:
             if fmt == "csv":
@@ -243,7 +259,7 @@ collect it, frame order is used instead and the output says so."""
                 exporter = exporters.JsonlExporter(out, meta)
             else:
                 exporter = exporters.PerfettoExporter(out, meta)
-            count = exporters.export_runs(exporter, data.runs(fast=self.fast))
+            count = exporters.export_runs(exporter, data.runs(fast=self.fast), _progress_line(start, fmt))
         os.replace(tmp, path)
         gdb.write("Exported %d frames to %s (%s) in %.2f s (cpu %.2f s); %s.\n" % (
             count, path, fmt, time.monotonic() - start, time.process_time() - cpu, data.timestamps_note))
@@ -811,8 +827,160 @@ program stops."""
         poller.start()
 
 
+# ---------------------------------------------------------------------------------------------
+# stacks / flamegraph
+
+
+def _parse_stack_args(arg, usage, options):
+    """(tracepoint number or None, {option: value}); OPTIONS: {"-top": int, "-folded": str, "-all": bool}."""
+    args = gdb.string_to_argv(arg)
+    tp, opts = None, {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in options and options[a] is bool:
+            opts[a] = True
+        elif a in options:
+            if i + 1 >= len(args):
+                raise UserError("usage: " + usage)
+            try:
+                opts[a] = options[a](args[i + 1])
+            except ValueError:
+                raise UserError("usage: " + usage)
+            i += 1
+        elif tp is None and a.isdigit():
+            tp = int(a)
+        else:
+            raise UserError("usage: " + usage)
+        i += 1
+    return tp, opts
+
+
+def count_stacks(tp=None, full=False):
+    """StackCounts over the frames of the stub's buffer (of tracepoint TP, gdb's number)."""
+    from . import stacks as stacks_mod
+
+    stub = current_stub()
+    check_gdbtrace(stub)
+    tp_map = tracepoint_map(stub, tracepoint_defs()) if tp is not None else {}
+    counts = stacks_mod.StackCounts(full=full)
+    try:
+        for stack in stacks_mod.parse_lines(stub.iter_stacks()):
+            if tp is None or tp_map.get(stack.tp, stack.tp) == tp:
+                counts.add(stack)
+    except ValueError as e:
+        raise StubError("qGdbtrace.stacks: %s" % e)
+    return counts
+
+
+def _stack_table():
+    """Every frame's stack for `gdbtrace export perfetto` when the stub records stacks
+    (`monitor gdbtrace stacks on`), else None."""
+    from . import stacks as stacks_mod
+
+    stub = current_stub()
+    if isinstance(stub, TfileSource) or not check_gdbtrace(stub).get("stacks"):
+        return None
+    table = stacks_mod.StackTable()
+    try:
+        for stack in stacks_mod.parse_lines(stub.iter_stacks()):
+            table.add(stack)
+    except ValueError as e:
+        raise StubError("qGdbtrace.stacks: %s" % e)
+    return table
+
+
+def _write_folded(path, counts):
+    with open(path + ".part", "w") as f:
+        for line in counts.folded_lines():
+            f.write(line + "\n")
+    os.replace(path + ".part", path)
+
+
+class StacksCommand(gdb.Command):
+    """Most frequent call paths at the tracepoints' hits, from the stacks the stub unwinds.
+
+Usage: gdbtrace stacks [TP] [-top N] [-folded FILE] [-all]
+  TP          only frames of tracepoint TP
+  -top N      show the N most frequent paths (default 10), with counts and shares
+  -folded F   also write every path as a folded-stack file (`main;path_a;common;leaf 300`,
+              one line per distinct path, the format flame graph tools read)
+  -all        keep the callers of main (the C runtime's start code)
+Needs `monitor gdbtrace stacks on` before tstart: each hit then records the registers and a
+stack snapshot, which gdbtrace-server unwinds with the modules' DWARF CFI (libdw). A stack the
+snapshot cannot hold entirely starts with [truncated]."""
+
+    USAGE = "gdbtrace stacks [TP] [-top N] [-folded FILE] [-all]"
+
+    def __init__(self):
+        super().__init__("gdbtrace stacks", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        from . import stacks as stacks_mod
+
+        tp, opts = _parse_stack_args(arg, self.USAGE, {"-top": int, "-folded": str, "-all": bool})
+
+        def body():
+            counts = count_stacks(tp, full=opts.get("-all", False))
+            label = "" if tp is None else " of tracepoint %d" % tp
+            gdb.write(stacks_mod.format_top(counts, opts.get("-top", 10), label))
+            if "-folded" in opts:
+                path = os.path.expanduser(opts["-folded"])
+                _write_folded(path, counts)
+                gdb.write("Wrote %d call paths (%d frames) to %s.\n" % (
+                    len(counts.paths), counts.with_stacks, path))
+
+        _wrap(body)
+
+
+class FlamegraphCommand(gdb.Command):
+    """Draw the call stacks at the tracepoints' hits as an interactive flame graph (SVG).
+
+Usage: gdbtrace flamegraph FILE.svg [TP] [-folded IN] [-all]
+  TP          only frames of tracepoint TP
+  -folded IN  draw a folded-stack file instead of the stub's frames
+  -all        keep the callers of main
+The SVG is self-contained (open it in a browser: hover for counts, click to zoom)."""
+
+    USAGE = "gdbtrace flamegraph FILE.svg [TP] [-folded IN] [-all]"
+
+    def __init__(self):
+        super().__init__("gdbtrace flamegraph", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        from . import flamegraph, stacks as stacks_mod
+
+        argv = gdb.string_to_argv(arg)
+        if not argv or argv[0].startswith("-"):
+            raise UserError("usage: " + self.USAGE)
+        path = os.path.expanduser(argv[0])
+        tp, opts = _parse_stack_args(" ".join(shlex.quote(a) for a in argv[1:]), self.USAGE,
+                                     {"-folded": str, "-all": bool})
+
+        def body():
+            if "-folded" in opts:
+                paths = stacks_mod.read_folded(os.path.expanduser(opts["-folded"]))
+                title = "Flame graph of %s" % os.path.basename(opts["-folded"])
+            else:
+                counts = count_stacks(tp, full=opts.get("-all", False))
+                if not counts.paths:
+                    raise UserError("gdbtrace flamegraph: no frame has a stack (use `monitor gdbtrace "
+                                    "stacks on` before tstart)")
+                paths = [(list(p), n) for p, n in counts.paths.items()]
+                title = "gdbtrace: %s%s" % (program_name() or "tracee",
+                                            "" if tp is None else ", tracepoint %d" % tp)
+            with open(path + ".part", "w") as f:
+                f.write(flamegraph.render_svg(paths, title))
+            os.replace(path + ".part", path)
+            gdb.write("Wrote a flame graph of %d stacks to %s.\n" % (sum(n for _, n in paths), path))
+
+        _wrap(body)
+
+
 def register():
     GdbtracePrefix()
+    StacksCommand()
+    FlamegraphCommand()
     StatusCommand()
     LiveCommand()
     ExportCommand()

@@ -215,7 +215,16 @@ class PerfettoExporter(Exporter):
             self.pid, self.pid, json.dumps(self.meta.get("program") or "tracee")))
 
     def end(self):
-        self.out.write("\n]}\n")
+        table = self.meta.get("stacks")
+        if not table or not table.by_frame:
+            self.out.write("\n]}\n")
+            return
+        # Trace Event Format: events refer to a node of "stackFrames" with "sf".
+        self.out.write('\n],"stackFrames":{')
+        self.out.write(",".join(
+            '"%d":{"name":%s%s}' % (i, json.dumps(name), "" if parent is None else ',"parent":"%d"' % parent)
+            for i, (name, parent) in enumerate(table.nodes)))
+        self.out.write("}}\n")
 
     def _thread(self, tid):
         if tid not in self._threads:
@@ -236,6 +245,8 @@ class PerfettoExporter(Exporter):
         return _finite_floats(run)
 
     def template(self, plan, has_tid):
+        if self.meta.get("stacks"):
+            return None  # each event gets its own stack: row by row
         # Rows are (index, ts, tid, values...); the event text wants ts, tid, then index and values.
         parts = ['"frame":%d']
         for leaf in plan.leaves:
@@ -258,16 +269,24 @@ class PerfettoExporter(Exporter):
         self._thread(t)
         values = [_display(leaf, v) for leaf, v in zip(plan.leaves, row[3:])]
         args = _json_object(self.json_names(plan), values)
-        self.out.write(',\n{"name":%s,"cat":"tracepoint","ph":"i","s":"t","ts":%s,"pid":%d,"tid":%d,'
-                       '"args":{"frame":%d%s%s}}' % (json.dumps(plan.label), json_value(ts), self.pid, t, index,
-                                                     "," if len(args) > 2 else "", args[1:-1]))
+        table = self.meta.get("stacks")
+        stack = table.by_frame.get(index) if table else None
+        sf = ',"sf":"%d"' % stack[0] if stack else ""
+        if stack:
+            args = args[:-1] + ("," if len(args) > 2 else "") + '"stack":%s}' % json.dumps(stack[1])
+        self.out.write(',\n{"name":%s,"cat":"tracepoint","ph":"i","s":"t","ts":%s,"pid":%d,"tid":%d%s,'
+                       '"args":{"frame":%d%s%s}}' % (json.dumps(plan.label), json_value(ts), self.pid, t, sf,
+                                                     index, "," if len(args) > 2 else "", args[1:-1]))
 
 
-def export_runs(exporter, runs):
-    """Feeds every run to EXPORTER between begin() and end(); returns the number of frames."""
+def export_runs(exporter, runs, progress=None):
+    """Feeds every run to EXPORTER between begin() and end(); returns the number of frames.
+    PROGRESS, if given, is called with the frame count after each run."""
     exporter.begin()
     for run in runs:
         exporter.write_run(run)
+        if progress is not None:
+            progress(exporter.count)
     exporter.end()
     return exporter.count
 

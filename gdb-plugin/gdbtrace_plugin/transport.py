@@ -5,11 +5,19 @@ empty reply -- exactly what gdb.RemoteTargetConnection.send_packet does).
   qGdbtrace.status          -> hex-encoded JSON
   qGdbtrace.frames:OFF,LEN  -> 'm' | 'l' + frame-stream bytes from byte OFF (hex numbers),
                                binary-escaped; 'l' marks the last chunk
+  qGdbtrace.frames.file:OFF;HEXPATH -> 'F<n>': the stream from OFF written into the empty file
+                               PATH this plugin made (same host only); else E.<why> and the
+                               plugin falls back to qGdbtrace.frames
+  qGdbtrace.stacks:FIRST,COUNT -> 'm' | 'l' + one text line per trace frame from frame FIRST
+                               (at most COUNT), binary-escaped; 'l': the last frame is in it
+                               (line format: stacks.py)
   qTStatus, qTfP/qTsP, qTfV/qTsV, qTP  (standard; used for the tfile header)
 """
 
 import binascii
 import json
+import os
+import tempfile
 
 NOT_GDBTRACE = (
     "the remote stub does not answer qGdbtrace.* packets: the gdbtrace plugin needs "
@@ -87,14 +95,75 @@ class Stub:
             raise StubError("qGdbtrace.frames: unexpected reply %r" % reply[:40])
         return unescape_binary(reply[1:]), kind == b"l"
 
+    # Chunks handed on from a local file (bounded memory for the decoder's rows).
+    LOCAL_CHUNK = 4 << 20
+    # None: not tried yet; False: the stub is on another host (or refuses): packets only.
+    _local_ok = None
+
+    def frames_local(self, offset):
+        """The frame stream from OFFSET through a file on this host (qGdbtrace.frames.file), or
+        None when the stub cannot write one here (another host, another user, an older stub).
+        One write by the stub and one read here instead of 1 MiB packets through gdb."""
+        if self._local_ok is False:
+            return None
+        directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+        fd, path = tempfile.mkstemp(prefix="gdbtrace-frames-", dir=directory)
+        try:
+            reply = self.request("qGdbtrace.frames.file:%x;%s" % (offset, binascii.hexlify(path.encode()).decode()))
+            if not reply.startswith(b"F"):
+                self._local_ok = False
+                return None
+            size = int(reply[1:], 16)
+            data = os.read(fd, size) if size else b""
+            while len(data) < size:  # os.read may return less than asked for large sizes
+                more = os.read(fd, size - len(data))
+                if not more:
+                    raise StubError("qGdbtrace.frames.file: the file holds %d of %d bytes" % (len(data), size))
+                data += more
+            self._local_ok = True
+            return data
+        finally:
+            os.close(fd)
+            os.unlink(path)
+
     def iter_stream(self, offset=0, length=None):
         """Yields (offset, bytes) chunks from OFFSET to the current end of the buffer."""
+        data = self.frames_local(offset) if length is None else None
+        if data is not None:
+            for start in range(0, len(data), self.LOCAL_CHUNK):
+                yield offset + start, data[start : start + self.LOCAL_CHUNK]
+            return
         while True:
             data, last = self.frames_chunk(offset, length)
             if data:
                 yield offset, data
                 offset += len(data)
             if last or not data:
+                return
+
+    def stacks_chunk(self, first, count=1 << 20):
+        """(lines, last): the unwound stacks of trace frames FIRST.. as text lines."""
+        reply = self.request("qGdbtrace.stacks:%x,%x" % (first, count))
+        if not reply:
+            raise StubError("the stub does not answer qGdbtrace.stacks (an older gdbtrace-server?)")
+        err = self._error_text(reply)
+        if err is not None:
+            raise StubError("qGdbtrace.stacks failed: " + err)
+        kind = reply[:1]
+        if kind not in (b"m", b"l"):
+            raise StubError("qGdbtrace.stacks: unexpected reply %r" % reply[:40])
+        text = unescape_binary(reply[1:]).decode("utf-8", "replace")
+        return [l for l in text.split("\n") if l], kind == b"l"
+
+    def iter_stacks(self):
+        """Every frame's stack lines (S and F lines, see stacks.py), oldest frame first."""
+        first = 0
+        while True:
+            lines, last = self.stacks_chunk(first)
+            yield from lines
+            frames = sum(1 for l in lines if l.startswith("F"))
+            first += frames
+            if last or not frames:
                 return
 
     # --- standard tracepoint packets ---
@@ -144,6 +213,7 @@ class TfileSource(Stub):
 
     def __init__(self, path):
         super().__init__(None)
+        self._local_ok = False  # the file is read directly
         self.path = path
         with open(path, "rb") as f:
             data = f.read()
@@ -187,6 +257,10 @@ class TfileSource(Stub):
 
     def request(self, packet):
         raise StubError("a trace file answers no packets")
+
+    def stacks_chunk(self, first, count=None):
+        raise StubError("call stacks are unwound by gdbtrace-server (it has the process's modules); "
+                        "a trace file has none -- connect to the stub that collected the frames")
 
     def status(self):
         running, fields, _ = self.trace_status()

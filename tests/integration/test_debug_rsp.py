@@ -6,8 +6,10 @@ number ("gdbserver: Invalid hex digit 122") and drops the connection on an overs
 fails are marked @stricter_than_gdbserver (skipped when GDBTRACE_SERVER is stock gdbserver)."""
 
 import re
+import tempfile
 import time
 import unittest
+from pathlib import Path
 
 from gdbtest import GdbTestCase, RspClient, Server, is_stock_gdbserver, program, run_gdb
 
@@ -137,6 +139,25 @@ class MalformedPackets(GdbTestCase):
         for packet in ["QTDP:-1:1000:E:0:0-", "QTDPsrc:", "QTFrame:zz", "QTDV:", "qTV:zz",
                        "QTDP:-1:1000:E:0:0:X2,zz"]:
             self.send(packet)
+        self.assertAlive()
+
+    @stricter_than_gdbserver("gdbtrace's own packets")
+    def test_stacks_and_frames_file_refuse_bad_input(self):
+        for packet in ["qGdbtrace.stacks:zz", "qGdbtrace.stacks:ffffffffffffffff,1", "qGdbtrace.stacks:",
+                       "qGdbtrace.frames.file:0", "qGdbtrace.frames.file:0;zz", "qGdbtrace.frames.file:;2f",
+                       "qGdbtrace.frames.file:0;" + b"relative".hex(), "qGdbtrace.frames.file:0;2f00"]:
+            self.assertTrue(self.send(packet).startswith(b"E."), packet)
+        self.assertEqual(self.send("qGdbtrace.stacks:0,ffffffffffffffff"), b"l")
+        # Only an existing, empty regular file is written: never a file with contents, never created.
+        with tempfile.TemporaryDirectory() as d:
+            kept = Path(d) / "kept"
+            kept.write_bytes(b"precious")
+            absent = Path(d) / "absent"
+            for path in (kept, absent, Path(d)):
+                reply = self.send("qGdbtrace.frames.file:0;" + str(path).encode().hex())
+                self.assertTrue(reply.startswith(b"E."), (path, reply))
+            self.assertEqual(kept.read_bytes(), b"precious")
+            self.assertFalse(absent.exists())
         self.assertAlive()
 
     @stricter_than_gdbserver("accepts QTDP:zz and QTDV: with OK")

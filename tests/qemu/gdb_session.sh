@@ -61,6 +61,31 @@ check stepi_add_ran_once "RDI: ?42$" "$sites"
 check store_site_ran "WATCHED: ?1234$" "$sites"
 check sites_collected "Collected 2 trace frames" "$sites"
 
+# Call stacks through the module (`monitor gdbtrace stacks on`): gt_loop is -O2, static, so only
+# its CFI unwinds probe_me's hits; the stub unwinds them in the guest (qGdbtrace.stacks).
+stacks=$work/gdb-stacks.out
+timeout 180 /usr/bin/gdb -nx -batch \
+  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
+  -ex "file $prog" \
+  -ex "target extended-remote 127.0.0.1:$port" \
+  -ex "set remote exec-file /bin/gt_loop" \
+  -ex "set args 50" \
+  -ex "break main" -ex "run" \
+  -ex "break done" \
+  -ex "monitor gdbtrace stacks on" \
+  -ex "trace probe_me" \
+  -ex "tstart" \
+  -ex "continue" \
+  -ex "monitor gdbtrace status" \
+  -ex "tstop" \
+  -ex "maint packet qGdbtrace.stacks:0,1" \
+  -ex "monitor gdbtrace stacks off" \
+  -ex "kill" \
+  >"$stacks" 2>&1
+echo "gdb exit $?" >>"$stacks"
+check stacks_module_backend "tracepoint 3 at 0x[0-9a-f]+: backend module" "$stacks"
+check stacks_unwound 'received: "[ml]S[0-9a-f]+ probe_me;gt_loop;.*S[0-9a-f]+ main;gt_loop;.*F0 T3 ok' "$stacks"
+
 # Tracepoints with actions need a command file (multi-line commands).
 cat >"$work/tracepoints.gdb" <<EOT
 trace probe_me

@@ -212,6 +212,8 @@ void GdbServer::on_target_event(const StopEvent& event) {
           std::to_string(event.thread.pid) + "." + std::to_string(event.thread.tid) + " signal " +
           std::to_string(event.signal) + " reason " +
           std::to_string(static_cast<int>(event.reason)));
+  if (trace_ && !is_process_exit(event))
+    trace_->on_process_stopped(event.thread.pid);
   if (filter_conditional_breakpoint(event))
     return;
   if (event.kind == StopKind::Execd) {

@@ -1,8 +1,10 @@
 #include "server/monitor.h"
 
+#include <charconv>
 #include <vector>
 
 #include "server/trace_report_format.h"
+#include "trace/stack_actions.h"
 #include "trace/trace_engine.h"
 
 namespace gdbtrace {
@@ -70,6 +72,37 @@ static std::string gdbtrace_backend(std::string_view name, TraceEngine& engine) 
          (engine.running() ? " (applies to tracepoints installed from now on)\n" : "\n");
 }
 
+// `monitor gdbtrace stacks [on [BYTES] | off]`: record BYTES of stack from
+// $sp (and the registers) at every hit, from the next tstart on.
+static std::string gdbtrace_stacks(std::string_view args, TraceEngine& engine) {
+  auto describe = [&] {
+    uint32_t n = engine.stack_bytes();
+    return n ? "stacks: on, " + std::to_string(n) + " bytes from $sp per hit" +
+                   (engine.running() ? " (from the next tstart)" : "") + "\n"
+             : std::string("stacks: off\n");
+  };
+  if (args.empty())
+    return describe();
+  if (args == "off") {
+    (void)engine.set_stack_bytes(0);
+    return describe();
+  }
+  if (!args.starts_with("on") || (args.size() > 2 && args[2] != ' '))
+    return "gdbtrace: use: monitor gdbtrace stacks on [BYTES] | off\n";
+  std::string_view bytes = trim_spaces(args.substr(2));
+  uint64_t n = kDefaultStackBytes;
+  if (!bytes.empty()) {
+    auto [end, ec] = std::from_chars(bytes.data(), bytes.data() + bytes.size(), n);
+    if (ec != std::errc() || end != bytes.data() + bytes.size())
+      return "gdbtrace: stacks: '" + std::string(bytes) + "' is not a number of bytes\n";
+  }
+  if (n > kMaxStackBytes) // set_stack_bytes takes 32 bits
+    n = uint64_t(kMaxStackBytes) + 1;
+  if (auto r = engine.set_stack_bytes(uint32_t(n)); !r)
+    return "gdbtrace: stacks: " + r.error().message + "\n";
+  return describe();
+}
+
 // `monitor gdbtrace ...`; nullopt when COMMAND is not one (e.g. "gdbtracex").
 static std::optional<std::string> gdbtrace_command(std::string_view command, TraceEngine& engine) {
   std::string_view s = trim_spaces(command);
@@ -83,8 +116,11 @@ static std::optional<std::string> gdbtrace_command(std::string_view command, Tra
     return gdbtrace_backend(trim_spaces(s.substr(7)), engine);
   if (s == "status")
     return format_report_text(engine.report());
+  if (s.starts_with("stacks") && (s.size() == 6 || s[6] == ' '))
+    return gdbtrace_stacks(trim_spaces(s.substr(6)), engine);
   return std::string("gdbtrace: unknown command; use: monitor gdbtrace backend "
-                     "[NAME|auto] | monitor gdbtrace status\n");
+                     "[NAME|auto] | monitor gdbtrace status | monitor gdbtrace stacks "
+                     "on [BYTES] | off\n");
 }
 
 MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {

@@ -1,10 +1,18 @@
 #include "server/trace_protocol.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unordered_set>
 
 #include "common/hex.h"
 #include "server/trace_report_format.h"
 #include "server/trace_requests.h"
+#include "trace/frame.h"
 
 namespace gdbtrace {
 
@@ -60,15 +68,6 @@ Reply qtenable(TraceEngine& engine, std::string_view args, bool enable) {
   if (!ref)
     return error_reply(ref.error());
   return ok_or_error(engine.set_tracepoint_enabled(ref->number, ref->address, enable));
-}
-
-Reply qtstart(TraceEngine& engine, std::string_view) {
-  return ok_or_error(engine.start());
-}
-
-Reply qtstop(TraceEngine& engine, std::string_view) {
-  engine.stop();
-  return "OK";
 }
 
 Reply qtdisconnected(TraceEngine& engine, std::string_view args) {
@@ -175,6 +174,52 @@ Reply gdbtrace_frames(TraceEngine& engine, std::string_view args) {
   return out;
 }
 
+// qGdbtrace.frames.file:OFF;HEXPATH -> F<bytes written> | E.<why>
+// The frame stream from OFF written into PATH, an empty file the plugin made
+// on the same host (it reads and deletes it): a local bulk read costs one
+// write and one read instead of 1 MiB packets through gdb, which move about
+// 20 MB/s. A stub on another host has no such file and refuses; the plugin
+// then reads with qGdbtrace.frames. Only an existing, empty regular file is
+// written (no create, no symlink), so the packet cannot replace a file's
+// contents (vFile:open can already create files; this stays narrower).
+Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
+  size_t semi = args.find(';');
+  std::optional<uint64_t> off =
+      semi == std::string_view::npos ? std::nullopt : hex::parse_u64(args.substr(0, semi));
+  std::string path;
+  if (!off || !hex::decode_string(args.substr(semi + 1), path) || path.empty() || path[0] != '/' ||
+      path.find('\0') != std::string::npos)
+    return "E.qGdbtrace.frames.file: want qGdbtrace.frames.file:OFF;HEXPATH";
+  uint64_t offset = *off;
+  auto bytes = engine.frame_bytes();
+  if (offset > bytes.size())
+    return "E.qGdbtrace.frames.file offset beyond the trace data";
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return "E.qGdbtrace.frames.file: " + std::string(std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0) {
+    ::close(fd);
+    return "E.qGdbtrace.frames.file: not an empty regular file";
+  }
+  const uint8_t* p = bytes.data() + offset;
+  size_t left = bytes.size() - offset;
+  while (left) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      return "E.qGdbtrace.frames.file: " + std::string(std::strerror(err));
+    }
+    p += n;
+    left -= size_t(n);
+  }
+  ::close(fd);
+  return "F" + hex::u64(bytes.size() - offset);
+}
+
 } // namespace
 
 std::vector<PacketRow> TraceProtocol::rows() {
@@ -200,8 +245,8 @@ std::vector<PacketRow> TraceProtocol::rows() {
           .advertise("EnableDisableTracepoints+"),
       PacketRow::prefix("QTDisable:",
                         [this](const Packet& p) { return qtenable(engine_, p.args, false); }),
-      PacketRow::exact("QTStart", op(&qtstart)),
-      PacketRow::exact("QTStop", op(&qtstop)),
+      PacketRow::exact("QTStart", bind(&T::qtstart)),
+      PacketRow::exact("QTStop", bind(&T::qtstop)),
       PacketRow::prefix("QTDisconnected:", op(&qtdisconnected)).advertise("DisconnectedTracing+"),
       PacketRow::prefix("QTFrame:", op(&qtframe)),
       PacketRow::prefix("QTBuffer:circular:", op(&qtbuffer_circular)),
@@ -229,7 +274,91 @@ std::vector<PacketRow> TraceProtocol::rows() {
       PacketRow::exact("qTMinFTPILen", [](const Packet&) { return Reply("1"); }),
       PacketRow::exact("qGdbtrace.status", op(&gdbtrace_status)),
       PacketRow::prefix("qGdbtrace.frames:", op(&gdbtrace_frames)).binary(),
+      PacketRow::prefix("qGdbtrace.frames.file:", op(&gdbtrace_frames_file)),
+      PacketRow::prefix("qGdbtrace.stacks:", bind(&T::gdbtrace_stacks)).binary(),
   };
+}
+
+Reply TraceProtocol::qtstart(const Packet&) {
+  auto started = engine_.start();
+  if (!started)
+    return error_reply(started.error());
+  // The module list is read now, while the process lives: its frames may be
+  // unwound after it exited. Without one, stacks answer with the reason.
+  if (engine_.stack_bytes())
+    if (auto r = unwinder_.refresh_modules(engine_.traced_pid()); !r && console_)
+      console_("gdbtrace: stacks: " + r.error().message + "\n");
+  return "OK";
+}
+
+Reply TraceProtocol::qtstop(const Packet&) {
+  // The last look at the module list while the run's process surely lives.
+  if (engine_.running() && engine_.stack_bytes())
+    (void)unwinder_.refresh_modules(engine_.traced_pid());
+  engine_.stop();
+  return "OK";
+}
+
+// 'm'|'l' + one line per trace frame from FIRST, at most COUNT frames and
+// about 1 MiB ('l': the range reached the last frame), numbers in hex:
+//   F<frame> T<tracepoint> <status>[:<error>] then, innermost first, a TAB and
+//   the pc of each frame of the stack;
+//   S<pc> <function>;<module>;<file:line>   before the first F line using a pc
+//   (once per reply).
+// status: ok (outermost frame reached), truncated (the snapshot ended),
+// nostack (no registers in the frame), error.
+Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
+  auto range = parse_byte_range(p.args, "qGdbtrace.stacks: want qGdbtrace.stacks:FIRST,COUNT");
+  if (!range)
+    return error_reply(range.error());
+  uint32_t regblock = engine_.report().register_block_size;
+  auto bytes = engine_.frame_bytes();
+  // The process may have loaded libraries since QTStart. Only during the run:
+  // afterwards the list read last (at a stop, at QTStop) is kept, and a pid
+  // reused by another process can never lend it its modules.
+  if (engine_.running() && engine_.stack_bytes())
+    (void)unwinder_.refresh_modules(engine_.traced_pid());
+  FrameCursor& c = frame_cursor_;
+  if (c.data != bytes.data() || c.size != bytes.size() || engine_.running() ||
+      range->offset < c.frame)
+    c = FrameCursor{bytes.data(), bytes.size(), 0, 0};
+  while (c.frame < range->offset && c.offset < bytes.size()) {
+    c.offset += FrameView(bytes.subspan(c.offset), regblock).total_size();
+    ++c.frame;
+  }
+  if (c.offset >= bytes.size())
+    return range->offset == c.frame ? Reply("l")
+                                    : Reply("E.qGdbtrace.stacks frame beyond the trace data");
+  std::string out = "m";
+  std::unordered_set<uint64_t> named;
+  for (uint64_t n = 0; n < range->length && c.offset < bytes.size() && out.size() < kMaxFramesChunk;
+       ++n) {
+    FrameView view(bytes.subspan(c.offset), regblock);
+    size_t size = std::min<size_t>(view.total_size(), bytes.size() - c.offset);
+    UnwoundStack stack = unwinder_.unwind(bytes.subspan(c.offset, size), regblock);
+    // Each pc's names once per reply ('S' line before the first frame using it):
+    // stacks repeat, and the reply crosses gdb's packet path (~20 MB/s).
+    for (const auto& e : stack.entries)
+      if (named.insert(e.pc).second)
+        out += "S" + hex::u64(e.pc) + " " + e.function + ";" + e.module + ";" + e.source + "\n";
+    out += "F" + hex::u64(c.frame) + " T" + hex::u64(view.tp_number()) + " " +
+           stack_status_word(stack.status);
+    if (!stack.error.empty())
+      out += ":" + stack.error;
+    for (const auto& e : stack.entries)
+      out += "\t" + hex::u64(e.pc);
+    out += "\n";
+    c.offset += size;
+    ++c.frame;
+  }
+  if (c.offset >= bytes.size())
+    out[0] = 'l';
+  return out;
+}
+
+void TraceProtocol::on_process_stopped(int pid) {
+  if (engine_.running() && engine_.stack_bytes() && pid == engine_.traced_pid())
+    (void)unwinder_.refresh_modules(pid);
 }
 
 void TraceProtocol::reset_cursors() {

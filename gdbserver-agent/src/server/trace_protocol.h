@@ -15,6 +15,7 @@
 
 #include "server/packet_table.h"
 #include "trace/trace_engine.h"
+#include "unwind/stack_unwinder.h"
 
 namespace gdbtrace {
 
@@ -31,6 +32,12 @@ public:
   // A new connection starts with no upload in progress.
   void reset_cursors();
 
+  // The target stopped a thread of PID (any event but its exit). With stacks
+  // on, the module list is read again: libraries the run's frames may come
+  // from load at such stops (gdb's shared-library event breakpoint), and a
+  // process that exits takes its /proc/PID/maps with it.
+  void on_process_stopped(int pid);
+
 private:
   // The packets that touch protocol state (the rest are free functions over
   // the engine, in trace_protocol.cc).
@@ -38,6 +45,9 @@ private:
   Reply qtdp(const Packet& p);
   Reply upload_tracepoint(bool first);
   Reply upload_tsv(bool first);
+  Reply qtstart(const Packet&);
+  Reply qtstop(const Packet&);
+  Reply gdbtrace_stacks(const Packet& p);
 
   TraceEngine& engine_;
   std::function<void(const std::string&)> console_;
@@ -49,6 +59,15 @@ private:
     bool header_sent = false;
     size_t action = 0, step = 0, source = 0;
   } tp_cursor_;
+  // qGdbtrace.stacks: the unwinder (module list cached from QTStart on, so
+  // frames unwind after the process exited) and where the last reply ended,
+  // so a bulk read walks the frame stream once.
+  StackUnwinder unwinder_;
+  struct FrameCursor {
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    uint64_t frame = 0, offset = 0;
+  } frame_cursor_;
   // qTfV/qTsV: the next variable to upload.
   struct TsvCursor {
     std::vector<TsvDefinition> snapshot;

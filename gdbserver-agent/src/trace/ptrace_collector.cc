@@ -163,7 +163,8 @@ private:
         std::vector<uint8_t> bytes(m->length);
         auto got = target_.read_memory(pid, addr, bytes);
         if (!got || *got == 0) {
-          ++stats_[tp.number].errors; // like gdbserver: an unreadable range is skipped
+          if (!m->stack)                // a stack piece past the mapping's end is expected
+            ++stats_[tp.number].errors; // like gdbserver: an unreadable range is skipped
           continue;
         }
         bytes.resize(*got);

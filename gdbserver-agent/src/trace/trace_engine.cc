@@ -5,6 +5,7 @@
 
 #include "common/hex.h"
 #include "trace/frame.h"
+#include "trace/stack_actions.h"
 #include "trace/trace_engine_impl.h"
 
 namespace gdbtrace {
@@ -176,7 +177,11 @@ const TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) con
 }
 
 Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
-  const Tracepoint& tp = entry.tp;
+  // With stacks on, collectors see the tracepoint with the stack snapshot
+  // actions added; gdb's definition (upload, re-definition checks) stays as sent.
+  const Tracepoint effective =
+      stack_bytes ? with_stack_actions(entry.tp, stack_bytes) : Tracepoint{};
+  const Tracepoint& tp = stack_bytes ? effective : entry.tp;
   std::string why_not;
   for (auto& c : collectors) {
     if (!preferred_backend.empty() && c->name() != preferred_backend)

@@ -126,6 +126,13 @@ public:
   // nullopt: the default size.
   Result<void> set_buffer_size(std::optional<uint64_t> size);
   void set_notes(const TraceNotes& notes);
+  // `monitor gdbtrace stacks on BYTES | off` (0): from the next install on,
+  // every hit also records the registers and BYTES of stack from $sp
+  // (trace/stack_actions.h).
+  Result<void> set_stack_bytes(uint32_t bytes);
+  uint32_t stack_bytes() const;
+  // The process of the current (or last) run; -1 before any run.
+  Pid traced_pid() const;
 
   // --- what gdb reads back ---
   // Drains the collectors first (and applies a stop they asked for), so the

@@ -124,6 +124,7 @@ struct TraceEngine::Impl : TraceContext {
   std::string stop_text;
   uint32_t stop_tp = 0;
   bool disconnected_tracing = false;
+  uint32_t stack_bytes = 0; // `monitor gdbtrace stacks`: 0 = off
   int64_t start_time = 0, stop_time = 0;
   std::string user, notes, stop_note;
 };

@@ -7,6 +7,7 @@
 
 #include "common/hex.h"
 #include "trace/frame.h"
+#include "trace/stack_actions.h"
 #include "trace/trace_engine_impl.h"
 
 namespace gdbtrace {
@@ -293,6 +294,24 @@ void TraceEngine::set_notes(const TraceNotes& n) {
     impl_->stop_note = *n.tstop;
 }
 
+Result<void> TraceEngine::set_stack_bytes(uint32_t bytes) {
+  if (bytes) {
+    auto checked = check_stack_bytes(bytes);
+    if (!checked)
+      return checked.error();
+  }
+  impl_->stack_bytes = bytes;
+  return ok();
+}
+
+uint32_t TraceEngine::stack_bytes() const {
+  return impl_->stack_bytes;
+}
+
+Pid TraceEngine::traced_pid() const {
+  return impl_->traced_pid;
+}
+
 // ---------------------------------------------------------------- reading back
 
 // Counts are kept per tracepoint number: every location of a number shows them.
@@ -324,6 +343,7 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.buffer_used = buffer.used();
   r.frames_discarded = buffer.frames_discarded();
   r.register_block_size = register_block_size();
+  r.stack_bytes = stack_bytes;
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
   return r;

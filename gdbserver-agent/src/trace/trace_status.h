@@ -42,6 +42,7 @@ struct TraceReport {
   TraceStatus status;
   uint64_t buffer_used = 0, frames_discarded = 0;
   uint32_t register_block_size = 0;
+  uint32_t stack_bytes = 0; // `monitor gdbtrace stacks`: bytes from $sp per hit, 0 = off
   std::vector<TracepointReport> tracepoints; // definition order
 };
 

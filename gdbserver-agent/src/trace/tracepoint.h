@@ -35,6 +35,10 @@ struct CollectMemory { // 'M' basereg,offset,len — basereg -1 = absolute
   int basereg = -1;
   int64_t offset = 0;
   uint32_t length = 0;
+  // Added by the engine for `monitor gdbtrace stacks on`, not by gdb: a piece
+  // of the stack snapshot at $sp. Past the end of the stack mapping it cannot
+  // be read, which ends the snapshot there and is not an evaluation error.
+  bool stack = false;
 };
 struct CollectExpr { // 'X' len,bytes — trace/trace_quick/tracenz/tracev inside
   AgentExpr expr;

@@ -4,6 +4,8 @@
 // breakpoints the test hits.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <asio.hpp>
 #include <random>
 
@@ -463,6 +465,90 @@ TEST_F(EngineTest, StatusJsonAndMonitor) {
   EXPECT_NE(monitor("gdbtrace backend nosuch").find("no backend 'nosuch'"), std::string::npos);
   EXPECT_NE(monitor("gdbtrace frob").find("gdbtrace: unknown command"), std::string::npos);
   EXPECT_NE(monitor("gdbtracex").find("error: Unknown gdbtrace command"), std::string::npos);
+}
+
+// `monitor gdbtrace stacks on BYTES`: every hit also records the registers
+// and the stack from $sp as ordinary 'R' and 'M' blocks, cut where the memory
+// ends (no error, no filler); gdb's definition, as uploaded, is unchanged.
+TEST_F(EngineTest, StacksAddRegistersAndSnapshotFromSp) {
+  EXPECT_EQ(monitor("gdbtrace stacks"), "stacks: off\n");
+  EXPECT_NE(monitor("gdbtrace stacks on 10").find("must be 256..65536"), std::string::npos);
+  EXPECT_NE(monitor("gdbtrace stacks on lots").find("not a number"), std::string::npos);
+  EXPECT_EQ(monitor("gdbtrace stacks on 1024"), "stacks: on, 1024 bytes from $sp per hit\n");
+  RegisterBlock regs = make_regs(0x401000);
+  uint64_t sp = regs.get_u64(GT_RSP);
+  std::vector<uint8_t> stack(700);
+  for (size_t i = 0; i < stack.size(); ++i)
+    stack[i] = uint8_t(i * 7);
+  target.poke(sp, stack.data(), stack.size()); // the "mapping" ends 700 bytes above $sp
+  define({"QTinit", "QTDP:1:401000:E:0:0", "QTStart"});
+  target.hit(0x401000, regs);
+  EXPECT_EQ(send("qTfP"), "T1:401000:E:0:0");
+  EXPECT_EQ(send("qTsP"), "l"); // no actions of ours in gdb's definition
+
+  auto frame = engine->frame_bytes();
+  FrameView view(frame, GT_REGBLOCK_SIZE_AVX);
+  ASSERT_TRUE(view.registers());
+  std::vector<uint8_t> snapshot;
+  uint64_t next = sp;
+  view.for_each([&](const FrameBlock& b) {
+    if (b.type == GT_TFRAME_MEM) {
+      EXPECT_EQ(b.address, next);
+      snapshot.insert(snapshot.end(), b.data, b.data + b.length);
+      next += b.length;
+    }
+    return true;
+  });
+  EXPECT_EQ(snapshot, stack);
+  std::string json;
+  ASSERT_TRUE(hex::decode_string(send("qGdbtrace.status"), json));
+  EXPECT_NE(json.find("\"stacks\":1024"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"errors\":0"), std::string::npos) << json; // the cut is no error
+  EXPECT_NE(monitor("gdbtrace status").find("stacks: on, 1024 bytes"), std::string::npos);
+  EXPECT_EQ(monitor("gdbtrace stacks off"), "stacks: off\n");
+}
+
+TEST_F(EngineTest, StacksPacketFraming) {
+  define({"QTinit", "QTDP:1:401000:E:0:0", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  target.hit(0x401000, make_regs(0x401000));
+  // Stacks were off: the frames have no registers, and say so.
+  EXPECT_EQ(send("qGdbtrace.stacks:0,1"), "mF0 T1 nostack\n");
+  EXPECT_EQ(send("qGdbtrace.stacks:1,5"), "lF1 T1 nostack\n");
+  EXPECT_EQ(send("qGdbtrace.stacks:0,10"), "lF0 T1 nostack\nF1 T1 nostack\n");
+  EXPECT_EQ(send("qGdbtrace.stacks:2,1"), "l");
+  EXPECT_EQ(send("qGdbtrace.stacks:9,1").substr(0, 2), "E.");
+  EXPECT_EQ(send("qGdbtrace.stacks:zz").substr(0, 2), "E.");
+}
+
+// qGdbtrace.frames.file: the frame stream written into an empty file the
+// plugin made; anything but an existing, empty regular file is refused.
+TEST_F(EngineTest, FramesFileWritesOnlyIntoAnEmptyRegularFile) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  auto stream = engine->frame_bytes();
+  std::vector<uint8_t> expected(stream.begin(), stream.end());
+  char path[] = "/tmp/gdbtrace-frames-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string hexpath = hex::encode(std::string(path));
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hexpath), "F" + hex::u64(expected.size()));
+  std::vector<uint8_t> got(expected.size() + 1);
+  EXPECT_EQ(pread(fd, got.data(), got.size(), 0), ssize_t(expected.size()));
+  got.resize(expected.size());
+  EXPECT_EQ(got, expected);
+  // Now it is not empty: refused, and left as it is.
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hexpath).substr(0, 2), "E.");
+  std::string link = std::string(path) + ".link";
+  ASSERT_EQ(symlink(path, link.c_str()), 0);
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hex::encode(link)).substr(0, 2), "E.");
+  unlink(link.c_str());
+  close(fd);
+  unlink(path);
+  EXPECT_EQ(send("qGdbtrace.frames.file:0;" + hexpath).substr(0, 2), "E."); // gone: no create
+  EXPECT_EQ(send("qGdbtrace.frames.file:0").substr(0, 2), "E.");
+  EXPECT_EQ(send("qGdbtrace.frames.file:zz;2f").substr(0, 2), "E.");
+  EXPECT_EQ(send("qGdbtrace.frames.file:ffff;" + hexpath).substr(0, 2), "E.");
 }
 
 // gdb stops sending actions when it cannot compile one ("collect main" in

@@ -1,0 +1,167 @@
+"""Call stacks of trace frames (no gdb import): parsing the stub's
+qGdbtrace.stacks lines, counting call paths, the folded-stack format flame
+graph tools read, and the per-frame stacks other exports attach.
+
+Lines, as gdbtrace-server sends them (numbers hex):
+  S<pc> <function>;<module>;<file:line>       names of a pc (before the first F line using it)
+  F<frame> T<tracepoint> <status>[:<error>] {TAB <pc>}
+innermost frame first; status is ok, truncated, nostack or error.
+"""
+
+import collections
+
+TRUNCATED = "[truncated]"
+UNWIND_ERROR = "[unwind error]"
+
+
+class Stack:
+    __slots__ = ("frame", "tp", "status", "error", "entries")
+
+    def __init__(self, frame, tp, status, error, entries):
+        self.frame, self.tp, self.status, self.error, self.entries = frame, tp, status, error, entries
+
+    def names(self, full=False):
+        """Function names, outermost first. Unless FULL, callers of `main` (the C
+        runtime's start code) are left out. A stack that did not reach its
+        outermost frame starts with [truncated] (or [unwind error]): what is
+        missing is said, never guessed."""
+        names = [entry_name(e) for e in reversed(self.entries)]
+        if not full and self.status == "ok" and "main" in names:
+            names = names[names.index("main"):]
+        if self.status == "truncated":
+            names.insert(0, TRUNCATED)
+        elif self.status == "error":
+            names.insert(0, UNWIND_ERROR)
+        return names
+
+
+def entry_name(entry):
+    """One frame's name: the function, else module+offset-free pc."""
+    pc, function, module, _source = entry
+    if function:
+        return function
+    return "%s@0x%x" % (module, pc) if module else "0x%x" % pc
+
+
+def parse_stack_line(line, symbols):
+    """A Stack from an F line; SYMBOLS: {pc: (function, module, source)} from the S lines."""
+    fields = line.split("\t")
+    head = fields[0].split(" ", 2)
+    if len(head) != 3 or not head[0].startswith("F") or not head[1].startswith("T"):
+        raise ValueError("malformed stack line %r" % line[:80])
+    status, _, error = head[2].partition(":")
+    entries = []
+    for f in fields[1:]:
+        pc = int(f, 16)
+        names = symbols.get(pc)
+        if names is None:
+            raise ValueError("pc %s of frame %s has no S line" % (f, head[0][1:]))
+        entries.append((pc,) + names)
+    return Stack(int(head[0][1:], 16), int(head[1][1:], 16), status, error, entries)
+
+
+def parse_symbol_line(line, symbols):
+    pc, _, rest = line[1:].partition(" ")
+    parts = rest.split(";", 2)
+    if len(parts) != 3:
+        raise ValueError("malformed symbol line %r" % line[:80])
+    symbols[int(pc, 16)] = tuple(parts)
+
+
+def parse_lines(lines):
+    """Stacks from the stub's lines (S and F, in order)."""
+    symbols = {}
+    for line in lines:
+        if line.startswith("S"):
+            parse_symbol_line(line, symbols)
+        else:
+            yield parse_stack_line(line, symbols)
+
+
+class StackCounts:
+    """Call paths (outermost first) counted over frames."""
+
+    def __init__(self, full=False):
+        self.full = full
+        self.paths = collections.Counter()
+        self.frames = 0
+        self.by_status = collections.Counter()
+
+    def add(self, stack):
+        self.frames += 1
+        self.by_status[stack.status] += 1
+        if stack.status == "nostack":
+            return
+        self.paths[tuple(stack.names(self.full))] += 1
+
+    @property
+    def with_stacks(self):
+        return sum(self.paths.values())
+
+    def folded_lines(self):
+        """`main;path_a;common;leaf 300`, one line per distinct path, most frequent first."""
+        return ["%s %d" % (";".join(p), n) for p, n in
+                sorted(self.paths.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+    def top(self, n):
+        total = self.with_stacks or 1
+        return [(count, 100.0 * count / total, path)
+                for path, count in sorted(self.paths.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def format_top(counts, n, tp_label=""):
+    lines = []
+    total = counts.with_stacks
+    lines.append("%d frames%s, %d with a stack, %d distinct call paths" % (
+        counts.frames, tp_label, total, len(counts.paths)))
+    notes = []
+    for status in ("truncated", "error", "nostack"):
+        if counts.by_status.get(status):
+            notes.append("%d %s" % (counts.by_status[status], {
+                "truncated": "truncated (the stack was deeper than the snapshot)",
+                "error": "not unwound (no CFI for a pc)",
+                "nostack": "without a stack snapshot (monitor gdbtrace stacks on, then tstart)",
+            }[status]))
+    if notes:
+        lines.append("  " + "; ".join(notes))
+    for count, share, path in counts.top(n):
+        lines.append("%8d  %5.1f%%  %s" % (count, share, " <- ".join(reversed(path))))
+    return "\n".join(lines) + "\n"
+
+
+def read_folded(path):
+    """[(frames outermost first, count)] from a folded-stack file."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            stack, _, count = line.rpartition(" ")
+            out.append((stack.split(";"), int(count)))
+    return out
+
+
+class StackTable:
+    """Stacks of many frames as a tree of ids (Trace Event Format "stackFrames": each node
+    {name, parent}), with each frame's leaf node: what `gdbtrace export perfetto` attaches."""
+
+    def __init__(self):
+        self.nodes = []  # (name, parent id or None); id = index
+        self._ids = {}  # (parent id, name) -> id
+        self.by_frame = {}  # frame index -> (leaf node id, "main;...;leaf")
+
+    def add(self, stack, full=False):
+        if stack.status == "nostack":
+            return
+        parent = None
+        names = stack.names(full)
+        for name in names:
+            key = (parent, name)
+            node = self._ids.get(key)
+            if node is None:
+                node = self._ids[key] = len(self.nodes)
+                self.nodes.append((name, parent))
+            parent = node
+        if parent is not None:
+            self.by_frame[stack.frame] = (parent, ";".join(names))
