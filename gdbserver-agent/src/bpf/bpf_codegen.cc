@@ -9,6 +9,7 @@
 #include "abi/tframe.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
+#include "bpf/bpf_rings.h"
 
 namespace gdbtrace::bpf {
 namespace {
@@ -20,8 +21,9 @@ constexpr int16_t kKey = -24;     // u32 map key for lookups; also scratch
 constexpr int16_t kErrCond = -32; // 1 when the error happened in the condition
 constexpr int16_t kAddr = -40;    // address of the memory block being collected
 constexpr int16_t kWake = -48;    // 1: this frame must wake the reader (pass count reached)
-constexpr int16_t kStackBase = -56;
-constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 57
+constexpr int16_t kRing = -56;    // this CPU's ring buffer (map pointer from the ring array)
+constexpr int16_t kStackBase = -64;
+constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 56
 int16_t slot(uint32_t i) {
   return int16_t(kStackBase - 8 * int(i));
 }
@@ -34,6 +36,8 @@ constexpr int32_t kMemHeader = GT_TFRAME_MEM_HEADER;
 constexpr int16_t kMemAddr = GT_TFRAME_MEM_ADDR_OFFSET;
 constexpr int16_t kMemLen = GT_TFRAME_MEM_LEN_OFFSET;
 constexpr int32_t kTsvBlock = GT_TFRAME_TSV_SIZE;
+// Every record starts with its stamp (bpf_rings.h); the frame follows it.
+constexpr int16_t kFrame = kRecordStamp;
 
 const char* op_name(uint8_t op) {
   const char* n = ax_op_name(op);
@@ -86,6 +90,7 @@ private:
   void skip_resumed_thread();
   Result<void> condition();
   void count_hit_and_reserve();
+  void reserve_record(int fail_label);
   Result<void> action(const TraceAction& a);
   void finish_frame();
   void error_paths();
@@ -165,7 +170,7 @@ Result<Program> Generator::run() {
   if (out_.frame_max > kMaxFrameSize)
     return refuse("a frame would need " + std::to_string(out_.frame_max) + " bytes (limit " +
                   std::to_string(kMaxFrameSize) + ")");
-  a_.patch(reserve_at_, mov64_imm(R2, int32_t(out_.frame_max)));
+  a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + out_.frame_max)));
   if (!a_.finish(out_.insns))
     return refuse("generated program too large (jump out of range)");
   return std::move(out_);
@@ -217,10 +222,14 @@ Result<void> Generator::condition() {
 // Count the hit (condition true); beyond the pass count collect nothing: the
 // engine stops the run when it sees the pass-count-th frame.
 void Generator::count_hit_and_reserve() {
-  a_.emit(mov64_imm(R1, 1));
-  a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
   a_.emit(st_imm(BPF_DW, R10, kWake, 0));
-  if (tp_.pass_count > 0) {
+  if (tp_.pass_count == 0) {
+    // No pass count: count in this CPU's stats slot, so threads hitting the
+    // tracepoint on several CPUs do not bounce the control slot's cache line.
+    stats_add(offsetof(StatsSlot, hits));
+  } else {
+    a_.emit(mov64_imm(R1, 1));
+    a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
     // Past the pass count the tracepoint is retired: take the hit back out of
     // the count (gdb's "already hit N times" stops at the pass count) and leave.
     int counting = a_.new_label(), retired = a_.new_label();
@@ -250,16 +259,32 @@ void Generator::count_hit_and_reserve() {
     a_.emit(st_imm(BPF_DW, R1, 0, 1));
     a_.bind(not_last);
   }
-  // The reservation size is patched in finish_frame() once the actions are known.
+  reserve_record(drop_);
+  a_.emit(mov64_imm(R8, kFrame + kHeader));
+  a_.emit(st_imm(BPF_H, R7, kFrame, int32_t(tp_.number & 0xffff))); // header: u16 tracepoint
+}
+
+// r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
+// stamped with the time; FAIL_LABEL when the ring is full. The reservation size
+// is patched in run() once the actions are known.
+void Generator::reserve_record(int fail_label) {
+  a_.emit(call(BPF_FUNC_get_smp_processor_id));
+  a_.emit(stx(BPF_W, R10, kKey, R0));
   a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
-  reserve_at_ = a_.size(); // r2 = frame size, patched in run() once the actions are known
+  a_.emit(mov64_reg(R2, R10));
+  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
+  a_.emit(call(BPF_FUNC_map_lookup_elem));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
+  a_.emit(stx(BPF_DW, R10, kRing, R0));
+  a_.emit(mov64_reg(R1, R0));
+  reserve_at_ = a_.size();
   a_.emit(mov64_imm(R2, 0));
   a_.emit(mov64_imm(R3, 0));
   a_.emit(call(BPF_FUNC_ringbuf_reserve));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), drop_);
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
   a_.emit(mov64_reg(R7, R0));
-  a_.emit(mov64_imm(R8, kHeader));
-  a_.emit(st_imm(BPF_H, R7, 0, int32_t(tp_.number & 0xffff))); // header: u16 tracepoint
+  a_.emit(call(BPF_FUNC_ktime_get_ns));
+  a_.emit(stx(BPF_DW, R7, 0, R0));
 }
 
 Result<void> Generator::action(const TraceAction& act) {
@@ -285,12 +310,12 @@ Result<void> Generator::action(const TraceAction& act) {
 void Generator::finish_frame() {
   int submit = a_.new_label();
   a_.emit(mov64_reg(R1, R8));
-  a_.emit(alu64_imm(BPF_SUB, R1, kHeader));
-  a_.emit(stx(BPF_W, R7, kSizeField, R1));
+  a_.emit(alu64_imm(BPF_SUB, R1, kFrame + kHeader));
+  a_.emit(stx(BPF_W, R7, kFrame + kSizeField, R1));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(ldx(BPF_DW, R0, R10, kWake));
   a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), submit);
-  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
+  a_.emit(ldx(BPF_DW, R1, R10, kRing));
   a_.emit(mov64_imm(R2, BPF_RB_AVAIL_DATA));
   a_.emit(call(BPF_FUNC_ringbuf_query));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
@@ -347,21 +372,21 @@ void Generator::error_paths() {
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
   a_.emit(stx(BPF_DW, R9, offsetof(ControlSlot, last_error_pc), R1));
   stats_add(offsetof(StatsSlot, errors));
-  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
-  a_.emit(mov64_imm(R2, sizeof(ErrorRecord)));
-  a_.emit(mov64_imm(R3, 0));
-  a_.emit(call(BPF_FUNC_ringbuf_reserve));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
-  a_.emit(st_imm(BPF_H, R0, offsetof(ErrorRecord, marker), kErrorMarker));
-  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, size), sizeof(ErrorRecord) - kHeader));
-  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, tp_number), int32_t(tp_.number)));
+  size_t frame_reserve = reserve_at_;
+  reserve_record(exit_);
+  a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + sizeof(ErrorRecord))));
+  reserve_at_ = frame_reserve;
+  auto at = [](size_t field) { return int16_t(kFrame + field); };
+  a_.emit(st_imm(BPF_H, R7, at(offsetof(ErrorRecord, marker)), kErrorMarker));
+  a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, size)), sizeof(ErrorRecord) - kHeader));
+  a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, tp_number)), int32_t(tp_.number)));
   a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
-  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, status), R1));
+  a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, status)), R1));
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
-  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, pc), R1));
+  a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, pc)), R1));
   a_.emit(ldx(BPF_DW, R1, R10, kErrCond));
-  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, in_condition), R1));
-  a_.emit(mov64_reg(R1, R0));
+  a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, in_condition)), R1));
+  a_.emit(mov64_reg(R1, R7));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
   a_.ja(exit_);

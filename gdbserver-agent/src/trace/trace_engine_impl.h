@@ -57,6 +57,7 @@ struct TraceEngine::Impl : TraceContext {
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame) override;
   uint32_t register_block_size() const override;
+  size_t buffer_capacity() const override { return buffer.capacity(); }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
   void set_tsv(uint32_t number, int64_t value) override;
