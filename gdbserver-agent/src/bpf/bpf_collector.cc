@@ -63,13 +63,13 @@ int64_t monotonic_us() {
   return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-// One installed tracepoint: the program and the perf event that attaches it.
-// Destroying it (closing both fds) removes the uprobe from the tracee.
+// One installed tracepoint: the uprobe_multi link (or perf event) that
+// attaches its program, which holds the program. Closing it removes the uprobe
+// from the tracee.
 struct Probe {
   uint32_t tp = 0;
   uint64_t address = 0;
   uint32_t slot = 0;
-  UniqueFd prog;
   UniqueFd event;
   uint64_t drops_reported = 0;
 };
@@ -209,8 +209,10 @@ BpfCollector::~BpfCollector() {
 }
 
 std::string BpfCollector::describe() const {
-  std::string s = "eBPF: uprobe + generated BPF program per tracepoint (Linux " +
-                  support_.kernel_release + "); kernel single-steps the probed instruction; ";
+  std::string s = std::string("eBPF: uprobe (") +
+                  (support_.uprobe_multi ? "uprobe_multi link" : "perf event") +
+                  ") + generated BPF program per tracepoint (Linux " + support_.kernel_release +
+                  "); kernel single-steps the probed instruction; ";
   s += support_.ctx_writes ? "register writes supported by this kernel (not used)"
                            : "register writes unsupported (needs Linux 6.19+)";
   s += support_.sleepable ? "; sleepable programs (memory not paged in yet is read)"
@@ -286,6 +288,10 @@ std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* c
 }
 
 Result<UniqueFd> BpfCollector::attach(const ProbeSite& site, Pid pid, int prog_fd) const {
+  // uprobe_path: the file the resolver opened and checked, not a path that
+  // could name another file by now.
+  if (support_.uprobe_multi)
+    return bpf::attach_uprobe_link(prog_fd, site.fd_path(), site.offset, pid, site.path);
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = uint32_t(support_.uprobe_pmu_type);
@@ -329,7 +335,8 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!prog)
     return prog.error();
   std::string name = "gdbtrace_tp" + std::to_string(tp.number);
-  auto loaded = bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable);
+  auto loaded =
+      bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable, support_.uprobe_multi);
   if (!loaded)
     return make_error(loaded.error().code,
                       "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
@@ -347,7 +354,6 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   p.tp = tp.number;
   p.address = tp.address;
   p.slot = slot;
-  p.prog = std::move(*loaded);
   p.event = std::move(*event);
   probes_.push_back(std::move(p));
   std::vector<bool> regs = prog->registers;
@@ -413,7 +419,13 @@ void BpfCollector::remove_all() {
     retired_stats_[p.tp] = probe_stats(p);
   for (const auto& [number, index] : tsv_slots_)
     retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
-  probes_.clear(); // closes perf events and programs: the uprobes leave the tracee
+  // Closing the links (perf events) removes the uprobes from the tracee and,
+  // with the links, the programs; concurrently, as each close waits for a grace period.
+  std::vector<UniqueFd> events;
+  for (auto& p : probes_)
+    events.push_back(std::move(p.event));
+  probes_.clear();
+  bpf::close_concurrently(std::move(events));
   run_active_ = false;
   // Whatever a program still running on another CPU submits now is stale.
   discard_ = true;

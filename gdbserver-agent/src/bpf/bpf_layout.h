@@ -15,7 +15,9 @@
 
 namespace gdbtrace::bpf {
 
-constexpr uint32_t kMaxProbes = 256;
+// Tracepoints per run (one ControlSlot and one StatsSlot each; the last slot
+// is the run's, see kGlobalSlot).
+constexpr uint32_t kMaxProbes = 1024;
 constexpr uint32_t kMaxTsvs = 512;
 
 struct ControlSlot {
