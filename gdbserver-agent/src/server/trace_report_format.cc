@@ -51,6 +51,7 @@ std::string format_report_json(const TraceReport& r) {
        ",\"discarded\":" + std::to_string(r.frames_discarded) +
        ",\"circular\":" + json_bool(st.circular) + "}";
   j += ",\"register_block_size\":" + std::to_string(r.register_block_size);
+  j += ",\"fallback\":" + json_string(r.fallback);
   j += ",\"tracepoints\":[";
   for (size_t i = 0; i < r.tracepoints.size(); ++i)
     j += (i ? "," : "") + tracepoint_json(r.tracepoints[i]);
@@ -67,6 +68,8 @@ std::string format_report_text(const TraceReport& r) {
          " bytes, " + std::to_string(st.frames) + " frames (" + std::to_string(st.created) +
          " created, " + std::to_string(r.frames_discarded) + " discarded)" +
          (st.circular ? ", circular" : "") + "\n";
+  if (!r.fallback.empty())
+    out += "fallback: " + r.fallback + "\n";
   for (const auto& t : r.tracepoints)
     out += "tracepoint " + std::to_string(t.number) + " at 0x" + hex::u64(t.address) +
            (t.enabled ? "" : " (disabled)") + ": backend " +

@@ -102,7 +102,10 @@ struct TraceEngine::Impl : TraceContext {
   Hooks hooks;
   asio::steady_timer drain_timer;
   std::vector<std::unique_ptr<Collector>> collectors;
-  std::string preferred_backend; // "" = auto
+  std::string preferred_backend;                                           // "" = auto
+  std::vector<std::pair<std::string, std::string>> unavailable_collectors; // name, why
+  // Why tracepoints go to ptrace and what to do about it; "" when an in-kernel collector exists.
+  std::string fallback_text() const;
 
   std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
   std::map<uint32_t, TsvEntry> tsvs;

@@ -238,6 +238,8 @@ Result<void> TraceEngine::start() {
   m.stop_text.clear();
   m.stop_tp = 0;
   m.start_time = m.trace_timestamp();
+  if (std::string why = m.fallback_text(); !why.empty() && !m.tracepoints.empty())
+    m.console("gdbtrace: " + why + "\n");
   m.stop_time = 0;
   m.arm_drain_timer();
   return ok();
@@ -324,6 +326,7 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.buffer_used = buffer.used();
   r.frames_discarded = buffer.frames_discarded();
   r.register_block_size = register_block_size();
+  r.fallback = fallback_text();
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
   return r;

@@ -43,6 +43,8 @@ struct TraceReport {
   uint64_t buffer_used = 0, frames_discarded = 0;
   uint32_t register_block_size = 0;
   std::vector<TracepointReport> tracepoints; // definition order
+  // Non-empty when no in-kernel collector could be created: why, and what to do.
+  std::string fallback;
 };
 
 // The qTStatus reply, field for field as gdbserver 13 formats it.
