@@ -123,6 +123,7 @@ private:
   Assembler a_;
   Program out_;
   size_t reserve_at_ = 0;
+  size_t wake_window_at_ = 0;
   int exit_ = -1, drop_ = -1, cond_error_ = -1, action_error_ = -1, error_common_ = -1;
   std::map<uint32_t, int> pc_labels_;
   std::vector<bool> jump_target_; // of the expression being translated
@@ -171,6 +172,9 @@ Result<Program> Generator::run() {
     return refuse("a frame would need " + std::to_string(out_.frame_max) + " bytes (limit " +
                   std::to_string(kMaxFrameSize) + ")");
   a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + out_.frame_max)));
+  // A record: 8-byte ring header + stamp + frame, rounded up to 8.
+  a_.patch(wake_window_at_,
+           mov64_imm(R3, int32_t((BPF_RINGBUF_HDR_SZ + kFrame + out_.frame_max + 7) & ~7u)));
   if (!a_.finish(out_.insns))
     return refuse("generated program too large (jump out of range)");
   return std::move(out_);
@@ -305,8 +309,11 @@ Result<void> Generator::action(const TraceAction& act) {
 // Write the size, submit. Reached by every path that reserved a frame.
 // Waking the reader for every frame would cost the tracee a context switch per
 // hit on a busy machine: frames are submitted without a wake-up and the engine
-// drains on its timer, unless the ring is filling up (opts.wakeup_bytes) or the
-// frame ends the run (pass count), which must reach the engine at once.
+// drains on its timer, unless this frame takes the ring past opts.wakeup_bytes
+// or ends the run (pass count), which must reach the engine at once. Only the
+// frame that crosses the mark wakes the reader (which then drains everything):
+// waking on every frame above it costs each hit an irq_work until the reader
+// has run, several µs on a busy VM.
 void Generator::finish_frame() {
   int submit = a_.new_label();
   a_.emit(mov64_reg(R1, R8));
@@ -317,10 +324,13 @@ void Generator::finish_frame() {
   a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), submit);
   a_.emit(ldx(BPF_DW, R1, R10, kRing));
   a_.emit(mov64_imm(R2, BPF_RB_AVAIL_DATA));
-  a_.emit(call(BPF_FUNC_ringbuf_query));
-  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
-  a_.jump(jmp_imm(BPF_JGE, R0, int32_t(opts_.wakeup_bytes), 0), submit);
+  a_.emit(call(BPF_FUNC_ringbuf_query)); // unconsumed bytes, this record included
+  a_.emit(alu64_imm(BPF_SUB, R0, int32_t(opts_.wakeup_bytes)));
+  wake_window_at_ = a_.size(); // r3 = this record's largest size, patched in run()
+  a_.emit(mov64_imm(R3, 0));
   a_.emit(mov64_imm(R2, BPF_RB_NO_WAKEUP));
+  a_.jump(jmp_reg(BPF_JGE, R0, R3, 0), submit); // below the mark (wrapped) or past it already
+  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.bind(submit);
   a_.emit(mov64_reg(R1, R7));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
