@@ -36,10 +36,13 @@ using bpf::StatsSlot;
 constexpr uint32_t kTimestampTsv = 1;
 
 // Bytes of each CPU's ring for a trace buffer of BUFFER bytes: the rings stage
-// frames until the stub's next drain (a wake-up at a quarter full, else every
-// 50 ms), so together they hold half the buffer, within [1 MB, 32 MB] per CPU
-// (1 MB: above the largest frame; 32 MB: at ~800 MB/s of `collect $regs`
-// frames from one thread, 40 ms of hits). GDBTRACE_BPF_RINGBUF_MB overrides.
+// frames until the stub's next drain (a wake-up at an eighth full, else every
+// 50 ms), so together they hold half the buffer, within [1 MB, 128 MB] per CPU
+// (1 MB: above the largest frame; a big buffer gets big rings because a stub
+// starved of CPU on a busy machine — it needs ~0.8 µs per `collect $regs`
+// frame — falls behind a tracee producing ~800 MB/s, and what the rings cannot
+// hold is dropped). Pages are touched only as the rings fill.
+// GDBTRACE_BPF_RINGBUF_MB overrides.
 size_t ring_bytes_for(size_t buffer, size_t ncpu) {
   auto pow2_ceil = [](size_t n) {
     size_t p = 1;
@@ -54,7 +57,7 @@ size_t ring_bytes_for(size_t buffer, size_t ncpu) {
   size_t p = pow2_ceil(want);
   if (p > want)
     p >>= 1; // the power of two at or below the share
-  return std::clamp<size_t>(p, size_t(1) << 20, size_t(32) << 20);
+  return std::clamp<size_t>(p, size_t(1) << 20, size_t(128) << 20);
 }
 
 int64_t monotonic_us() {
@@ -233,7 +236,9 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   o.task_fsbase_offset = support_.task_fsbase_offset;
   o.timestamp_tsv = kTimestampTsv;
   o.sleepable = support_.sleepable;
-  o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 4);
+  // Early enough that a stub slow to get a CPU still drains before the ring is
+  // full; only the crossing frame wakes it, so this costs one wake-up per 1/8 ring.
+  o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 8);
   if (ctx)
     o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
   return o;
