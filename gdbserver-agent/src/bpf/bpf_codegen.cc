@@ -81,11 +81,15 @@ public:
 
 private:
   // --- pieces of the program ---
-  // Sleepable programs (uprobe.s) use bpf_copy_from_user, which can fault
-  // pages in: memory the tracee has not touched yet is still readable.
-  int32_t read_user_helper() const {
-    return opts_.sleepable ? BPF_FUNC_copy_from_user : BPF_FUNC_probe_read_user;
-  }
+  // r0 = 0 when the user memory ARGS() names (r1 dst, r2 size, r3 src) was
+  // read. bpf_probe_read_user first: it never faults, and it skips what
+  // bpf_copy_from_user pays on every call — hardened usercopy's check of the
+  // destination, which for ring-buffer (vmalloc) memory looks the area up
+  // under a global spinlock (find_vmap_area: most of the 64 B-via-pointer
+  // row's cost outside the program). Sleepable programs then retry a failed
+  // read with bpf_copy_from_user, which can fault pages in: memory the tracee
+  // has not touched yet is still readable.
+  void read_user(const std::function<void()>& args);
   void prologue();
   void skip_resumed_thread();
   Result<void> condition();
@@ -128,6 +132,18 @@ private:
   std::map<uint32_t, int> pc_labels_;
   std::vector<bool> jump_target_; // of the expression being translated
 };
+
+void Generator::read_user(const std::function<void()>& args) {
+  args();
+  a_.emit(call(BPF_FUNC_probe_read_user));
+  if (!opts_.sleepable)
+    return;
+  int done = a_.new_label();
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), done);
+  args();
+  a_.emit(call(BPF_FUNC_copy_from_user));
+  a_.bind(done);
+}
 
 void Generator::store_const(int16_t off, uint64_t v) {
   int64_t s = int64_t(v);
@@ -485,9 +501,15 @@ void Generator::memory_block_const(uint32_t len, std::optional<uint32_t> error_p
       a_.emit(alu64_imm(BPF_ADD, R3, int32_t(done)));
     a_.emit(stx(BPF_DW, R1, kMemAddr, R3));
     a_.emit(st_imm(BPF_H, R1, kMemLen, int32_t(n)));
-    a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
-    a_.emit(mov64_imm(R2, int32_t(n)));
-    a_.emit(call(read_user_helper()));
+    read_user([&] {
+      a_.emit(mov64_reg(R1, R7));
+      a_.emit(alu64_reg(BPF_ADD, R1, R8));
+      a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
+      a_.emit(mov64_imm(R2, int32_t(n)));
+      a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+      if (done)
+        a_.emit(alu64_imm(BPF_ADD, R3, int32_t(done)));
+    });
     if (error_pc) {
       int readable = a_.new_label();
       a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
@@ -520,7 +542,13 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
   a_.emit(mov64_reg(R2, R9));
   if (!nz) {
     a_.emit(stx(BPF_H, R1, kMemLen - kMemHeader, R9));
-    a_.emit(call(read_user_helper()));
+    read_user([&] {
+      a_.emit(mov64_reg(R1, R7));
+      a_.emit(alu64_reg(BPF_ADD, R1, R8));
+      a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
+      a_.emit(mov64_reg(R2, R9));
+      a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+    });
     int readable = a_.new_label();
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, error_pc, false);
@@ -783,11 +811,14 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     int size = 1 << (op - AX_OP_REF8);
     int readable = a_.new_label();
     a_.emit(ldx(BPF_DW, R3, R10, slot(d - 1)));
+    a_.emit(stx(BPF_DW, R10, kAddr, R3));         // scratch here: trace ops set it right before use
     a_.emit(st_imm(BPF_DW, R10, slot(d - 1), 0)); // zero-extends reads shorter than 8
-    a_.emit(mov64_reg(R1, R10));
-    a_.emit(alu64_imm(BPF_ADD, R1, slot(d - 1)));
-    a_.emit(mov64_imm(R2, size));
-    a_.emit(call(read_user_helper()));
+    read_user([&] {
+      a_.emit(mov64_reg(R1, R10));
+      a_.emit(alu64_imm(BPF_ADD, R1, slot(d - 1)));
+      a_.emit(mov64_imm(R2, size));
+      a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+    });
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, pc, is_condition);
     a_.bind(readable);
