@@ -33,8 +33,9 @@ FIRST_TP = 3  # gdb numbers: 1 = break bench_ready, 2 = break exit, then the tra
 
 def site_address(site, trace_cmd):
     """The traced instruction: the site's first one, except for gdb fast tracepoints, which need an
-    instruction of >= 5 bytes to place their jump: the 7-byte mov at +1 (w_step's is at +0)."""
-    return f"*{site}+1" if trace_cmd == "ftrace" and site != "w_step" else f"*{site}"
+    instruction of >= 5 bytes to place their jump: the 7-byte mov at +1 (w_step's and w_nop5's first
+    instruction is long enough)."""
+    return f"*{site}+1" if trace_cmd == "ftrace" and site not in ("w_step", "w_nop5") else f"*{site}"
 
 
 def script(prog, port, workloads, backend=None, trace_cmd="trace", server_pid=None):
