@@ -55,7 +55,9 @@ end"""
 def script(prog, port, site, collect, buffer_size, backend, trace_cmd, pid, after):
     lines = [f"set trace-buffer-size {buffer_size}", f"file {prog}", f"target extended-remote :{port}",
              "break bench_ready", "continue", "break exit",
-             f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/START /'"]
+             f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/START /'",
+             # The stub's own CPU (utime + stime, clock ticks) around the run.
+             f"shell awk '{{print \"STARTCPU\", $14 + $15}}' /proc/{pid}/stat"]
     if backend:
         lines.append(f"monitor gdbtrace backend {backend}")
     lines += [f"{trace_cmd} {site}", "actions", f"collect {collect}", "end", "tstart", "continue",
@@ -63,6 +65,7 @@ def script(prog, port, site, collect, buffer_size, backend, trace_cmd, pid, afte
     if backend:
         lines.append("monitor gdbtrace status")
     lines += [f"shell grep -E 'VmHWM' /proc/{pid}/status | sed 's/^/END /'",
+              f"shell awk '{{print \"ENDCPU\", $14 + $15}}' /proc/{pid}/stat",
               # Where the stub's resident memory is (anonymous heap vs the mmap'ed BPF ring, ...).
               "shell awk '/^[0-9a-f]+-/ { name = ($6 == \"\") ? \"anon\" : $6 } /^Rss:/ { rss[name] += $2 } "
               f"END {{ for (n in rss) if (rss[n] > 1024) print \"SMAPS\", rss[n], n }}' /proc/{pid}/smaps",
@@ -126,6 +129,23 @@ def fill(mech, kind, prog, n, buffer_size, **kw):
               rss_kb_by_mapping=",".join(f"{os.path.basename(name)}:{kb}" for kb, name in smaps[:3]) or None)
 
 
+def drain(mech, kind, prog, n, buffer_size, **kw):
+    """`collect $regs` on N hits into a buffer with room for all: frames lost on the way (the kernel
+    rings' drops) and the stub's own CPU per frame (draining, merging, appending)."""
+    text = run(mech, kind, prog, [str(n), "w_regs"], "*w_regs", "$regs", buffer_size, **kw)
+    frames = B.frames_collected(text)
+    st = next(iter(B.stub_status(text).values()), {})
+    cpu0, cpu1 = (re.search(rf"^{k}CPU (\d+)", text, re.M) for k in ("START", "END"))
+    if not frames or not cpu0 or not cpu1:
+        return B.row(mech, f"drain:$regs:{n}hits", None, unit="ns_per_frame", column="drain",
+                     reason=B.first_error(text) or "no_frames")
+    ticks = int(cpu1.group(1)) - int(cpu0.group(1))
+    B.row(mech, f"drain:$regs:{n}hits", ticks * 1e9 / os.sysconf("SC_CLK_TCK") / frames,
+          unit="ns_per_frame", column="drain", what="stub_cpu_per_frame", frames=frames,
+          hits=st.get("hits"), drops=st.get("drops"), stub_cpu_s=ticks / os.sysconf("SC_CLK_TCK"),
+          complete="yes" if frames == n else "no", buffer_bytes=buffer_size)
+
+
 def walk(mech, kind, prog, n, **kw):
     after = [WALK_PY.format(frames=n)]
     text = run(mech, kind, prog, [str(n), "w_struct"], kw.pop("site", "*w_struct"), "$regs, *p", 200000000,
@@ -162,6 +182,9 @@ def main():
     big, small = B.n(64000000, 1000000), B.n(2000000, 200000)
     # n: enough hits to fill the buffer (~830 bytes per $regs frame).
     fill("gdbtrace-ebpf", "gdbtrace", prog, B.n(120000, 2000), big, backend="ebpf")
+    drain("gdbtrace-ebpf", "gdbtrace", prog, B.n(1000000, 2000), B.n(900000000, 4000000), backend="ebpf")
+    if __import__("os").environ.get("BENCH_QUICK") == "1":  # the eBPF fill (and its RSS) only
+        return
     fill("gdbserver-ftrace-nopie", "gdbserver", nopie, B.n(120000, 2000), big, site="*w_regs+1", **ipa)
     fill("gdbtrace-ptrace", "gdbtrace", prog, B.n(6000, 400), small, backend="ptrace")
     fill("gdbserver-trace", "gdbserver", prog, B.n(6000, 600), small)

@@ -157,14 +157,33 @@ for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
             target(ratio >= 1.8, f"{m} 2 threads >= 1.8x one thread's throughput: "
                    f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x")
         continue
-    for column in ("regs", "struct64", "cond1pct"):
+    # Issue 14's limits per column (x the raw uprobe floor on the same instruction). The single-step
+    # site's 1.1x applies where BPF cannot write registers (the host); where it can, the site is
+    # compared with the emulated one below.
+    limits = {"regs": 1.5, "args": 1.5, "struct64": 1.5, "cond1pct": 1.5, "tsv": 1.2, "shlib": 1.5,
+              "stepsite": 1.1, "nop5": 1.5} if m == "gdbtrace-ebpf" else \
+        {"regs": 1.5, "struct64": 1.5, "cond1pct": 1.5}
+    for column, limit in limits.items():
         r = column_row(m, column)
         if not r or r["ns_per_hit"] is None or "x_uprobe_floor" not in r:
-            target(None, f"{m} {column} <= 1.5x uprobe floor: no measurement"
+            target(None, f"{m} {column} <= {limit}x uprobe floor: no measurement"
                    f" ({(r or {}).get('reason', 'no row')})")
             continue
-        target(r["x_uprobe_floor"] <= 1.5, f"{m} {r['workload']} <= 1.5x uprobe floor: "
-               f"{fmt(r['ns_per_hit'])} ns = {r['x_uprobe_floor']}x")
+        if r.get("ratio_median") is not None:
+            # Interleaved runs: met only when the median and the worst run both meet it.
+            med, lo, hi = (float(r[k]) for k in ("ratio_median", "ratio_min", "ratio_max"))
+            target(med <= limit and hi <= limit,
+                   f"{m} {r['workload']} <= {limit}x uprobe floor (median and worst run): median "
+                   f"{med:.2f}x, runs {lo:.2f}-{hi:.2f}x over {r.get('ratio_runs')} interleaved runs "
+                   f"({fmt(r['ns_per_hit'])} ns/hit)")
+        else:
+            target(r["x_uprobe_floor"] <= limit, f"{m} {r['workload']} <= {limit}x uprobe floor: "
+                   f"{fmt(r['ns_per_hit'])} ns = {r['x_uprobe_floor']}x")
+    f1, f5 = column_row("uprobe-tracefs", "regs", "workloads"), column_row("uprobe-tracefs", "nop5")
+    if m == "gdbtrace-ebpf" and f1 and f5 and f1["ns_per_hit"] and f5["ns_per_hit"] is not None:
+        lines_note = (f"nop5 site: raw floor {fmt(f5['ns_per_hit'])} ns vs {fmt(f1['ns_per_hit'])} ns on the "
+                      f"1-byte nop ({'optimized: no trap' if f5['ns_per_hit'] < 0.6 * f1['ns_per_hit'] else 'not optimized'})")
+        target(None if f5["ns_per_hit"] >= 0.6 * f1["ns_per_hit"] else True, lines_note)
     r = column_row(m, "regs")
     if r and r.get("where") == "qemu-tcg-guest":
         via_gdb = column_row(m + "-gdb", "stepsite")
@@ -199,6 +218,15 @@ for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
                f"{m} 2 threads >= 1.8x one thread's throughput, zero torn frames: "
                f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x, "
                f"torn {torn}, drops {drops}")
+        f1t, f2t = column_row("uprobe-tracefs", "threads1"), column_row("uprobe-tracefs", "threads2")
+        t4 = column_row(m, "threads4")
+        if f1t and f2t and f1t.get("hits_per_s") and f2t.get("hits_per_s"):
+            floor_scaling = float(f2t["hits_per_s"]) / float(f1t["hits_per_s"])
+            four = (f", 4 threads {float(t4['hits_per_s']) / float(t1['hits_per_s']):.2f}x"
+                    if t4 and t4.get("hits_per_s") else "")
+            target(ratio >= 0.9 * floor_scaling and torn == 0,
+                   f"{m} 2-thread scaling >= 0.9x the raw floor's own 2-thread scaling (same run): "
+                   f"{ratio:.2f}x vs floor {floor_scaling:.2f}x = {ratio / floor_scaling:.2f}{four}")
 
 if targets:
     lines += ["### targets", ""] + [f"- **{t['result']}** {t['text']}" for t in targets] + [""]

@@ -118,6 +118,8 @@ def main():
     # The same with a condition that is never true: the hit path alone (no frame, no ring buffer).
     for t in THREADS:
         session("gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf", cond=" if i < 0")
+    if os.environ.get("BENCH_QUICK") == "1":  # the floor and eBPF only
+        return
     for t in THREADS:
         session("gdbserver-ftrace-nopie", "gdbserver", nopie, t, n_ftrace, base_nopie, trace_cmd="ftrace",
                 wrapper=ipa)

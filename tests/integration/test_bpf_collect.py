@@ -246,3 +246,25 @@ class StubKilled(EbpfTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ManyTracepoints(EbpfTestCase):
+    """Installing and removing eBPF tracepoints is quick: 200 of them go in at tstart and out at
+    tstop well within gdb's default 2 s remotetimeout (each uprobe detach waits for a kernel grace
+    period; the collector closes them concurrently so they share one), twice in a row."""
+
+    def test_200_tracepoints_with_default_remotetimeout(self):
+        count, hits = 200, 3
+        tps = []
+        for _ in range(count):
+            tps += ["trace probe_me", "actions", "collect $rdi", "end"]
+        run = run_gdb(["show remotetimeout"] + PROLOGUE + tps +
+                      ["tstart", "continue", "tstop", "tstatus", "monitor gdbtrace status",
+                       "tstart", "tstop", "tstatus"],
+                      program="trace_loop", args=(hits,), timeout=180)
+        self.assertOutput(run, r"Timeout limit to wait for target to respond is 2\.")
+        self.assertNotIn("Bogus reply", run.output, run.transcript())
+        self.assertNotIn("using ptrace", run.output, run.transcript())
+        self.assertEbpf(run, count)
+        self.assertOrdered(run, [r"Collected %d trace frames" % (count * hits),
+                                 r"Collected 0 trace frames"])

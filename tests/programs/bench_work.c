@@ -35,6 +35,13 @@ EMULATED_SITE(w_struct)
 EMULATED_SITE(w_cond)
 EMULATED_SITE(w_tsv)
 
+/* First instruction a 5-byte nop (USDT-style): Linux 6.18+ can replace the uprobe's trap there with
+ * a call into a uprobe trampoline (arch_uprobe_optimize). */
+__attribute__((noinline)) void w_nop5(long a, long b, struct blob64* p) {
+  asm volatile(".byte 0x0f,0x1f,0x44,0x00,0x00; mov sink(%%rip), %%rax" ::: "rax");
+  sink += a ^ b ^ p->v[a & 7];
+}
+
 __attribute__((noinline)) void w_step(long a, long b, struct blob64* p) {
   asm volatile("mov sink(%%rip), %%rax" ::: "rax");
   sink += a ^ b ^ p->v[a & 7];
@@ -73,9 +80,9 @@ int main(int argc, char** argv) {
   struct {
     const char* name;
     site_fn fn;
-  } sites[] = {{"w_regs", w_regs},           {"w_args", w_args}, {"w_struct", w_struct},
-               {"w_cond", w_cond},           {"w_tsv", w_tsv},   {"w_step", w_step},
-               {"lib_site", load_lib_site()}};
+  } sites[] = {
+      {"w_regs", w_regs}, {"w_args", w_args}, {"w_struct", w_struct},        {"w_cond", w_cond},
+      {"w_tsv", w_tsv},   {"w_step", w_step}, {"lib_site", load_lib_site()}, {"w_nop5", w_nop5}};
   struct blob64 blob = {{0}};
   bench_ready();
   for (size_t s = 0; s < sizeof sites / sizeof sites[0]; s++) {

@@ -9,6 +9,7 @@
 #include "abi/tframe.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
+#include "bpf/bpf_rings.h"
 
 namespace gdbtrace::bpf {
 namespace {
@@ -20,8 +21,9 @@ constexpr int16_t kKey = -24;     // u32 map key for lookups; also scratch
 constexpr int16_t kErrCond = -32; // 1 when the error happened in the condition
 constexpr int16_t kAddr = -40;    // address of the memory block being collected
 constexpr int16_t kWake = -48;    // 1: this frame must wake the reader (pass count reached)
-constexpr int16_t kStackBase = -56;
-constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 57
+constexpr int16_t kRing = -56;    // this CPU's ring buffer (map pointer from the ring array)
+constexpr int16_t kStackBase = -64;
+constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 56
 int16_t slot(uint32_t i) {
   return int16_t(kStackBase - 8 * int(i));
 }
@@ -34,6 +36,8 @@ constexpr int32_t kMemHeader = GT_TFRAME_MEM_HEADER;
 constexpr int16_t kMemAddr = GT_TFRAME_MEM_ADDR_OFFSET;
 constexpr int16_t kMemLen = GT_TFRAME_MEM_LEN_OFFSET;
 constexpr int32_t kTsvBlock = GT_TFRAME_TSV_SIZE;
+// Every record starts with its stamp (bpf_rings.h); the frame follows it.
+constexpr int16_t kFrame = kRecordStamp;
 
 const char* op_name(uint8_t op) {
   const char* n = ax_op_name(op);
@@ -77,15 +81,20 @@ public:
 
 private:
   // --- pieces of the program ---
-  // Sleepable programs (uprobe.s) use bpf_copy_from_user, which can fault
-  // pages in: memory the tracee has not touched yet is still readable.
-  int32_t read_user_helper() const {
-    return opts_.sleepable ? BPF_FUNC_copy_from_user : BPF_FUNC_probe_read_user;
-  }
+  // r0 = 0 when the user memory ARGS() names (r1 dst, r2 size, r3 src) was
+  // read. bpf_probe_read_user first: it never faults, and it skips what
+  // bpf_copy_from_user pays on every call — hardened usercopy's check of the
+  // destination, which for ring-buffer (vmalloc) memory looks the area up
+  // under a global spinlock (find_vmap_area: most of the 64 B-via-pointer
+  // row's cost outside the program). Sleepable programs then retry a failed
+  // read with bpf_copy_from_user, which can fault pages in: memory the tracee
+  // has not touched yet is still readable.
+  void read_user(const std::function<void()>& args);
   void prologue();
   void skip_resumed_thread();
   Result<void> condition();
   void count_hit_and_reserve();
+  void reserve_record(int fail_label);
   Result<void> action(const TraceAction& a);
   void finish_frame();
   void error_paths();
@@ -118,10 +127,23 @@ private:
   Assembler a_;
   Program out_;
   size_t reserve_at_ = 0;
+  size_t wake_window_at_ = 0;
   int exit_ = -1, drop_ = -1, cond_error_ = -1, action_error_ = -1, error_common_ = -1;
   std::map<uint32_t, int> pc_labels_;
   std::vector<bool> jump_target_; // of the expression being translated
 };
+
+void Generator::read_user(const std::function<void()>& args) {
+  args();
+  a_.emit(call(BPF_FUNC_probe_read_user));
+  if (!opts_.sleepable)
+    return;
+  int done = a_.new_label();
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), done);
+  args();
+  a_.emit(call(BPF_FUNC_copy_from_user));
+  a_.bind(done);
+}
 
 void Generator::store_const(int16_t off, uint64_t v) {
   int64_t s = int64_t(v);
@@ -165,7 +187,10 @@ Result<Program> Generator::run() {
   if (out_.frame_max > kMaxFrameSize)
     return refuse("a frame would need " + std::to_string(out_.frame_max) + " bytes (limit " +
                   std::to_string(kMaxFrameSize) + ")");
-  a_.patch(reserve_at_, mov64_imm(R2, int32_t(out_.frame_max)));
+  a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + out_.frame_max)));
+  // A record: 8-byte ring header + stamp + frame, rounded up to 8.
+  a_.patch(wake_window_at_,
+           mov64_imm(R3, int32_t((BPF_RINGBUF_HDR_SZ + kFrame + out_.frame_max + 7) & ~7u)));
   if (!a_.finish(out_.insns))
     return refuse("generated program too large (jump out of range)");
   return std::move(out_);
@@ -217,10 +242,14 @@ Result<void> Generator::condition() {
 // Count the hit (condition true); beyond the pass count collect nothing: the
 // engine stops the run when it sees the pass-count-th frame.
 void Generator::count_hit_and_reserve() {
-  a_.emit(mov64_imm(R1, 1));
-  a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
   a_.emit(st_imm(BPF_DW, R10, kWake, 0));
-  if (tp_.pass_count > 0) {
+  if (tp_.pass_count == 0) {
+    // No pass count: count in this CPU's stats slot, so threads hitting the
+    // tracepoint on several CPUs do not bounce the control slot's cache line.
+    stats_add(offsetof(StatsSlot, hits));
+  } else {
+    a_.emit(mov64_imm(R1, 1));
+    a_.emit(atomic64(BPF_ADD | BPF_FETCH, R9, offsetof(ControlSlot, hits), R1));
     // Past the pass count the tracepoint is retired: take the hit back out of
     // the count (gdb's "already hit N times" stops at the pass count) and leave.
     int counting = a_.new_label(), retired = a_.new_label();
@@ -250,16 +279,32 @@ void Generator::count_hit_and_reserve() {
     a_.emit(st_imm(BPF_DW, R1, 0, 1));
     a_.bind(not_last);
   }
-  // The reservation size is patched in finish_frame() once the actions are known.
+  reserve_record(drop_);
+  a_.emit(mov64_imm(R8, kFrame + kHeader));
+  a_.emit(st_imm(BPF_H, R7, kFrame, int32_t(tp_.number & 0xffff))); // header: u16 tracepoint
+}
+
+// r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
+// stamped with the time; FAIL_LABEL when the ring is full. The reservation size
+// is patched in run() once the actions are known.
+void Generator::reserve_record(int fail_label) {
+  a_.emit(call(BPF_FUNC_get_smp_processor_id));
+  a_.emit(stx(BPF_W, R10, kKey, R0));
   a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
-  reserve_at_ = a_.size(); // r2 = frame size, patched in run() once the actions are known
+  a_.emit(mov64_reg(R2, R10));
+  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
+  a_.emit(call(BPF_FUNC_map_lookup_elem));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
+  a_.emit(stx(BPF_DW, R10, kRing, R0));
+  a_.emit(mov64_reg(R1, R0));
+  reserve_at_ = a_.size();
   a_.emit(mov64_imm(R2, 0));
   a_.emit(mov64_imm(R3, 0));
   a_.emit(call(BPF_FUNC_ringbuf_reserve));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), drop_);
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
   a_.emit(mov64_reg(R7, R0));
-  a_.emit(mov64_imm(R8, kHeader));
-  a_.emit(st_imm(BPF_H, R7, 0, int32_t(tp_.number & 0xffff))); // header: u16 tracepoint
+  a_.emit(call(BPF_FUNC_ktime_get_ns));
+  a_.emit(stx(BPF_DW, R7, 0, R0));
 }
 
 Result<void> Generator::action(const TraceAction& act) {
@@ -280,22 +325,28 @@ Result<void> Generator::action(const TraceAction& act) {
 // Write the size, submit. Reached by every path that reserved a frame.
 // Waking the reader for every frame would cost the tracee a context switch per
 // hit on a busy machine: frames are submitted without a wake-up and the engine
-// drains on its timer, unless the ring is filling up (opts.wakeup_bytes) or the
-// frame ends the run (pass count), which must reach the engine at once.
+// drains on its timer, unless this frame takes the ring past opts.wakeup_bytes
+// or ends the run (pass count), which must reach the engine at once. Only the
+// frame that crosses the mark wakes the reader (which then drains everything):
+// waking on every frame above it costs each hit an irq_work until the reader
+// has run, several µs on a busy VM.
 void Generator::finish_frame() {
   int submit = a_.new_label();
   a_.emit(mov64_reg(R1, R8));
-  a_.emit(alu64_imm(BPF_SUB, R1, kHeader));
-  a_.emit(stx(BPF_W, R7, kSizeField, R1));
+  a_.emit(alu64_imm(BPF_SUB, R1, kFrame + kHeader));
+  a_.emit(stx(BPF_W, R7, kFrame + kSizeField, R1));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(ldx(BPF_DW, R0, R10, kWake));
   a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), submit);
-  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
+  a_.emit(ldx(BPF_DW, R1, R10, kRing));
   a_.emit(mov64_imm(R2, BPF_RB_AVAIL_DATA));
-  a_.emit(call(BPF_FUNC_ringbuf_query));
-  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
-  a_.jump(jmp_imm(BPF_JGE, R0, int32_t(opts_.wakeup_bytes), 0), submit);
+  a_.emit(call(BPF_FUNC_ringbuf_query)); // unconsumed bytes, this record included
+  a_.emit(alu64_imm(BPF_SUB, R0, int32_t(opts_.wakeup_bytes)));
+  wake_window_at_ = a_.size(); // r3 = this record's largest size, patched in run()
+  a_.emit(mov64_imm(R3, 0));
   a_.emit(mov64_imm(R2, BPF_RB_NO_WAKEUP));
+  a_.jump(jmp_reg(BPF_JGE, R0, R3, 0), submit); // below the mark (wrapped) or past it already
+  a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.bind(submit);
   a_.emit(mov64_reg(R1, R7));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
@@ -347,21 +398,21 @@ void Generator::error_paths() {
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
   a_.emit(stx(BPF_DW, R9, offsetof(ControlSlot, last_error_pc), R1));
   stats_add(offsetof(StatsSlot, errors));
-  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
-  a_.emit(mov64_imm(R2, sizeof(ErrorRecord)));
-  a_.emit(mov64_imm(R3, 0));
-  a_.emit(call(BPF_FUNC_ringbuf_reserve));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
-  a_.emit(st_imm(BPF_H, R0, offsetof(ErrorRecord, marker), kErrorMarker));
-  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, size), sizeof(ErrorRecord) - kHeader));
-  a_.emit(st_imm(BPF_W, R0, offsetof(ErrorRecord, tp_number), int32_t(tp_.number)));
+  size_t frame_reserve = reserve_at_;
+  reserve_record(exit_);
+  a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + sizeof(ErrorRecord))));
+  reserve_at_ = frame_reserve;
+  auto at = [](size_t field) { return int16_t(kFrame + field); };
+  a_.emit(st_imm(BPF_H, R7, at(offsetof(ErrorRecord, marker)), kErrorMarker));
+  a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, size)), sizeof(ErrorRecord) - kHeader));
+  a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, tp_number)), int32_t(tp_.number)));
   a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
-  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, status), R1));
+  a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, status)), R1));
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
-  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, pc), R1));
+  a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, pc)), R1));
   a_.emit(ldx(BPF_DW, R1, R10, kErrCond));
-  a_.emit(stx(BPF_W, R0, offsetof(ErrorRecord, in_condition), R1));
-  a_.emit(mov64_reg(R1, R0));
+  a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, in_condition)), R1));
+  a_.emit(mov64_reg(R1, R7));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
   a_.ja(exit_);
@@ -450,9 +501,15 @@ void Generator::memory_block_const(uint32_t len, std::optional<uint32_t> error_p
       a_.emit(alu64_imm(BPF_ADD, R3, int32_t(done)));
     a_.emit(stx(BPF_DW, R1, kMemAddr, R3));
     a_.emit(st_imm(BPF_H, R1, kMemLen, int32_t(n)));
-    a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
-    a_.emit(mov64_imm(R2, int32_t(n)));
-    a_.emit(call(read_user_helper()));
+    read_user([&] {
+      a_.emit(mov64_reg(R1, R7));
+      a_.emit(alu64_reg(BPF_ADD, R1, R8));
+      a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
+      a_.emit(mov64_imm(R2, int32_t(n)));
+      a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+      if (done)
+        a_.emit(alu64_imm(BPF_ADD, R3, int32_t(done)));
+    });
     if (error_pc) {
       int readable = a_.new_label();
       a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
@@ -485,7 +542,13 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
   a_.emit(mov64_reg(R2, R9));
   if (!nz) {
     a_.emit(stx(BPF_H, R1, kMemLen - kMemHeader, R9));
-    a_.emit(call(read_user_helper()));
+    read_user([&] {
+      a_.emit(mov64_reg(R1, R7));
+      a_.emit(alu64_reg(BPF_ADD, R1, R8));
+      a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
+      a_.emit(mov64_reg(R2, R9));
+      a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+    });
     int readable = a_.new_label();
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, error_pc, false);
@@ -748,11 +811,14 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
     int size = 1 << (op - AX_OP_REF8);
     int readable = a_.new_label();
     a_.emit(ldx(BPF_DW, R3, R10, slot(d - 1)));
+    a_.emit(stx(BPF_DW, R10, kAddr, R3));         // scratch here: trace ops set it right before use
     a_.emit(st_imm(BPF_DW, R10, slot(d - 1), 0)); // zero-extends reads shorter than 8
-    a_.emit(mov64_reg(R1, R10));
-    a_.emit(alu64_imm(BPF_ADD, R1, slot(d - 1)));
-    a_.emit(mov64_imm(R2, size));
-    a_.emit(call(read_user_helper()));
+    read_user([&] {
+      a_.emit(mov64_reg(R1, R10));
+      a_.emit(alu64_imm(BPF_ADD, R1, slot(d - 1)));
+      a_.emit(mov64_imm(R2, size));
+      a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+    });
     a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), readable);
     raise(AX_ERR_MEM, pc, is_condition);
     a_.bind(readable);

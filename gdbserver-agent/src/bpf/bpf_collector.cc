@@ -10,6 +10,7 @@
 #include <asio/posix/stream_descriptor.hpp>
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -19,6 +20,7 @@
 #include "ax/ax.h"
 #include "bpf/bpf_codegen.h"
 #include "bpf/bpf_layout.h"
+#include "bpf/bpf_rings.h"
 #include "bpf/bpf_support.h"
 #include "common/unique_fd.h"
 #include "trace/collector_probe_site.h"
@@ -30,23 +32,32 @@ namespace {
 using bpf::ControlSlot;
 using bpf::StatsSlot;
 
-// 64 MB: at ~1 µs per hit and ~830-byte `collect $regs` frames the tracee
-// produces ~800 MB/s; the stub drains in bursts, and 16 MB dropped a quarter of
-// 200 000 such frames on a loaded 2-vCPU machine where 64 MB dropped none.
-constexpr size_t kDefaultRingbufBytes = 64u << 20;
 // gdbserver's (and the engine's) builtin $trace_timestamp.
 constexpr uint32_t kTimestampTsv = 1;
 
-size_t ringbuf_bytes() {
-  if (const char* mb = getenv("GDBTRACE_BPF_RINGBUF_MB")) {
-    size_t n = size_t(atol(mb));
-    size_t pow2 = 1;
-    while (pow2 < n)
-      pow2 <<= 1;
-    if (n > 0)
-      return pow2 << 20;
-  }
-  return kDefaultRingbufBytes;
+// Bytes of each CPU's ring for a trace buffer of BUFFER bytes: the rings stage
+// frames until the stub's next drain (a wake-up at an eighth full, else every
+// 50 ms), so together they hold half the buffer, within [1 MB, 128 MB] per CPU
+// (1 MB: above the largest frame; a big buffer gets big rings because a stub
+// starved of CPU on a busy machine — it needs ~0.8 µs per `collect $regs`
+// frame — falls behind a tracee producing ~800 MB/s, and what the rings cannot
+// hold is dropped). Pages are touched only as the rings fill.
+// GDBTRACE_BPF_RINGBUF_MB overrides.
+size_t ring_bytes_for(size_t buffer, size_t ncpu) {
+  auto pow2_ceil = [](size_t n) {
+    size_t p = 1;
+    while (p < n)
+      p <<= 1;
+    return p;
+  };
+  if (const char* mb = getenv("GDBTRACE_BPF_RINGBUF_MB"))
+    if (size_t n = size_t(atol(mb)); n > 0)
+      return pow2_ceil(n) << 20;
+  size_t want = buffer / 2 / std::max<size_t>(ncpu, 1);
+  size_t p = pow2_ceil(want);
+  if (p > want)
+    p >>= 1; // the power of two at or below the share
+  return std::clamp<size_t>(p, size_t(1) << 20, size_t(128) << 20);
 }
 
 int64_t monotonic_us() {
@@ -55,19 +66,15 @@ int64_t monotonic_us() {
   return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-// One installed tracepoint: the program and the perf event that attaches it.
-// Destroying it (closing both fds) removes the uprobe from the tracee.
+// One installed tracepoint: the uprobe_multi link (or perf event) that
+// attaches its program, which holds the program. Closing it removes the uprobe
+// from the tracee.
 struct Probe {
   uint32_t tp = 0;
   uint64_t address = 0;
   uint32_t slot = 0;
-  UniqueFd prog;
   UniqueFd event;
   uint64_t drops_reported = 0;
-};
-
-struct RingBufferDeleter {
-  void operator()(ring_buffer* rb) const { ring_buffer__free(rb); }
 };
 
 class BpfCollector final : public Collector {
@@ -77,7 +84,7 @@ public:
   ~BpfCollector() override;
 
   Result<void> init();
-  Result<void> create_ring();
+  Result<void> size_rings(const TraceContext& ctx);
 
   std::string name() const override { return "ebpf"; }
   unsigned caps() const override { return kProbesInKernel; }
@@ -102,8 +109,7 @@ private:
   Result<UniqueFd> attach(const ProbeSite& site, Pid pid, int prog_fd) const;
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   void arm_watch();
-  static int on_record(void* self, void* data, size_t size);
-  int handle_record(const uint8_t* data, size_t size);
+  void handle_record(std::span<const uint8_t> record);
   void account_drops();
   StatsSlot read_stats(uint32_t slot) const;
   CollectorStats probe_stats(const Probe& p) const;
@@ -111,10 +117,9 @@ private:
 
   asio::io_context& io_;
   bpf::KernelSupport support_;
-  UniqueFd control_, tsvs_, stats_, ringbuf_, skips_;
-  size_t ring_bytes_ = ringbuf_bytes();
+  UniqueFd control_, tsvs_, stats_, skips_;
   Mapping control_mem_, tsv_mem_;
-  std::unique_ptr<ring_buffer, RingBufferDeleter> rb_;
+  bpf::PerCpuRings rings_;
   std::unique_ptr<asio::posix::stream_descriptor> watch_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
@@ -176,20 +181,24 @@ Result<void> BpfCollector::init() {
   return ok();
 }
 
-// The ring buffer is the big allocation (locked kernel memory): made at the
-// first install, so a server that never traces does not hold it.
-Result<void> BpfCollector::create_ring() {
-  int fd =
-      bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(ring_bytes_), nullptr);
-  if (fd < 0)
-    return make_error(errno, bpf::explain_errno(errno, "BPF ring buffer of " +
-                                                           std::to_string(ring_bytes_ >> 20) +
-                                                           " MB (GDBTRACE_BPF_RINGBUF_MB)"));
-  ringbuf_ = UniqueFd(fd);
-  rb_.reset(ring_buffer__new(ringbuf_.get(), &BpfCollector::on_record, this, nullptr));
-  if (!rb_)
-    return make_error(errno, bpf::explain_errno(errno, "libbpf ring_buffer__new"));
-  int efd = dup(ring_buffer__epoll_fd(rb_.get())); // the descriptor object owns (closes) its fd
+// The rings are the big allocation (locked kernel memory): made at the first
+// install of a run, sized from that run's trace buffer, so a server that never
+// traces does not hold them. Called between runs only (no program uses them).
+Result<void> BpfCollector::size_rings(const TraceContext& ctx) {
+  size_t ncpu = size_t(std::max(libbpf_num_possible_cpus(), 1));
+  size_t bytes = ring_bytes_for(ctx.buffer_capacity(), ncpu);
+  if (rings_ && rings_.ring_bytes() == bytes)
+    return ok();
+  watching_ = false;
+  watch_.reset(); // cancels a pending wait; its handler sees the error and returns
+  rings_ = {};
+  auto rings = bpf::PerCpuRings::create(bytes);
+  if (!rings)
+    return make_error(rings.error().code, rings.error().message +
+                                              " (rings sized from set trace-buffer-size, or "
+                                              "GDBTRACE_BPF_RINGBUF_MB per CPU)");
+  rings_ = std::move(*rings);
+  int efd = dup(rings_.epoll_fd()); // the descriptor object owns (closes) its fd
   if (efd < 0)
     return make_error(errno, "dup: " + std::string(strerror(errno)));
   watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, efd);
@@ -203,12 +212,17 @@ BpfCollector::~BpfCollector() {
 }
 
 std::string BpfCollector::describe() const {
-  std::string s = "eBPF: uprobe + generated BPF program per tracepoint (Linux " +
-                  support_.kernel_release + "); kernel single-steps the probed instruction; ";
+  std::string s = std::string("eBPF: uprobe (") +
+                  (support_.uprobe_multi ? "uprobe_multi link" : "perf event") +
+                  ") + generated BPF program per tracepoint (Linux " + support_.kernel_release +
+                  "); kernel single-steps the probed instruction; ";
   s += support_.ctx_writes ? "register writes supported by this kernel (not used)"
                            : "register writes unsupported (needs Linux 6.19+)";
   s += support_.sleepable ? "; sleepable programs (memory not paged in yet is read)"
                           : "; memory the tracee has not touched yet reads as unavailable";
+  if (rings_)
+    s += "; " + std::to_string(rings_.ring_count()) + " per-CPU rings of " +
+         std::to_string(rings_.ring_bytes() >> 10) + " KB";
   if (!support_.task_fsbase_offset)
     s += "; fs_base unavailable (no vmlinux BTF)";
   return s;
@@ -222,7 +236,9 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   o.task_fsbase_offset = support_.task_fsbase_offset;
   o.timestamp_tsv = kTimestampTsv;
   o.sleepable = support_.sleepable;
-  o.wakeup_bytes = uint32_t(ring_bytes_ / 4);
+  // Early enough that a stub slow to get a CPU still drains before the ring is
+  // full; only the crossing frame wakes it, so this costs one wake-up per 1/8 ring.
+  o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 8);
   if (ctx)
     o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
   return o;
@@ -277,6 +293,10 @@ std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* c
 }
 
 Result<UniqueFd> BpfCollector::attach(const ProbeSite& site, Pid pid, int prog_fd) const {
+  // uprobe_path: the file the resolver opened and checked, not a path that
+  // could name another file by now.
+  if (support_.uprobe_multi)
+    return bpf::attach_uprobe_link(prog_fd, site.fd_path(), site.offset, pid, site.path);
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = uint32_t(support_.uprobe_pmu_type);
@@ -300,11 +320,11 @@ Result<UniqueFd> BpfCollector::attach(const ProbeSite& site, Pid pid, int prog_f
 }
 
 Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& ctx) {
-  if (!ringbuf_)
-    if (auto r = create_ring(); !r)
+  if (!run_active_) {
+    if (auto r = size_rings(ctx); !r)
       return r;
-  if (!run_active_)
     start_run(ctx);
+  }
   if (next_slot_ >= bpf::kGlobalSlot)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
                                   std::to_string(bpf::kGlobalSlot) + " tracepoints per run");
@@ -315,12 +335,13 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   uint32_t slot = next_slot_;
   bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
   o.tsv_index = [this, &ctx](uint32_t n) { return tsv_index(n, &ctx); };
-  bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), ringbuf_.get(), skips_.get()};
+  bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), rings_.outer_fd(), skips_.get()};
   auto prog = bpf::generate_program(tp, maps, o);
   if (!prog)
     return prog.error();
   std::string name = "gdbtrace_tp" + std::to_string(tp.number);
-  auto loaded = bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable);
+  auto loaded =
+      bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable, support_.uprobe_multi);
   if (!loaded)
     return make_error(loaded.error().code,
                       "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
@@ -338,7 +359,6 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   p.tp = tp.number;
   p.address = tp.address;
   p.slot = slot;
-  p.prog = std::move(*loaded);
   p.event = std::move(*event);
   probes_.push_back(std::move(p));
   std::vector<bool> regs = prog->registers;
@@ -404,12 +424,18 @@ void BpfCollector::remove_all() {
     retired_stats_[p.tp] = probe_stats(p);
   for (const auto& [number, index] : tsv_slots_)
     retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
-  probes_.clear(); // closes perf events and programs: the uprobes leave the tracee
+  // Closing the links (perf events) removes the uprobes from the tracee and,
+  // with the links, the programs; concurrently, as each close waits for a grace period.
+  std::vector<UniqueFd> events;
+  for (auto& p : probes_)
+    events.push_back(std::move(p.event));
+  probes_.clear();
+  bpf::close_concurrently(std::move(events));
   run_active_ = false;
   // Whatever a program still running on another CPU submits now is stale.
   discard_ = true;
-  if (!draining_ && rb_)
-    ring_buffer__consume(rb_.get());
+  if (!draining_ && rings_)
+    rings_.discard();
 }
 
 void BpfCollector::arm_watch() {
@@ -429,14 +455,12 @@ void BpfCollector::arm_watch() {
                      });
 }
 
-int BpfCollector::on_record(void* self, void* data, size_t size) {
-  return static_cast<BpfCollector*>(self)->handle_record(static_cast<const uint8_t*>(data), size);
-}
-
-int BpfCollector::handle_record(const uint8_t* data, size_t size) {
-  FrameView frame({data, size}, ctx_ ? ctx_->register_block_size() : 0);
+void BpfCollector::handle_record(std::span<const uint8_t> record) {
+  const uint8_t* data = record.data();
+  size_t size = record.size();
+  FrameView frame(record, ctx_ ? ctx_->register_block_size() : 0);
   if (discard_ || !ctx_ || !frame.has_header())
-    return 0;
+    return;
   if (frame.tp_number() == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
     bpf::ErrorRecord e;
     memcpy(&e, data, sizeof e);
@@ -445,29 +469,28 @@ int BpfCollector::handle_record(const uint8_t* data, size_t size) {
                            " at bytecode offset " + std::to_string(e.pc) +
                            (e.in_condition ? " of its condition" : " of an action") +
                            " (eBPF collector)");
-    return 0;
+    return;
   }
   if (frame.total_size() > size)
-    return 0; // cannot happen: the program bounds the size
+    return; // cannot happen: the program bounds the size
   Probe* p = find(frame.tp_number());
   if (!p || !ctx_->collecting())
-    return 0; // e.g. after the pass-count frame
+    return; // e.g. after the pass-count frame
   ctx_->append_frame(std::span<const uint8_t>(data, frame.total_size()));
   ctx_->record_hit(frame.tp_number()); // may request a stop (pass count)
-  return 0;
 }
 
 void BpfCollector::drain() {
-  if (!rb_ || draining_)
+  if (!rings_ || draining_)
     return;
   draining_ = true;
-  ring_buffer__consume(rb_.get());
+  rings_.drain([this](std::span<const uint8_t> r) { handle_record(r); });
   if (run_active_)
     account_drops();
   draining_ = false;
   if (!run_active_) {
     discard_ = true;
-    ring_buffer__consume(rb_.get());
+    rings_.discard();
   }
 }
 
@@ -491,6 +514,7 @@ StatsSlot BpfCollector::read_stats(uint32_t slot) const {
   if (bpf_map_lookup_elem(stats_.get(), &slot, per_cpu.data()) != 0)
     return sum;
   for (const auto& s : per_cpu) {
+    sum.hits += s.hits;
     sum.drops += s.drops;
     sum.errors += s.errors;
   }
@@ -499,8 +523,8 @@ StatsSlot BpfCollector::read_stats(uint32_t slot) const {
 
 CollectorStats BpfCollector::probe_stats(const Probe& p) const {
   CollectorStats s;
-  s.hits = __atomic_load_n(&control(p.slot).hits, __ATOMIC_RELAXED);
   StatsSlot k = read_stats(p.slot);
+  s.hits = __atomic_load_n(&control(p.slot).hits, __ATOMIC_RELAXED) + k.hits;
   s.drops = k.drops;
   s.errors = k.errors;
   return s;

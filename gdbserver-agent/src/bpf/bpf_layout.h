@@ -4,8 +4,10 @@
 //          directly by the programs through BPF_PSEUDO_MAP_VALUE), one
 //          ControlSlot per installed tracepoint.
 // tsvs:    ARRAY with one value of kMaxTsvs i64 (also mmapped).
-// stats:   PERCPU_ARRAY, one StatsSlot per tracepoint (rare paths only).
-// ringbuf: RINGBUF holding finished frames in tfile layout, or ErrorRecords.
+// stats:   PERCPU_ARRAY, one StatsSlot per tracepoint (hits without a pass
+//          count, drops, errors).
+// rings:   ARRAY_OF_MAPS of one RINGBUF per CPU (bpf_rings.h) holding stamped
+//          records: finished frames in tfile layout, or ErrorRecords.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,9 @@
 
 namespace gdbtrace::bpf {
 
-constexpr uint32_t kMaxProbes = 256;
+// Tracepoints per run (one ControlSlot and one StatsSlot each; the last slot
+// is the run's, see kGlobalSlot).
+constexpr uint32_t kMaxProbes = 1024;
 constexpr uint32_t kMaxTsvs = 512;
 
 struct ControlSlot {
@@ -35,6 +39,7 @@ constexpr uint32_t kStopFlagOffset =
     kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, reserved);
 
 struct StatsSlot {
+  uint64_t hits;   // hits of a tracepoint without a pass count (else ControlSlot::hits)
   uint64_t drops;  // ring buffer full: frame not written
   uint64_t errors; // agent-expression errors at run time
 };

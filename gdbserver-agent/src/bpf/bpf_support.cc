@@ -3,11 +3,15 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 #include "bpf/bpf_insn.h"
 
@@ -73,7 +77,53 @@ Result<int> read_uprobe_pmu_type() {
   return type;
 }
 
+// BPF_TRACE_UPROBE_MULTI and its link_create attributes (uapi of Linux 6.6;
+// the libbpf headers this builds with predate them).
+constexpr uint32_t kAttachUprobeMulti = 48;
+struct UprobeMultiLinkAttr {
+  uint32_t prog_fd, target_fd, attach_type, flags;
+  uint64_t path, offsets, ref_ctr_offsets, cookies;
+  uint32_t cnt, multi_flags, pid;
+};
+union LinkCreateAttr {
+  UprobeMultiLinkAttr link;
+  uint8_t bytes[128]; // the kernel checks that what it does not know is zero
+};
+
 } // namespace
+
+Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64_t offset, int pid,
+                                    const std::string& shown_path) {
+  LinkCreateAttr attr{};
+  uint64_t offsets[1] = {offset};
+  attr.link.prog_fd = uint32_t(prog_fd);
+  attr.link.attach_type = kAttachUprobeMulti;
+  attr.link.path = uint64_t(uintptr_t(path.c_str()));
+  attr.link.offsets = uint64_t(uintptr_t(offsets));
+  attr.link.cnt = 1;
+  attr.link.pid = uint32_t(pid);
+  int fd = int(syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof attr));
+  if (fd < 0)
+    return make_error(errno, explain_errno(errno, "uprobe on " + shown_path + " offset " +
+                                                      std::to_string(offset)));
+  return UniqueFd(fd);
+}
+
+void close_concurrently(std::vector<UniqueFd> fds) {
+  if (fds.size() <= 1)
+    return; // the destructor closes it
+  std::vector<std::thread> closers;
+  closers.reserve(fds.size());
+  for (auto& fd : fds) {
+    try {
+      closers.emplace_back([f = std::move(fd)]() mutable { f.reset(); });
+    } catch (const std::system_error&) {
+      break; // no thread left: the rest close here, one after another
+    }
+  }
+  for (auto& t : closers)
+    t.join();
+}
 
 std::string explain_errno(int err, const std::string& what) {
   std::string s = what + ": " + strerror(err);
@@ -84,14 +134,20 @@ std::string explain_errno(int err, const std::string& what) {
     s += " (kernel built without BPF syscall support)";
   else if (err == ENOENT)
     s += " (file or kernel feature missing)";
+  else if (err == 524) // the kernel's ENOTSUPP
+    s += " (the kernel cannot place a uprobe on this instruction)";
+  else if (err == EMFILE)
+    s += " (too many open files: raise ulimit -n)";
   return s;
 }
 
 Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name,
-                                     bool sleepable) {
+                                     bool sleepable, bool link) {
   std::string log(1 << 20, '\0');
-  LIBBPF_OPTS(bpf_prog_load_opts, opts, .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u,
-              .log_level = 0, .log_size = uint32_t(log.size()), .log_buf = log.data());
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = bpf_attach_type(link ? kAttachUprobeMulti : 0),
+              .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u, .log_level = 0,
+              .log_size = uint32_t(log.size()), .log_buf = log.data());
   int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
   if (fd < 0 && errno != EPERM) {
     // Load again with the log on: the first try stays fast in the common case.
@@ -135,6 +191,7 @@ Result<KernelSupport> probe_kernel_support() {
                                ldx(BPF_DW, R3, R1, 0),     call(BPF_FUNC_copy_from_user),
                                mov64_imm(R0, 0),           exit_insn()};
   ks.sleepable = bool(load_uprobe_program(copies, "gdbtrace_sprobe", true));
+  ks.uprobe_multi = bool(load_uprobe_program(trivial, "gdbtrace_mprobe", ks.sleepable, true));
 
   UniqueFd rb(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_probe", 0, 0, 4096, nullptr));
   if (!rb)

@@ -42,7 +42,8 @@ void install_noop_handler(int sig) {
 }
 
 void add_collectors(TraceEngine& engine, NativeTarget& target, asio::io_context& io, bool debug) {
-  auto skipped = [debug](const char* name, const Error& e) {
+  auto skipped = [debug, &engine](const char* name, const Error& e) {
+    engine.note_unavailable_collector(name, e.message);
     if (debug)
       std::fprintf(stderr, "[gdbtrace] %s collector unavailable: %s\n", name, e.message.c_str());
   };

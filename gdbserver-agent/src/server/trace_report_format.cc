@@ -52,6 +52,7 @@ std::string format_report_json(const TraceReport& r) {
        ",\"circular\":" + json_bool(st.circular) + "}";
   j += ",\"register_block_size\":" + std::to_string(r.register_block_size);
   j += ",\"stacks\":" + std::to_string(r.stack_bytes);
+  j += ",\"fallback\":" + json_string(r.fallback);
   j += ",\"tracepoints\":[";
   for (size_t i = 0; i < r.tracepoints.size(); ++i)
     j += (i ? "," : "") + tracepoint_json(r.tracepoints[i]);
@@ -71,6 +72,8 @@ std::string format_report_text(const TraceReport& r) {
   out += r.stack_bytes
              ? "stacks: on, " + std::to_string(r.stack_bytes) + " bytes from $sp per hit\n"
              : std::string("stacks: off\n");
+  if (!r.fallback.empty())
+    out += "fallback: " + r.fallback + "\n";
   for (const auto& t : r.tracepoints)
     out += "tracepoint " + std::to_string(t.number) + " at 0x" + hex::u64(t.address) +
            (t.enabled ? "" : " (disabled)") + ": backend " +

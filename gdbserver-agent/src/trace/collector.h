@@ -37,6 +37,9 @@ public:
   // (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame) = 0;
   virtual uint32_t register_block_size() const = 0; // 560 or 816
+  // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
+  // can size its own staging rings from it; 0 when unknown.
+  virtual size_t buffer_capacity() const { return 0; }
   // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.
   virtual void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) = 0;
   // Trace state variables kept by the engine (the ptrace collector uses these;

@@ -326,6 +326,25 @@ void TraceEngine::add_collector(std::unique_ptr<Collector> collector) {
   impl_->collectors.push_back(std::move(collector));
 }
 
+void TraceEngine::note_unavailable_collector(const std::string& name, const std::string& reason) {
+  impl_->unavailable_collectors.emplace_back(name, reason);
+}
+
+std::string TraceEngine::Impl::fallback_text() const {
+  for (const auto& c : collectors)
+    if (c->caps() & Collector::kProbesInKernel)
+      return {};
+  if (unavailable_collectors.empty())
+    return {};
+  std::string s = "no in-kernel collector (";
+  for (size_t i = 0; i < unavailable_collectors.size(); i++)
+    s +=
+        (i ? "; " : "") + unavailable_collectors[i].first + ": " + unavailable_collectors[i].second;
+  return s + "), so tracepoints are collected with ptrace, which stops the thread at every hit "
+             "(30-100x slower). To collect in the kernel, run gdbtrace-server as root or with "
+             "CAP_BPF and CAP_PERFMON on a kernel with BPF and uprobes, or load gdbtrace.ko";
+}
+
 bool TraceEngine::frame_selected() const {
   return impl_->current_frame >= 0;
 }

@@ -105,6 +105,10 @@ public:
   // first whose check() accepts a tracepoint, and tells gdb's console when it
   // falls back.
   void add_collector(std::unique_ptr<Collector> collector);
+  // An in-kernel collector that could not be created here, and why: when none
+  // exists, every tstart says so on gdb's console (tracepoints then use the
+  // 30-100x slower ptrace path) and the status reports carry it (`fallback`).
+  void note_unavailable_collector(const std::string& name, const std::string& reason);
 
   // --- definitions (QTinit, QTDP, QTDPsrc, QTDV, QTro, QTEnable/QTDisable) ---
   // What bytecode in a definition may refer to now (registers; TSVs once running).

@@ -57,6 +57,7 @@ struct TraceEngine::Impl : TraceContext {
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame) override;
   uint32_t register_block_size() const override;
+  size_t buffer_capacity() const override { return buffer.capacity(); }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
   void set_tsv(uint32_t number, int64_t value) override;
@@ -101,7 +102,10 @@ struct TraceEngine::Impl : TraceContext {
   Hooks hooks;
   asio::steady_timer drain_timer;
   std::vector<std::unique_ptr<Collector>> collectors;
-  std::string preferred_backend; // "" = auto
+  std::string preferred_backend;                                           // "" = auto
+  std::vector<std::pair<std::string, std::string>> unavailable_collectors; // name, why
+  // Why tracepoints go to ptrace and what to do about it; "" when an in-kernel collector exists.
+  std::string fallback_text() const;
 
   std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
   std::map<uint32_t, TsvEntry> tsvs;

@@ -239,6 +239,8 @@ Result<void> TraceEngine::start() {
   m.stop_text.clear();
   m.stop_tp = 0;
   m.start_time = m.trace_timestamp();
+  if (std::string why = m.fallback_text(); !why.empty() && !m.tracepoints.empty())
+    m.console("gdbtrace: " + why + "\n");
   m.stop_time = 0;
   m.arm_drain_timer();
   return ok();
@@ -344,6 +346,7 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.frames_discarded = buffer.frames_discarded();
   r.register_block_size = register_block_size();
   r.stack_bytes = stack_bytes;
+  r.fallback = fallback_text();
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
   return r;

@@ -44,6 +44,8 @@ struct TraceReport {
   uint32_t register_block_size = 0;
   uint32_t stack_bytes = 0; // `monitor gdbtrace stacks`: bytes from $sp per hit, 0 = off
   std::vector<TracepointReport> tracepoints; // definition order
+  // Non-empty when no in-kernel collector could be created: why, and what to do.
+  std::string fallback;
 };
 
 // The qTStatus reply, field for field as gdbserver 13 formats it.

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   long n = argc > 2 ? atol(argv[2]) : 100000;
   asio::io_context io;
   test::FakeContext ctx;
+  ctx.capacity = 400000000; // bench/'s `set trace-buffer-size`: the rings the stub would have
   std::unique_ptr<Collector> collector;
   if (mode != "untraced") {
     auto c = make_bpf_collector(io);

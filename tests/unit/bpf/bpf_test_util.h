@@ -73,12 +73,14 @@ public:
   std::vector<std::string> stops;
   bool stop_pending = false;
   uint32_t regblock = GT_REGBLOCK_SIZE_AVX;
+  size_t capacity = 0; // the trace buffer the collector sizes its rings from
 
   bool append_frame(std::span<const uint8_t> f) override {
     frames.emplace_back(f.begin(), f.end());
     return true;
   }
   uint32_t register_block_size() const override { return regblock; }
+  size_t buffer_capacity() const override { return capacity; }
   void set_register_availability(uint32_t tp, const std::vector<bool>& v) override {
     availability[tp] = v;
   }

@@ -4,6 +4,7 @@
 // errors) with the user-space agent-expression VM (ax_eval) on the same
 // register state and memory.
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -620,9 +621,7 @@ bool program_loaded(const std::string& name) {
 }
 
 TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
-  setenv("GDBTRACE_BPF_RINGBUF_MB", "1", 1);
   auto made = make_bpf_collector(io_);
-  unsetenv("GDBTRACE_BPF_RINGBUF_MB");
   ASSERT_TRUE(made) << made.error().message;
   auto& small = *made;
   Tracepoint tp;
@@ -631,7 +630,10 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
   tp.actions.push_back(CollectRegisters{});
   tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(test_mem)), 4000});
   FakeContext ctx;
+  ctx.capacity = 1 << 20; // the smallest rings: 1 MB per CPU
   ASSERT_TRUE(small->install(getpid(), tp, ctx));
+  EXPECT_NE(small->describe().find("per-CPU rings of 1024 KB"), std::string::npos)
+      << small->describe();
   for (int i = 0; i < 1000; i++)
     bpf_test_site(); // no draining meanwhile: the ring fills up
   small->drain();
@@ -646,6 +648,58 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
     EXPECT_EQ(blocks, 2);
   }
   small->remove_all();
+}
+
+// Two threads on two CPUs hit the site strictly in turn; each hit collects the
+// turn number. Their frames sit in two rings, and come out in hit order.
+TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "needs two CPUs";
+  static std::atomic<uint64_t> turn;
+  turn = 0;
+  Tracepoint tp;
+  tp.number = 32;
+  tp.address = uint64_t(uintptr_t(bpf_test_probe));
+  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(&turn)), 8});
+  FakeContext ctx;
+  ctx.capacity = 64 << 20;
+  ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
+  // Half the 64 MB buffer over the possible CPUs, a power of two of at least 1 MB each.
+  size_t ncpu = size_t(libbpf_num_possible_cpus()), want = 1024;
+  while (want * 2 <= (64u << 10) / 2 / ncpu)
+    want *= 2;
+  EXPECT_NE(collector_->describe().find(std::to_string(ncpu) + " per-CPU rings of " +
+                                        std::to_string(want) + " KB"),
+            std::string::npos)
+      << collector_->describe();
+  constexpr uint64_t kHits = 400;
+  auto player = [](int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    for (uint64_t t; (t = turn.load()) < kHits;) {
+      if (t % 2 != uint64_t(cpu))
+        continue;
+      bpf_test_site();
+      turn.store(t + 1);
+    }
+  };
+  std::thread a(player, 0), b(player, 1);
+  a.join();
+  b.join();
+  collector_->drain();
+  ASSERT_EQ(ctx.frames.size(), kHits);
+  for (uint64_t i = 0; i < kHits; i++) {
+    uint64_t seen = ~0ull;
+    FrameView(ctx.frames[i], 816).for_each([&](const FrameBlock& b) {
+      if (b.type == 'M' && b.length == 8)
+        memcpy(&seen, b.data, 8);
+      return true;
+    });
+    ASSERT_EQ(seen, i) << "frame " << i << " out of hit order";
+  }
+  collector_->remove_all();
 }
 
 TEST_F(BpfLive, KilledCollectorLeavesNothingBehind) {

@@ -1,0 +1,130 @@
+#include "bpf/bpf_rings.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "bpf/bpf_support.h"
+
+namespace gdbtrace::bpf {
+
+Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
+  PerCpuRings r;
+  r.ring_bytes_ = ring_bytes;
+  r.page_ = size_t(sysconf(_SC_PAGESIZE));
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0)
+    return make_error(EINVAL, "cannot count this machine's CPUs");
+  auto fail = [&](const std::string& what) {
+    int e = errno;
+    return make_error(e, explain_errno(e, what));
+  };
+  for (int cpu = 0; cpu < ncpu; cpu++) {
+    Ring ring;
+    ring.fd = UniqueFd(
+        bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(ring_bytes), nullptr));
+    if (!ring.fd)
+      return fail("BPF ring buffer of " + std::to_string(ring_bytes >> 10) + " KB for CPU " +
+                  std::to_string(cpu));
+    void* c = mmap(nullptr, r.page_, PROT_READ | PROT_WRITE, MAP_SHARED, ring.fd.get(), 0);
+    if (c == MAP_FAILED)
+      return fail("mmap of a BPF ring buffer's consumer page");
+    ring.consumer = Mapping(c, r.page_);
+    void* p =
+        mmap(nullptr, r.page_ + ring_bytes, PROT_READ, MAP_SHARED, ring.fd.get(), off_t(r.page_));
+    if (p == MAP_FAILED)
+      return fail("mmap of a BPF ring buffer's data");
+    ring.producer = Mapping(p, r.page_ + ring_bytes);
+    r.rings_.push_back(std::move(ring));
+  }
+
+  LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = uint32_t(r.rings_[0].fd.get()));
+  r.outer_ = UniqueFd(bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "gdbtrace_rings", 4, 4,
+                                     uint32_t(ncpu), &outer_opts));
+  if (!r.outer_)
+    return fail("BPF map of per-CPU ring buffers");
+  r.epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  if (!r.epoll_)
+    return fail("epoll_create1");
+  for (uint32_t cpu = 0; cpu < r.rings_.size(); cpu++) {
+    uint32_t fd = uint32_t(r.rings_[cpu].fd.get());
+    if (bpf_map_update_elem(r.outer_.get(), &cpu, &fd, BPF_ANY) != 0)
+      return fail("filling the map of per-CPU ring buffers");
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = cpu;
+    if (epoll_ctl(r.epoll_.get(), EPOLL_CTL_ADD, int(fd), &ev) != 0)
+      return fail("epoll_ctl on a BPF ring buffer");
+  }
+  return r;
+}
+
+size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& fn) {
+  struct Pending {
+    uint64_t stamp;
+    const uint8_t* at; // null: in scratch_ at scratch_off
+    size_t scratch_off;
+    uint32_t len;
+  };
+  std::vector<Pending> pending;
+  std::vector<uint64_t> consumed(rings_.size());
+  scratch_.clear();
+  const uint64_t mask = ring_bytes_ - 1;
+  for (size_t i = 0; i < rings_.size(); i++) {
+    const Ring& ring = rings_[i];
+    const uint8_t* data = static_cast<const uint8_t*>(ring.producer.get()) + page_;
+    uint64_t cons = std::atomic_ref<uint64_t>(*ring.consumer_pos()).load(std::memory_order_relaxed);
+    const uint64_t prod =
+        std::atomic_ref<const uint64_t>(*ring.producer_pos()).load(std::memory_order_acquire);
+    while (cons < prod) {
+      // The header (u32 len with busy/discard bits, u32 page offset) never wraps.
+      const auto* hdr = reinterpret_cast<const uint32_t*>(data + (cons & mask));
+      uint32_t len = std::atomic_ref<const uint32_t>(*hdr).load(std::memory_order_acquire);
+      if (len & BPF_RINGBUF_BUSY_BIT)
+        break; // still being written: later records wait for the next drain
+      uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+      uint64_t start = cons + BPF_RINGBUF_HDR_SZ;
+      cons += (uint64_t(size) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
+      if ((len & BPF_RINGBUF_DISCARD_BIT) || size < kRecordStamp)
+        continue;
+      Pending p{};
+      uint64_t off = start & mask;
+      if (off + size <= ring_bytes_) {
+        p.at = data + off;
+      } else { // wraps: copy the two pieces together
+        p.scratch_off = scratch_.size();
+        size_t first = ring_bytes_ - off;
+        scratch_.insert(scratch_.end(), data + off, data + ring_bytes_);
+        scratch_.insert(scratch_.end(), data, data + (size - first));
+      }
+      p.len = size;
+      pending.push_back(p);
+    }
+    consumed[i] = cons;
+  }
+  for (auto& p : pending) {
+    const uint8_t* rec = p.at ? p.at : scratch_.data() + p.scratch_off;
+    memcpy(&p.stamp, rec, sizeof p.stamp);
+    p.at = rec;
+  }
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const Pending& a, const Pending& b) { return a.stamp < b.stamp; });
+  for (const auto& p : pending)
+    fn({p.at + kRecordStamp, p.len - kRecordStamp});
+  for (size_t i = 0; i < rings_.size(); i++)
+    std::atomic_ref<uint64_t>(*rings_[i].consumer_pos())
+        .store(consumed[i], std::memory_order_release);
+  return pending.size();
+}
+
+void PerCpuRings::discard() {
+  drain([](std::span<const uint8_t>) {});
+}
+
+} // namespace gdbtrace::bpf

@@ -1,0 +1,67 @@
+// Per-CPU BPF ring buffers for the eBPF collector, and their consumer.
+//
+// One BPF_MAP_TYPE_RINGBUF per possible CPU, held in a BPF_MAP_TYPE_ARRAY_OF_MAPS
+// indexed by CPU number: a program reserves in the ring of the CPU it runs on, so
+// threads on different CPUs never share a ring's spinlock or cache lines. Every
+// record starts with a u64 bpf_ktime_get_ns() stamp (RecordStamp); the consumer
+// gathers what every ring holds and hands records out in stamp order (hit order),
+// as the module's per-CPU rings are merged by sequence number.
+//
+// The consumer maps each ring's data once (libbpf maps it twice so a record that
+// wraps reads contiguously; here a wrapping record is copied), so the stub's
+// resident memory is one ring size per CPU, not two.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace gdbtrace::bpf {
+
+class PerCpuRings {
+public:
+  // RING_BYTES: a power of two, at least a page.
+  static Result<PerCpuRings> create(size_t ring_bytes);
+
+  PerCpuRings() = default;
+  PerCpuRings(PerCpuRings&&) = default;
+  PerCpuRings& operator=(PerCpuRings&&) = default;
+
+  int outer_fd() const { return outer_.get(); } // the ARRAY_OF_MAPS the programs use
+  int epoll_fd() const { return epoll_.get(); } // readable when a ring was woken
+  size_t ring_bytes() const { return ring_bytes_; }
+  size_t ring_count() const { return rings_.size(); }
+  explicit operator bool() const { return bool(outer_); }
+
+  // Hands every committed record (without its stamp) to FN in stamp order and
+  // frees the rings up to the last one handed out; stops at a record still being
+  // written (busy), so no frame is ever torn. Returns the records handed out.
+  size_t drain(const std::function<void(std::span<const uint8_t>)>& fn);
+  // Frees every committed record without looking at it.
+  void discard();
+
+private:
+  struct Ring {
+    UniqueFd fd;
+    Mapping consumer; // one page, read-write: consumer_pos
+    Mapping producer; // producer_pos page + the data, read-only
+    uint64_t* consumer_pos() const { return static_cast<uint64_t*>(consumer.get()); }
+    const uint64_t* producer_pos() const { return static_cast<const uint64_t*>(producer.get()); }
+  };
+
+  UniqueFd outer_, epoll_;
+  std::vector<Ring> rings_;
+  size_t ring_bytes_ = 0;
+  size_t page_ = 4096;
+  std::vector<uint8_t> scratch_; // records that wrap around a ring's end
+};
+
+// Bytes in front of every record: the hit's bpf_ktime_get_ns().
+constexpr uint32_t kRecordStamp = 8;
+
+} // namespace gdbtrace::bpf
