@@ -2,23 +2,27 @@
 // resuming threads (all-stop / non-stop), stepping over breakpoints and
 // running trace-breakpoint callbacks.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "target/linux_target.h"
 #include "target/proc_files.h"
+#include "target/step_in_place.h"
 #include "target/x86_registers.h"
 
 namespace gdbtrace {
 namespace {
 
 constexpr int kSyscallTrap = SIGTRAP | 0x80;
+constexpr unsigned long long kEflagsTrap = 0x100; // TF
 constexpr int stop_status(int sig) {
   return (sig << 8) | 0x7f;
 }
@@ -714,7 +718,15 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l) {
   l.running = true;
 }
 
+// Executes the instruction under the int3 at l.breakpoint_pc for thread L.
+// Returns true once it executed (a signal, when given, delivered), false when
+// another event came first (pending on L).
 bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
+  if (signal == 0 && step_over_in_place(p, l)) {
+    ++step_over_stats_.in_place;
+    return true;
+  }
+  ++step_over_stats_.all_threads_stopped;
   uint64_t addr = l.breakpoint_pc;
   // No other thread of the process may run past the lifted int3.
   std::vector<Tid> stopped = stop_threads(p, &l);
@@ -729,6 +741,32 @@ bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
   }
   restart_threads(p.pid, stopped);
   return stepped;
+}
+
+// The instruction emulated on L's registers, the int3 left in place, so no
+// other thread has to stop (step_in_place.h). Not with a hardware watchpoint
+// or breakpoint armed (an emulated access would not trigger it) nor when the
+// program set TF itself (the CPU's trap after the instruction is its own).
+bool LinuxTarget::step_over_in_place(Process& p, Lwp& l) {
+  uint64_t addr = l.breakpoint_pc;
+  if (p.debug_regs.any_used())
+    return false;
+  std::array<uint8_t, 16> insn{};
+  auto got = p.memory.read(addr, insn);
+  if (!got || *got == 0)
+    return false;
+  for (auto it = p.breakpoints.lower_bound(addr);
+       it != p.breakpoints.end() && it->first < addr + *got; ++it)
+    insn[it->first - addr] = it->second.original;
+  user_regs_struct regs{};
+  if (ptrace(PTRACE_GETREGS, l.tid, nullptr, &regs) != 0 || regs.rip != addr ||
+      (regs.eflags & kEflagsTrap))
+    return false;
+  if (execute_in_place(std::span<const uint8_t>(insn.data(), *got), regs, p.pid) != InPlace::Done)
+    return false;
+  // (Fails only for a thread that vanished: its exit comes through waitpid.)
+  (void)ptrace(PTRACE_SETREGS, l.tid, nullptr, &regs);
+  return true;
 }
 
 bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {

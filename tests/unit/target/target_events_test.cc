@@ -373,6 +373,9 @@ TEST_F(TargetEventsTest, TraceBreakpointCallbackRunsWhileOtherThreadsRun) {
   EXPECT_EQ(ev.exit_status, 0);
   EXPECT_EQ(hits, 3 * iters);
   EXPECT_EQ(tids.size(), 3u);
+  // thread_work begins with push %rbp: executed in place, no other thread stopped for it.
+  EXPECT_EQ(target->step_over_stats().in_place, uint64_t(3 * iters));
+  EXPECT_EQ(target->step_over_stats().all_threads_stopped, 0u);
 }
 
 TEST_F(TargetEventsTest, TraceBreakpointWhileSteppingAndSharedUserBreakpoint) {
