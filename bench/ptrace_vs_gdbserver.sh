@@ -7,7 +7,8 @@
 # gdbtrace rows select their collector with `monitor gdbtrace backend NAME` and read back the one
 # each tracepoint used from `monitor gdbtrace status`: a row whose collector is not the one in its
 # label is NA (reason=backend_X_not_Y), never a mislabelled number.
-# Prints ROW lines (bench/README.md) and a summary.
+# Prints ROW lines (bench/README.md) and a summary with PASS/MISS of the ptrace target (>= 2x cheaper
+# per hit than gdbserver's). bench/workloads.sh and bench/threads.sh have the other columns.
 set -uo pipefail
 . "$(dirname "$0")/_lib.sh"
 
@@ -67,12 +68,29 @@ row() {
     complete=$([ "$frames" = "$n" ] && echo yes || echo no) traced_ns_per_iter="$traced"
   printf '%-24s %-16s %12s ns/hit  (%s frames of %s hits)\n' "$mech" "collect $collect" "$per_hit" \
     "$frames" "$n" >>"$work/summary"
+  echo "$per_hit" >"$work/ns.$mech.$collect"
+}
+
+# target COLLECT: the ptrace collector >= 2x cheaper per hit than stock gdbserver's trap tracepoint.
+target() {
+  local collect=$1 ours theirs
+  ours=$(cat "$work/ns.gdbtrace-ptrace.$collect" 2>/dev/null)
+  theirs=$(cat "$work/ns.gdbserver-trace.$collect" 2>/dev/null)
+  if [ -z "$ours" ] || [ -z "$theirs" ]; then
+    echo "MISS ptrace >= 2x cheaper than gdbserver-trace, collect $collect: a row is missing" >>"$work/summary"
+    return
+  fi
+  awk -v o="$ours" -v t="$theirs" -v c="$collect" 'BEGIN {
+    r = o > 0 ? t / o : 0
+    printf "%s ptrace >= 2x cheaper than gdbserver-trace, collect %s: %.0f vs %.0f ns = %.2fx\n",
+      (r >= 2 ? "PASS" : "MISS"), c, o, t, r }' >>"$work/summary"
 }
 
 for collect in '$regs' 'i'; do
   row gdbtrace-ptrace "$GDBTRACE_SERVER" "$collect" ptrace
   row gdbtrace-ebpf "$GDBTRACE_SERVER" "$collect" ebpf
   row gdbserver-trace /usr/bin/gdbserver "$collect" -
+  target "$collect"
 done
 [ -f "$work/summary" ] && cat "$work/summary"
 exit 0
