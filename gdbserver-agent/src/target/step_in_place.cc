@@ -11,6 +11,8 @@ extern "C" {
 namespace gdbtrace {
 namespace {
 
+constexpr unsigned long long kUser64BitCodeSegment = 0x33; // __USER_CS on x86-64
+
 // pt_regs (kernel field order, emulate_user.h) and ptrace's user_regs_struct
 // begin with the same 21 registers in the same order.
 static_assert(offsetof(user_regs_struct, rip) == offsetof(pt_regs, ip));
@@ -35,7 +37,7 @@ bool apply_module_recipe(std::span<const uint8_t> insn, user_regs_struct& regs, 
     return false;
   pt_regs pr;
   std::memcpy(&pr, &regs, sizeof pr);
-  const struct gt_emu_memory tracee{read_tracee, write_tracee, &pid};
+  const struct gt_emu_memory tracee { read_tracee, write_tracee, &pid };
   const struct gt_emu_memory* saved = gt_emu_memory;
   gt_emu_memory = &tracee;
   bool done = gt_emu_apply(&emu, &pr);
@@ -114,6 +116,9 @@ bool apply_push(std::span<const uint8_t> insn, user_regs_struct& regs, pid_t pid
 } // namespace
 
 InPlace execute_in_place(std::span<const uint8_t> insn, user_regs_struct& regs, pid_t pid) {
+  // The recipes decode 64-bit code; in a 32-bit (compat) thread 0x40-0x4f are inc/dec, not REX.
+  if (regs.cs != kUser64BitCodeSegment)
+    return InPlace::Unsupported;
   if (apply_module_recipe(insn, regs, pid))
     return InPlace::Done;
   if (unsigned len = nop_length(insn)) {

@@ -23,9 +23,9 @@ enum class InPlace {
 };
 
 // INSN: the original bytes at REGS.rip (up to 16, int3s already replaced by
-// their shadows). Memory operands are read and written in process PID with
-// process_vm_readv/writev, which honour the page protections as the CPU would
-// (a store to a read-only page is declined, and the CPU then faults on it).
+// their shadows); REGS of a 64-bit thread (a compat-mode one is declined). Memory operands are read
+// and written in process PID with process_vm_readv/writev, which honour the page protections as the
+// CPU would (a store to a read-only page is declined, and the CPU then faults on it).
 InPlace execute_in_place(std::span<const uint8_t> insn, user_regs_struct& regs, pid_t pid);
 
 } // namespace gdbtrace

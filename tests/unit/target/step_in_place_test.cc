@@ -22,6 +22,7 @@ user_regs_struct regs_at(uint64_t rip) {
   r.rbp = 0x3333;
   r.r12 = 0x4444;
   r.eflags = 0x202;
+  r.cs = 0x33; // 64-bit user code
   return r;
 }
 
@@ -81,6 +82,8 @@ TEST(StepInPlace, FaultingAccessAndUnknownInstructionsAreDeclined) {
   EXPECT_EQ(run({0xe8, 0, 0, 0, 0}, r), InPlace::Unsupported); // call rel32
   EXPECT_EQ(run({0x41, 0x90}, r), InPlace::Unsupported);       // xchg %eax,%r8d, not a nop
   EXPECT_EQ(run({0x0f, 0x05}, r), InPlace::Unsupported);       // syscall
+  r.cs = before.cs = 0x23; // a 32-bit thread: 0x90 is still nop, but nothing is decoded there
+  EXPECT_EQ(run({0x90}, r), InPlace::Unsupported);
   EXPECT_EQ(std::memcmp(&r, &before, sizeof r), 0);
   munmap(ro, page);
 }
