@@ -13,6 +13,7 @@
 // collects statuses.
 #pragma once
 
+#include <array>
 #include <asio.hpp>
 #include <deque>
 #include <map>
@@ -62,6 +63,10 @@ struct SwBreakpoint {
   uint8_t original = 0;
   bool user = false;      // gdb's Z0
   TraceHitCallback trace; // ptrace collector
+  // The instruction bytes at the address (int3s replaced by their shadows),
+  // read at the first in-place step; forgotten when gdb writes memory there.
+  std::array<uint8_t, 16> insn{};
+  uint8_t insn_len = 0;
   bool wanted() const { return user || trace != nullptr; }
 };
 

@@ -749,20 +749,24 @@ bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
 // program set TF itself (the CPU's trap after the instruction is its own).
 bool LinuxTarget::step_over_in_place(Process& p, Lwp& l) {
   uint64_t addr = l.breakpoint_pc;
-  if (p.debug_regs.any_used())
+  auto bp = p.breakpoints.find(addr);
+  if (p.debug_regs.any_used() || bp == p.breakpoints.end())
     return false;
-  std::array<uint8_t, 16> insn{};
-  auto got = p.memory.read(addr, insn);
-  if (!got || *got == 0)
-    return false;
-  for (auto it = p.breakpoints.lower_bound(addr);
-       it != p.breakpoints.end() && it->first < addr + *got; ++it)
-    insn[it->first - addr] = it->second.original;
+  SwBreakpoint& at = bp->second;
+  if (at.insn_len == 0) {
+    auto got = p.memory.read(addr, at.insn);
+    if (!got || *got == 0)
+      return false;
+    for (auto it = bp; it != p.breakpoints.end() && it->first < addr + *got; ++it)
+      at.insn[it->first - addr] = it->second.original;
+    at.insn_len = uint8_t(*got);
+  }
   user_regs_struct regs{};
   if (ptrace(PTRACE_GETREGS, l.tid, nullptr, &regs) != 0 || regs.rip != addr ||
       (regs.eflags & kEflagsTrap))
     return false;
-  if (execute_in_place(std::span<const uint8_t>(insn.data(), *got), regs, p.pid) != InPlace::Done)
+  if (execute_in_place(std::span<const uint8_t>(at.insn.data(), at.insn_len), regs, p.pid) !=
+      InPlace::Done)
     return false;
   // (Fails only for a thread that vanished: its exit comes through waitpid.)
   (void)ptrace(PTRACE_SETREGS, l.tid, nullptr, &regs);
