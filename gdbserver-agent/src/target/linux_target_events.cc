@@ -134,7 +134,6 @@ void LinuxTarget::classify_trap(Process& p, Lwp& l) {
     return;
   siginfo_t si{};
   ptrace(PTRACE_GETSIGINFO, l.tid, nullptr, &si);
-  uint64_t dr6 = read_dr6(l.tid);
   auto pc = x86::read_pc(l.tid);
   if ((si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT) && pc && int3_inserted(p, *pc - 1)) {
     // Rewind now: whatever happens to the breakpoint later, pc is right.
@@ -153,6 +152,8 @@ void LinuxTarget::classify_trap(Process& p, Lwp& l) {
       return;
     }
   }
+  // Read only now: an int3 hit (every trace hit) needs no debug-status register.
+  uint64_t dr6 = read_dr6(l.tid);
   if (dr6 & 0xf) {
     unsigned slot = __builtin_ctzll(dr6 & 0xf);
     clear_dr6(l.tid);
