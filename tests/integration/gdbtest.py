@@ -144,9 +144,19 @@ def descendants(root: int = None) -> set:
 
 def kill_new_processes(before: set, keep: set = frozenset()):
     """SIGKILL every descendant of this process that did not exist in `before` (and is not in keep),
-    then reap the ones that became our children."""
+    then reap the ones that became our children. A new process whose parent was there before is that
+    process's, not ours: a test's Tracee that forks on after gdb detached must not see a child it
+    waits for die of SIGKILL (that was test_debug_mt_fork's "race at detach")."""
     for _ in range(3):
-        victims = descendants() - before - set(keep)
+        # One snapshot of the process tree, walked from this process without entering the subtree
+        # of a process that was there before.
+        parents = _parent_map()
+        victims, frontier = set(), {os.getpid()}
+        while frontier:
+            children = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in victims}
+            victims |= children
+            frontier = children - before
+        victims -= before | set(keep)
         if not victims:
             return
         for pid in victims:

@@ -53,9 +53,20 @@ class DetachDuringStepOver(GdbTestCase):
 
 
 class InterruptDuringStepOver(GdbTestCase):
+    """gdb.threads/interrupt-while-step-over.exp: ^C while threads are being stepped over a breakpoint
+    whose condition is false stops everything with one SIGINT report, and nothing is lost."""
+
     def test_interrupt_while_threads_step_over_false_condition(self):
+        self._interrupt_while_stepping_over("host")
+
+    def test_interrupt_while_stub_steps_over_false_condition(self):
+        # The stub evaluates the condition and resumes the thread itself (its step over the int3 is
+        # done in place, the other threads running on).
+        self._interrupt_while_stepping_over("target")
+
+    def _interrupt_while_stepping_over(self, condition_eval):
         with mi_connected("mt_bpstep", args=(2000, 4), mode="once", setup=["-gdb-set mi-async on"]) as mi:
-            mi.send("-gdb-set breakpoint condition-evaluation host")
+            mi.send(f"-gdb-set breakpoint condition-evaluation {condition_eval}")
             self.assertEqual(mi.send("-break-insert -c \"iteration < 0\" hit").cls, "done")
             for _ in range(3):
                 mark = len(mi.records)

@@ -20,7 +20,9 @@ static int fork_and_wait(void) {
   pid_t child = fork();
   if (child == 0) _exit(3);
   int status = 0;
-  waitpid(child, &status, 0);
+  pid_t w = waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 3) /* say what went wrong before aborting */
+    printf("mt_fork: child %d: waitpid %d status 0x%x\n", (int)child, (int)w, status), fflush(stdout);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -427,6 +427,10 @@ Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<co
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
+  // Instructions cached for the in-place step that these bytes may change.
+  for (auto it = p->breakpoints.lower_bound(address > 15 ? address - 15 : 0);
+       it != p->breakpoints.end() && it->first < address + data.size(); ++it)
+    it->second.insn_len = 0;
   auto first = p->breakpoints.lower_bound(address);
   auto last = p->breakpoints.lower_bound(address + data.size());
   if (first == last)

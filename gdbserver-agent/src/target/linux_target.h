@@ -13,6 +13,7 @@
 // collects statuses.
 #pragma once
 
+#include <array>
 #include <asio.hpp>
 #include <deque>
 #include <map>
@@ -62,6 +63,10 @@ struct SwBreakpoint {
   uint8_t original = 0;
   bool user = false;      // gdb's Z0
   TraceHitCallback trace; // ptrace collector
+  // The instruction bytes at the address (int3s replaced by their shadows),
+  // read at the first in-place step; forgotten when gdb writes memory there.
+  std::array<uint8_t, 16> insn{};
+  uint8_t insn_len = 0;
   bool wanted() const { return user || trace != nullptr; }
 };
 
@@ -128,6 +133,7 @@ public:
   Result<void> insert_trace_breakpoint(Pid pid, uint64_t address,
                                        TraceHitCallback callback) override;
   Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) override;
+  StepOverStats step_over_stats() const override { return step_over_stats_; }
 
   Result<std::string> auxv(Pid pid) override;
   Result<std::string> exec_file(Pid pid) override;
@@ -180,6 +186,7 @@ private:
   int wait_new_child(Tid tid);
   void resume_lwp(Process& p, Lwp& l);
   bool step_over_breakpoint(Process& p, Lwp& l, int signal);
+  bool step_over_in_place(Process& p, Lwp& l);
   bool single_step_sync(Process& p, Lwp& l, int signal);
   std::vector<Tid> stop_threads(Process& p, const Lwp* except);
   void stop_all_processes();
@@ -219,6 +226,7 @@ private:
   std::vector<bool> pass_signals_;
   bool report_thread_events_ = false;
   bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;
+  StepOverStats step_over_stats_;
 };
 
 } // namespace gdbtrace

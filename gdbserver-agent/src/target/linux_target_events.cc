@@ -2,23 +2,27 @@
 // resuming threads (all-stop / non-stop), stepping over breakpoints and
 // running trace-breakpoint callbacks.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "target/linux_target.h"
 #include "target/proc_files.h"
+#include "target/step_in_place.h"
 #include "target/x86_registers.h"
 
 namespace gdbtrace {
 namespace {
 
 constexpr int kSyscallTrap = SIGTRAP | 0x80;
+constexpr unsigned long long kEflagsTrap = 0x100; // TF
 constexpr int stop_status(int sig) {
   return (sig << 8) | 0x7f;
 }
@@ -130,7 +134,6 @@ void LinuxTarget::classify_trap(Process& p, Lwp& l) {
     return;
   siginfo_t si{};
   ptrace(PTRACE_GETSIGINFO, l.tid, nullptr, &si);
-  uint64_t dr6 = read_dr6(l.tid);
   auto pc = x86::read_pc(l.tid);
   if ((si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT) && pc && int3_inserted(p, *pc - 1)) {
     // Rewind now: whatever happens to the breakpoint later, pc is right.
@@ -149,6 +152,8 @@ void LinuxTarget::classify_trap(Process& p, Lwp& l) {
       return;
     }
   }
+  // Read only now: an int3 hit (every trace hit) needs no debug-status register.
+  uint64_t dr6 = read_dr6(l.tid);
   if (dr6 & 0xf) {
     unsigned slot = __builtin_ctzll(dr6 & 0xf);
     clear_dr6(l.tid);
@@ -714,7 +719,15 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l) {
   l.running = true;
 }
 
+// Executes the instruction under the int3 at l.breakpoint_pc for thread L.
+// Returns true once it executed (a signal, when given, delivered), false when
+// another event came first (pending on L).
 bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
+  if (signal == 0 && step_over_in_place(p, l)) {
+    ++step_over_stats_.in_place;
+    return true;
+  }
+  ++step_over_stats_.all_threads_stopped;
   uint64_t addr = l.breakpoint_pc;
   // No other thread of the process may run past the lifted int3.
   std::vector<Tid> stopped = stop_threads(p, &l);
@@ -729,6 +742,36 @@ bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
   }
   restart_threads(p.pid, stopped);
   return stepped;
+}
+
+// The instruction emulated on L's registers, the int3 left in place, so no
+// other thread has to stop (step_in_place.h). Not with a hardware watchpoint
+// or breakpoint armed (an emulated access would not trigger it) nor when the
+// program set TF itself (the CPU's trap after the instruction is its own).
+bool LinuxTarget::step_over_in_place(Process& p, Lwp& l) {
+  uint64_t addr = l.breakpoint_pc;
+  auto bp = p.breakpoints.find(addr);
+  if (p.debug_regs.any_used() || bp == p.breakpoints.end())
+    return false;
+  SwBreakpoint& at = bp->second;
+  if (at.insn_len == 0) {
+    auto got = p.memory.read(addr, at.insn);
+    if (!got || *got == 0)
+      return false;
+    for (auto it = bp; it != p.breakpoints.end() && it->first < addr + *got; ++it)
+      at.insn[it->first - addr] = it->second.original;
+    at.insn_len = uint8_t(*got);
+  }
+  user_regs_struct regs{};
+  if (ptrace(PTRACE_GETREGS, l.tid, nullptr, &regs) != 0 || regs.rip != addr ||
+      (regs.eflags & kEflagsTrap))
+    return false;
+  if (execute_in_place(std::span<const uint8_t>(at.insn.data(), at.insn_len), regs, p.pid) !=
+      InPlace::Done)
+    return false;
+  // (Fails only for a thread that vanished: its exit comes through waitpid.)
+  (void)ptrace(PTRACE_SETREGS, l.tid, nullptr, &regs);
+  return true;
 }
 
 bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {

@@ -120,6 +120,15 @@ struct ThreadInfo {
 using TraceHitCallback = std::function<bool(ThreadId thread, uint64_t address, int step_index,
                                             const RegisterBlock& regs)>;
 
+// How the instructions under our int3s were executed when a thread resumed
+// from one (trace hits and gdb's breakpoints): in place, with only that thread
+// paused (step_in_place.h), or by lifting the int3 for a single-step while
+// every other thread of the process was stopped.
+struct StepOverStats {
+  uint64_t in_place = 0;
+  uint64_t all_threads_stopped = 0;
+};
+
 class NativeTarget {
 public:
   using EventHandler = std::function<void(const StopEvent&)>;
@@ -178,6 +187,8 @@ public:
   virtual Result<void> insert_trace_breakpoint(Pid pid, uint64_t address,
                                                TraceHitCallback callback) = 0;
   virtual Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) = 0;
+  // Since the target was created.
+  virtual StepOverStats step_over_stats() const { return {}; }
 
   // --- process information ---
   virtual Result<std::string> auxv(Pid pid) = 0;      // raw bytes

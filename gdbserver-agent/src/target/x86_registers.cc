@@ -1,5 +1,6 @@
 #include "target/x86_registers.h"
 
+#include <array>
 #include <cpuid.h>
 #include <cstddef>
 #include <cstring>
@@ -95,8 +96,20 @@ unsigned x87_tag(const uint8_t* raw) {
   return integer ? 0 : 2;
 }
 
+// gt_reg_offset sums the sizes of the registers before REGNO: computed once
+// here, since every trace hit of the ptrace collector fills the whole block.
+unsigned offset_of(unsigned regno) {
+  static const auto table = [] {
+    std::array<unsigned, GT_NUM_REGS_AVX> t{};
+    for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++)
+      t[r] = gt_reg_offset(r);
+    return t;
+  }();
+  return table[regno];
+}
+
 void put(RegisterBlock& b, unsigned regno, const void* src, size_t n) {
-  std::memcpy(b.bytes.data() + gt_reg_offset(regno), src, n);
+  std::memcpy(b.bytes.data() + offset_of(regno), src, n);
   b.valid.set(regno);
 }
 
@@ -126,10 +139,10 @@ void collect_fxsave(const RegisterBlock& b, Fxsave& fx) {
   auto valid = [&](unsigned r) { return b.valid.test(r); };
   for (unsigned i = 0; i < 8; i++)
     if (valid(GT_ST0 + i))
-      std::memcpy(fx.st[i], b.bytes.data() + gt_reg_offset(GT_ST0 + i), 10);
+      std::memcpy(fx.st[i], b.bytes.data() + offset_of(GT_ST0 + i), 10);
   for (unsigned i = 0; i < 16; i++)
     if (valid(GT_XMM0 + i))
-      std::memcpy(fx.xmm[i], b.bytes.data() + gt_reg_offset(GT_XMM0 + i), 16);
+      std::memcpy(fx.xmm[i], b.bytes.data() + offset_of(GT_XMM0 + i), 16);
   if (valid(GT_FCTRL))
     fx.fctrl = b.get_u64(GT_FCTRL);
   if (valid(GT_FSTAT))
@@ -264,8 +277,8 @@ Result<void> write_registers(pid_t tid, const RegisterBlock& regs, bool avx) {
       std::memset(buf->bytes + kYmmHiOffset, 0, 256);
     for (unsigned i = 0; i < 16; i++)
       if (regs.valid.test(GT_YMM0H + i))
-        std::memcpy(buf->bytes + kYmmHiOffset + 16 * i,
-                    regs.bytes.data() + gt_reg_offset(GT_YMM0H + i), 16);
+        std::memcpy(buf->bytes + kYmmHiOffset + 16 * i, regs.bytes.data() + offset_of(GT_YMM0H + i),
+                    16);
     bv |= kXfeatureYmm;
     std::memcpy(buf->bytes + kXstateBvOffset, &bv, 8);
     iovec iov{buf->bytes, *len};

@@ -26,6 +26,10 @@ public:
 
   Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override {
     ctx_ = &ctx;
+    // The first probe of a run: a new run counts from zero (gdbserver resets
+    // at tstart). remove_all keeps them, for the status after tstop.
+    if (sites_.empty())
+      stats_.clear();
     auto& site = sites_[tp.address];
     if (site.tps.empty()) {
       auto r = target_.insert_trace_breakpoint(

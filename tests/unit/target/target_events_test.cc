@@ -373,6 +373,47 @@ TEST_F(TargetEventsTest, TraceBreakpointCallbackRunsWhileOtherThreadsRun) {
   EXPECT_EQ(ev.exit_status, 0);
   EXPECT_EQ(hits, 3 * iters);
   EXPECT_EQ(tids.size(), 3u);
+  // thread_work begins with push %rbp: executed in place, no other thread stopped for it.
+  EXPECT_EQ(target->step_over_stats().in_place, uint64_t(3 * iters));
+  EXPECT_EQ(target->step_over_stats().all_threads_stopped, 0u);
+}
+
+// The instruction under a trace breakpoint is read once for the in-place step;
+// gdb writing new code there must be seen at the next hit.
+TEST_F(TargetEventsTest, InPlaceStepSeesCodeWrittenOverATraceBreakpoint) {
+  Pid pid = launch("basic", {"loop", "3"});
+  uint64_t fn = symbol_address(program_path("basic"), "break_here");
+  uint64_t load = fn + 7; // mov -0x4(%rbp),%eax after push %rbp; mov %rsp,%rbp; mov %edi,-0x4(%rbp)
+  uint8_t code[3] = {};
+  ASSERT_TRUE(target->read_memory(pid, load, code).ok());
+  ASSERT_EQ(std::vector<uint8_t>(code, code + 3), (std::vector<uint8_t>{0x8b, 0x45, 0xfc}));
+  int hits = 0;
+  ASSERT_TRUE(target
+                  ->insert_trace_breakpoint(pid, load,
+                                            [&](ThreadId, uint64_t, int, const RegisterBlock&) {
+                                              hits++;
+                                              return false;
+                                            })
+                  .ok());
+  ASSERT_TRUE(target->insert_breakpoint(pid, BreakpointType::Software, fn, 1).ok());
+  continue_all(); // break_here(0)
+  StopEvent ev = expect_event();
+  ASSERT_EQ(ev.reason, StopReason::SwBreak);
+  continue_all(); // the trace hit of call 0 (its load emulated, then cached), stop in break_here(1)
+  ev = expect_event();
+  ASSERT_EQ(ev.reason, StopReason::SwBreak);
+  EXPECT_EQ(hits, 1);
+  StepOverStats before = target->step_over_stats();
+  // xor %eax,%eax; nop: not emulated, so the next steps over it must stop all threads.
+  const uint8_t xor_eax[3] = {0x31, 0xc0, 0x90};
+  ASSERT_TRUE(target->write_memory(pid, load, xor_eax).ok());
+  ASSERT_TRUE(target->remove_breakpoint(pid, BreakpointType::Software, fn, 1).ok());
+  continue_all();
+  ev = expect_event();
+  EXPECT_EQ(ev.kind, StopKind::Exited);
+  EXPECT_EQ(ev.exit_status, 7);
+  EXPECT_EQ(hits, 3);
+  EXPECT_EQ(target->step_over_stats().all_threads_stopped - before.all_threads_stopped, 2u);
 }
 
 TEST_F(TargetEventsTest, TraceBreakpointWhileSteppingAndSharedUserBreakpoint) {

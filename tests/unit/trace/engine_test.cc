@@ -549,6 +549,23 @@ TEST_F(EngineTest, FramesFileWritesOnlyIntoAnEmptyRegularFile) {
   EXPECT_EQ(send("qGdbtrace.frames.file:0").substr(0, 2), "E.");
   EXPECT_EQ(send("qGdbtrace.frames.file:zz;2f").substr(0, 2), "E.");
   EXPECT_EQ(send("qGdbtrace.frames.file:ffff;" + hexpath).substr(0, 2), "E.");
+
+// Hits count per run, as gdbserver's do (reset at tstart), and stay readable after tstop.
+TEST_F(EngineTest, HitsAreCountedPerRun) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  target.hit(0x401000, make_regs(0x401000));
+  ASSERT_EQ(send("QTStop"), "OK");
+  EXPECT_NE(monitor("gdbtrace status").find("tracepoint 1 at 0x401000: backend ptrace, hits 2,"),
+            std::string::npos)
+      << monitor("gdbtrace status");
+  ASSERT_EQ(send("QTStart"), "OK");
+  target.hit(0x401000, make_regs(0x401000));
+  std::string mon = monitor("gdbtrace status");
+  EXPECT_NE(mon.find("tracepoint 1 at 0x401000: backend ptrace, hits 1, frames 1"),
+            std::string::npos)
+      << mon;
+  ASSERT_EQ(send("QTStop"), "OK");
 }
 
 // gdb stops sending actions when it cannot compile one ("collect main" in
