@@ -549,6 +549,7 @@ TEST_F(EngineTest, FramesFileWritesOnlyIntoAnEmptyRegularFile) {
   EXPECT_EQ(send("qGdbtrace.frames.file:0").substr(0, 2), "E.");
   EXPECT_EQ(send("qGdbtrace.frames.file:zz;2f").substr(0, 2), "E.");
   EXPECT_EQ(send("qGdbtrace.frames.file:ffff;" + hexpath).substr(0, 2), "E.");
+}
 
 // Hits count per run, as gdbserver's do (reset at tstart), and stay readable after tstop.
 TEST_F(EngineTest, HitsAreCountedPerRun) {
