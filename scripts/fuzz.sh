@@ -26,9 +26,34 @@ if [ ! -f "$build/build.ninja" ]; then
     -DGDBTRACE_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS=$flags" \
     "-DCMAKE_CXX_FLAGS=$flags" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 fi
+# The server-packet target runs the real vFile handlers as root inside a chroot sandbox. Before it
+# fuzzes, check that the sandbox holds: a file opened for writing through vFile:setfs of another
+# process (the stub then prefixes /proc/PID/root) must not appear outside it.
+sandbox_holds() {
+  local canary inputs hexpath pid
+  canary=$(mktemp -u /tmp/gdbtrace-fuzz-canary-XXXXXX)
+  inputs=$build/sandbox-check
+  mkdir -p "$inputs"
+  hexpath=$(printf %s "$canary" | od -An -tx1 | tr -d ' \n')
+  for pid in 0 1 $$; do
+    printf 'vFile:setfs:%x\nvFile:open:%s,201,1a4\nvFile:pwrite:0,0,x\nvFile:close:0' "$pid" "$hexpath" \
+      >"$inputs/setfs-$pid"
+  done
+  GDBTRACE_FUZZ_WORKDIR=$build "$build/tests/fuzz/fuzz_server_packets" "$inputs"/setfs-* >/dev/null 2>&1
+  if [ -e "$canary" ]; then
+    rm -f "$canary"
+    echo "fuzz_server_packets: its sandbox let a vFile write reach $canary: not fuzzing"
+    return 1
+  fi
+}
+
 rc=0
 for t in $selected; do
   ninja -C "$build" -j"${JOBS:-2}" "fuzz_$t" >/dev/null
+  if [ "$t" = server_packets ] && ! sandbox_holds; then
+    rc=1
+    continue
+  fi
   corpus=$build/corpus/$t
   mkdir -p "$corpus"
   [ -d "$repo/tests/fuzz/corpus/$t" ] && cp -n "$repo/tests/fuzz/corpus/$t"/* "$corpus"/ 2>/dev/null || true

@@ -12,7 +12,7 @@
 // into a private mount namespace chrooted to an empty directory (root only),
 // with the fuzz work directory ($GDBTRACE_FUZZ_WORKDIR: corpus and crash
 // files) bind-mounted at its own path so libFuzzer can still write there, and
-// /proc for LeakSanitizer.
+// this process's own /proc/PID for LeakSanitizer.
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -76,10 +76,15 @@ void enter_sandbox() {
     die("unshare(CLONE_NEWNS) (the server-packet fuzzer needs root for its sandbox)");
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     die("mount --make-rprivate /");
-  // LeakSanitizer reads /proc/self/task at exit.
-  std::filesystem::create_directories(root + "/proc");
-  if (mount("/proc", (root + "/proc").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-    die("bind mount of /proc");
+  // LeakSanitizer reads /proc/PID/task at exit: only this process's own
+  // /proc directory is bound (and /proc/self links to it). Never all of /proc: through
+  // /proc/PID/root of any other process (vFile:setfs:PID makes the stub prefix
+  // paths with it) the fuzzer reached the host's files and truncated one.
+  std::string own = "/proc/" + std::to_string(getpid());
+  std::filesystem::create_directories(root + own);
+  if (mount(own.c_str(), (root + own).c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    die("bind mount of /proc/PID");
+  std::filesystem::create_directory_symlink(std::to_string(getpid()), root + "/proc/self");
   if (const char* work = std::getenv("GDBTRACE_FUZZ_WORKDIR")) {
     std::filesystem::create_directories(root + work);
     if (mount(work, (root + work).c_str(), nullptr, MS_BIND, nullptr) != 0)
