@@ -29,6 +29,7 @@ struct CliOptions {
   std::vector<std::string> wrapper;
   bool debug = false;
   bool remote_debug = false;
+  bool debug_timestamps = false; // --debug-format=timestamp|all
   bool startup_with_shell = true;
   bool disable_randomization = true;
   std::string debug_file; // --debug-file=FILE: debug output goes there

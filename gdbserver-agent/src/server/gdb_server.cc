@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/debug_format.h"
 #include "common/hex.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
@@ -31,7 +32,7 @@ GdbServer::~GdbServer() {
 
 void GdbServer::debug(const std::string& text) const {
   if (options_.debug)
-    std::fprintf(stderr, "[gdbtrace] %s\n", text.c_str());
+    std::fprintf(stderr, "%s[gdbtrace] %s\n", debug_line_prefix().c_str(), text.c_str());
 }
 
 Result<Pid> GdbServer::start_program() {

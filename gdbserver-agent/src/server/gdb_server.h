@@ -20,6 +20,7 @@
 
 #include "rsp/connection.h"
 #include "server/breakpoints.h"
+#include "server/osdata.h"
 #include "server/packet_table.h"
 #include "server/state_source.h"
 #include "server/vfile.h"
@@ -153,6 +154,7 @@ private:
   TraceEngine* engine_;
   ServerOptions options_;
   std::shared_ptr<rsp::Connection> conn_;
+  OsDataSnapshots osdata_; // qXfer:osdata (info os)
   VFileServer vfile_;
   BreakpointTable breakpoints_;
   std::unique_ptr<TraceProtocol> trace_; // null without a trace engine

@@ -10,6 +10,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "common/debug_format.h"
 #include "rsp/connection.h"
 #include "rsp/transport.h"
 #include "server/cli.h"
@@ -277,6 +278,7 @@ int main(int argc, char** argv) {
   sopts.multi = opts.multi;
   sopts.debug = opts.debug;
   sopts.remote_debug = opts.remote_debug;
+  debug_timestamps() = opts.debug_timestamps;
   sopts.stdio_connection = opts.comm.kind == CommSpec::Kind::Stdio;
   sopts.launch.program = opts.program;
   sopts.launch.args = opts.args;
