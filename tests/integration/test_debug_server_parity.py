@@ -117,11 +117,16 @@ class AttachFlag(GdbTestCase):
     def test_attach_to_eleven_threads(self):
         """gdb.server/attach-flag.exp: `gdbtrace-server --attach` to a process whose ten threads
         already run; gdb sees 11 threads, all-stop and non-stop."""
-        for non_stop in ("off", "on"):
-            run = run_gdb(["info threads", "thread 11"], program="threads", args=(10, 30),
-                          mode="attach", extended=False,
-                          gdb_args=("-ex", f"set non-stop {non_stop}"))
-            self.assertOutput(run, r"Switching to thread 11\b")
+        for non_stop, target_non_stop in (("off", "off"), ("off", "on"), ("on", "on")):
+            # all-stop gdb over a non-stop target stops each thread with vCont;t: threads the
+            # attach already stopped must still be reported (gdb waits for them otherwise).
+            run = run_gdb(["info threads", "thread 11", "info threads"], program="threads",
+                          args=(10, 30), mode="attach", extended=False, timeout=30,
+                          gdb_args=("-ex", f"set non-stop {non_stop}",
+                                    "-ex", f"maint set target-non-stop {target_non_stop}"))
+            self.assertOutput(run, r"Switching to thread 11\b", f"non-stop {non_stop} target-non-stop "
+                              f"{target_non_stop}")
+            self.assertNotIn("internal-error", run.output, run.transcript())
 
 
 if __name__ == "__main__":

@@ -177,6 +177,7 @@ private:
   std::vector<ResumeAction> last_resume_;    // replayed when a condition is false
   std::optional<StopEvent> last_stop_;       // what '?' reports in all-stop
   std::deque<StopEvent> pending_stops_;      // non-stop: %Stop notification queue
+  std::set<Pid> stopped_unreported_;         // tids stopped by attach, never reported
   std::set<Pid> killed_;                     // exits of these are not reported
   std::map<Tid, StopEvent> stopped_threads_; // non-stop: last stop of each stopped thread
   std::deque<std::string> console_queue_;

@@ -4,8 +4,10 @@
 #include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "common/hex.h"
+#include "trace/collector_probe_site.h"
 #include "trace/frame.h"
 #include "trace/trace_engine_impl.h"
 
@@ -74,6 +76,7 @@ Result<void> TraceEngine::define_tracepoint(TracepointDefinition def) {
       m.tracepoints.pop_back();
       return r;
     }
+    m.retire_plt_locations(*e);
   }
   return ok();
 }
@@ -113,8 +116,42 @@ Result<void> TraceEngine::Impl::add_actions_to(TracepointEntry& e, ActionList li
       drop(&e);
       return r;
     }
+    retire_plt_locations(e);
   }
   return ok();
+}
+
+// gdb resolves a tracepoint on a function of a library that is not loaded yet
+// to the executable's PLT stub of it; once the library is in, gdb re-sends the
+// number with the function's own address and forgets the stub location (it
+// prefers a function to a trampoline of the same name), but it has no packet
+// to remove a location from the target. Every call passes through both
+// addresses: collected at both, one call would make two frames. So a new
+// location of a number, arriving during a run, disables the number's locations
+// that are PLT stubs (when the new one is not a stub itself).
+void TraceEngine::Impl::retire_plt_locations(const TracepointEntry& entry) {
+  std::optional<bool> new_is_stub;
+  for (auto& other : tracepoints) {
+    TracepointEntry& o = *other;
+    if (&o == &entry || o.tp.number != entry.tp.number || !o.installed || !o.tp.enabled)
+      continue;
+    if (!is_plt_stub(traced_pid, o.tp.address))
+      continue;
+    if (!new_is_stub)
+      new_is_stub = is_plt_stub(traced_pid, entry.tp.address);
+    if (*new_is_stub)
+      return;
+    if (o.collector)
+      if (auto r = o.collector->set_enabled(o.tp.number, o.tp.address, false); !r) {
+        console("gdbtrace: tracepoint " + std::to_string(o.tp.number) + " at 0x" +
+                hex::u64(o.tp.address) + ": " + r.error().message + "\n");
+        continue;
+      }
+    o.tp.enabled = false;
+    console("gdbtrace: tracepoint " + std::to_string(o.tp.number) + " moved from the PLT stub 0x" +
+            hex::u64(o.tp.address) + " to 0x" + hex::u64(entry.tp.address) +
+            "; the stub no longer collects (one frame per call)\n");
+  }
 }
 
 // An identical re-definition re-sends its actions: they must match what the
