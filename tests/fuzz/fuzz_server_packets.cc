@@ -118,7 +118,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       server_ptr->console(text);
   };
   hooks.current_pid = [] { return Pid{1}; };
-  hooks.target_description = [&target] { return target_xml(target.has_avx()); };
+  hooks.target_description = [&target](const std::vector<bool>& present) {
+    return target_xml(target.has_avx(), present);
+  };
   TraceEngine engine(io, target, hooks);
   engine.add_collector(make_ptrace_collector(target));
   ServerOptions options;

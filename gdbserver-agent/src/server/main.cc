@@ -297,7 +297,9 @@ int main(int argc, char** argv) {
   };
   // Target-side tsave (QTSave) embeds the same description gdb reads, so a
   // fresh gdb decodes the frames' 'R' blocks with the right layout.
-  hooks.target_description = [&target] { return target_xml(target->has_avx()); };
+  hooks.target_description = [&target](const std::vector<bool>& present) {
+    return target_xml(target->has_avx(), present);
+  };
   hooks.before_kernel_probe = [&server_ptr](Pid pid, uint64_t address) -> Result<void> {
     return server_ptr ? server_ptr->make_room_for_kernel_probe(pid, address) : ok();
   };
