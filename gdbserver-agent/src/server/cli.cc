@@ -55,6 +55,9 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
     } else if (a == "--version") {
       opts.action = CliOptions::Action::Version;
       return opts;
+    } else if (a == "--selftest" || a.starts_with("--selftest=")) {
+      opts.action = CliOptions::Action::Selftest;
+      return opts;
     } else if (a == "--attach") {
       opts.attach = true;
     } else if (a == "--multi") {

@@ -20,7 +20,7 @@ struct CommSpec {
 };
 
 struct CliOptions {
-  enum class Action { Serve, Help, Version } action = Action::Serve;
+  enum class Action { Serve, Help, Version, Selftest } action = Action::Serve;
   CommSpec comm;
   bool attach = false;
   int attach_pid = 0;

@@ -250,6 +250,12 @@ int main(int argc, char** argv) {
     std::fputs(usage_text().c_str(), stdout);
     return 0;
   }
+  if (opts.action == CliOptions::Action::Selftest) {
+    // gdbserver's in-binary unit tests; gdbtrace's are the ctest suites (tests/unit), so answer
+    // as a gdbserver built without them (gdb.server/unittest.exp then reports UNSUPPORTED).
+    std::fputs("Selftests have been disabled for this build.\n", stdout);
+    return 1;
+  }
   if (opts.action == CliOptions::Action::Version) {
     std::fputs(version_text().c_str(), stdout);
     return 0;
