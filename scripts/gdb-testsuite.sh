@@ -11,6 +11,7 @@
 #   -j N      parallel runtest jobs (default 2; the machine is shared, do not go wider)
 #   --compare LABEL_A LABEL_B   no run: per-.exp PASS/FAIL table of two earlier runs, and the tests
 #             that pass in A but not in B
+#   --markdown LABEL_A LABEL_B  no run: the same per-.exp table as Markdown (docs/gdb-testsuite.md)
 #
 # Environment: GDB_SRC (the unpacked binutils-gdb tree; default: Debian's gdb-source package
 # /usr/src/gdb.tar.xz unpacked once into build/gdb-src), GDB (default /usr/bin/gdb).
@@ -27,7 +28,7 @@ with_trace=0
 only=""
 
 compare_runs() {
-  python3 - "$repo/build/gdb-testsuite/$1/gdb.sum" "$repo/build/gdb-testsuite/$2/gdb.sum" "$1" "$2" <<'PY'
+  python3 - "$repo/build/gdb-testsuite/$1/gdb.sum" "$repo/build/gdb-testsuite/$2/gdb.sum" "$1" "$2" "${3:-text}" <<'PY'
 import collections, re, sys
 def load(path):
     per_exp, results = collections.defaultdict(collections.Counter), {}
@@ -38,6 +39,19 @@ def load(path):
             results[m.group(2)] = m.group(1)
     return per_exp, results
 (a, ra), (b, rb) = load(sys.argv[1]), load(sys.argv[2])
+if sys.argv[5] == "markdown":
+    # pass / fail (FAIL + UNRESOLVED) per file, then the totals; files that differ are marked.
+    print(f"| test file | {sys.argv[3]} pass / fail | {sys.argv[4]} pass / fail |")
+    print("|---|---|---|")
+    tot = [0, 0, 0, 0]
+    for exp in sorted(set(a) | set(b)):
+        pa, fa = a[exp]["PASS"], a[exp]["FAIL"] + a[exp]["UNRESOLVED"]
+        pb, fb = b[exp]["PASS"], b[exp]["FAIL"] + b[exp]["UNRESOLVED"]
+        tot = [tot[0] + pa, tot[1] + fa, tot[2] + pb, tot[3] + fb]
+        mark = " **≠**" if (pa, fa) != (pb, fb) else ""
+        print(f"| {exp}{mark} | {pa} / {fa} | {pb} / {fb} |")
+    print(f"| **total** | **{tot[0]} / {tot[1]}** | **{tot[2]} / {tot[3]}** |")
+    sys.exit(0)
 print(f"{'test file':45} {sys.argv[3]+' pass/fail':>22} {sys.argv[4]+' pass/fail':>22}")
 for exp in sorted(set(a) | set(b)):
     fa = a[exp]["FAIL"] + a[exp]["UNRESOLVED"]
@@ -53,13 +67,14 @@ PY
 while [ $# -gt 0 ]; do
   case "$1" in
     --compare) compare_runs "$2" "$3"; exit 0 ;;
+    --markdown) compare_runs "$2" "$3" markdown; exit 0 ;;
     --server) server=$2; shift 2 ;;
     --label) label=$2; shift 2 ;;
     --trace) with_trace=1; shift ;;
     --only) only=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
     -j*) jobs=${1#-j}; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -94,6 +109,13 @@ gdb.base/watchpoint.exp gdb.base/signals.exp gdb.base/attach.exp gdb.base/foll-f
 
 work="$repo/build/gdb-testsuite/$label"
 mkdir -p "$work"
+# gdb.trace's ftrace tests copy the in-process agent from a gdbserver build tree beside the
+# testsuite (../../gdbserver/libinproctrace.so); without it they stop UNRESOLVED after their first
+# half. Debian's gdbserver package has the agent: point the expected path at it.
+if [ -f /usr/lib/libinproctrace.so ] && [ ! -e "$repo/build/gdbserver/libinproctrace.so" ]; then
+  mkdir -p "$repo/build/gdbserver"
+  ln -s /usr/lib/libinproctrace.so "$repo/build/gdbserver/libinproctrace.so"
+fi
 cd "$work"
 # The testsuite configures standalone (its own autoconf script); only redo it when missing.
 if [ ! -f Makefile ]; then

@@ -1027,9 +1027,32 @@ bool register_available(unsigned regno, const CodegenOptions& opts) {
   return pt_regs_offset(regno) >= 0;
 }
 
+// A register mask naming registers a uprobe's pt_regs lacks (x87/SSE/AVX,
+// data segment selectors), other than gdb's all-registers mask of `collect
+// $regs` (whose frames show those <unavailable>): the user asked for exactly
+// those registers, and only the ptrace collector can read them.
+static Result<void> check_register_mask(const CollectRegisters& regs) {
+  auto wants = [&](unsigned r) {
+    return r / 8 < regs.mask.size() && (regs.mask[r / 8] >> (r % 8)) & 1;
+  };
+  bool all = true;
+  for (unsigned r = 0; r < GT_NUM_REGS_NOAVX && all; r++)
+    all = wants(r);
+  if (all)
+    return ok();
+  for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++)
+    if (wants(r) && r != GT_FS_BASE && pt_regs_offset(r) < 0)
+      return refuse("collecting x87/SSE/AVX or segment registers needs the ptrace collector");
+  return ok();
+}
+
 Result<void> check_tracepoint(const Tracepoint& tp) {
   if (tp.step_count > 0)
     return refuse("while-stepping needs the ptrace collector");
+  for (const auto& a : tp.actions)
+    if (auto* regs = std::get_if<CollectRegisters>(&a))
+      if (auto r = check_register_mask(*regs); !r)
+        return r;
   if (tp.has_condition)
     if (auto r = check_expression(tp.condition); !r)
       return r;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/debug_format.h"
+
 namespace gdbtrace::rsp {
 
 std::string printable(std::string_view bytes) {
@@ -126,7 +128,7 @@ void Connection::close() {
 
 void Connection::log(const std::string& line) const {
   if (log_)
-    std::fprintf(stderr, "[remote] %s\n", line.c_str());
+    std::fprintf(stderr, "%s[remote] %s\n", debug_line_prefix().c_str(), line.c_str());
 }
 
 } // namespace gdbtrace::rsp

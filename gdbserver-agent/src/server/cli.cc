@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "gdbtrace_version.h"
+#include "server/monitor.h"
 
 namespace gdbtrace {
 
@@ -54,6 +55,9 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
     } else if (a == "--version") {
       opts.action = CliOptions::Action::Version;
       return opts;
+    } else if (a == "--selftest" || a.starts_with("--selftest=")) {
+      opts.action = CliOptions::Action::Selftest;
+      return opts;
     } else if (a == "--attach") {
       opts.attach = true;
     } else if (a == "--multi") {
@@ -74,8 +78,12 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& argv) {
       opts.remote_debug = true;
     } else if (a.starts_with("--debug-file=")) {
       opts.debug_file = a.substr(13);
-    } else if (a.starts_with("--debug-format=") || a == "--event-loop-debug" ||
-               a.starts_with("--disable-packet=")) {
+    } else if (a.starts_with("--debug-format=")) {
+      auto format = parse_debug_format(a.substr(15));
+      if (!format)
+        return format.error();
+      opts.debug_timestamps = format->timestamps;
+    } else if (a == "--event-loop-debug" || a.starts_with("--disable-packet=")) {
       // Accepted for compatibility; they only change gdbserver's own diagnostics.
     } else if (a == "--startup-with-shell") {
       opts.startup_with_shell = true;

@@ -20,7 +20,7 @@ struct CommSpec {
 };
 
 struct CliOptions {
-  enum class Action { Serve, Help, Version } action = Action::Serve;
+  enum class Action { Serve, Help, Version, Selftest } action = Action::Serve;
   CommSpec comm;
   bool attach = false;
   int attach_pid = 0;
@@ -29,6 +29,7 @@ struct CliOptions {
   std::vector<std::string> wrapper;
   bool debug = false;
   bool remote_debug = false;
+  bool debug_timestamps = false; // --debug-format=timestamp|all
   bool startup_with_shell = true;
   bool disable_randomization = true;
   std::string debug_file; // --debug-file=FILE: debug output goes there

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/debug_format.h"
 #include "common/hex.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
@@ -31,7 +32,7 @@ GdbServer::~GdbServer() {
 
 void GdbServer::debug(const std::string& text) const {
   if (options_.debug)
-    std::fprintf(stderr, "[gdbtrace] %s\n", text.c_str());
+    std::fprintf(stderr, "%s[gdbtrace] %s\n", debug_line_prefix().c_str(), text.c_str());
 }
 
 Result<Pid> GdbServer::start_program() {
@@ -68,6 +69,13 @@ StopEvent GdbServer::record_initial_stop(Pid pid) {
   last_stop_ = stop;
   general_thread_ = stop.thread;
   stopped_threads_[pid] = stop;
+  // The other threads (of an attached process) are stopped too, with no event to
+  // report. In non-stop, gdb thinks they run and stops each with vCont;t: that stop
+  // is then reported at once with signal 0, as gdbserver does
+  // (gdb.server/attach-flag.exp: all-stop gdb on a non-stop target).
+  for (const auto& t : target_.threads())
+    if (t.id.pid == pid && t.id.tid != pid)
+      stopped_unreported_.insert(t.id.tid);
   return stop;
 }
 
@@ -201,6 +209,7 @@ ThreadId GdbServer::general_thread() const {
 void GdbServer::forget_process(Pid pid) {
   breakpoints_.remove_process(pid);
   std::erase_if(stopped_threads_, [pid](const auto& e) { return e.second.thread.pid == pid; });
+  stopped_unreported_.clear(); // tids only; a new attach fills it again
   created_.erase(pid);
   if (engine_)
     engine_->on_process_exit(pid);

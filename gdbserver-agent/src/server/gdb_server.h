@@ -20,6 +20,7 @@
 
 #include "rsp/connection.h"
 #include "server/breakpoints.h"
+#include "server/osdata.h"
 #include "server/packet_table.h"
 #include "server/state_source.h"
 #include "server/vfile.h"
@@ -153,6 +154,7 @@ private:
   TraceEngine* engine_;
   ServerOptions options_;
   std::shared_ptr<rsp::Connection> conn_;
+  OsDataSnapshots osdata_; // qXfer:osdata (info os)
   VFileServer vfile_;
   BreakpointTable breakpoints_;
   std::unique_ptr<TraceProtocol> trace_; // null without a trace engine
@@ -175,6 +177,7 @@ private:
   std::vector<ResumeAction> last_resume_;    // replayed when a condition is false
   std::optional<StopEvent> last_stop_;       // what '?' reports in all-stop
   std::deque<StopEvent> pending_stops_;      // non-stop: %Stop notification queue
+  std::set<Pid> stopped_unreported_;         // tids stopped by attach, never reported
   std::set<Pid> killed_;                     // exits of these are not reported
   std::map<Tid, StopEvent> stopped_threads_; // non-stop: last stop of each stopped thread
   std::deque<std::string> console_queue_;

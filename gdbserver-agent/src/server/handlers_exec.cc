@@ -113,13 +113,21 @@ GdbServer::Reply GdbServer::resume(std::vector<ResumeAction> actions) {
       for (const auto& a : actions) {
         if (!action_covers(a, t.id))
           continue;
-        if (a.kind != ResumeKind::Stop)
+        if (a.kind != ResumeKind::Stop) {
           stopped_threads_.erase(t.id.tid);
+        } else if (stopped_unreported_.count(t.id.tid)) {
+          // Already stopped (by attach): no event will come, so report it now.
+          StopEvent s;
+          s.thread = t.id;
+          asio::post(io_, [this, s] { report_stop(s); });
+        }
+        stopped_unreported_.erase(t.id.tid);
         break; // the leftmost matching action applies
       }
     }
     return "OK";
   }
+  stopped_unreported_.clear();
   waiting_for_stop_ = true;
   last_resume_ = std::move(actions);
   stopped_threads_.clear();

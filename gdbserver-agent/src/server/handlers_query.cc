@@ -2,14 +2,17 @@
 // commands, target files (vFile).
 #include <csignal>
 
+#include "common/debug_format.h"
 #include "common/hex.h"
 #include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/monitor.h"
+#include "server/osdata.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
 #include "server/tdesc.h"
 #include "server/xml_documents.h"
+#include "target/thread_db.h"
 #include "trace/trace_engine.h"
 
 namespace gdbtrace {
@@ -137,7 +140,15 @@ GdbServer::Reply GdbServer::handle_qxfer(std::string_view packet) {
   auto req = parse_qxfer_read(packet);
   if (!req)
     return "E.malformed qXfer packet";
-  auto doc = xfer_document(req->object, req->annex);
+  Result<std::string> doc = std::string();
+  if (req->object == "osdata") { // host tables, read from a snapshot taken at offset 0
+    const std::string* snapshot = osdata_.read(req->annex, req->offset);
+    // An unknown type reads as an empty document, as from gdbserver: gdb then warns
+    // "Empty data returned by target.  Wrong osdata type?".
+    doc = snapshot ? *snapshot : std::string();
+  } else {
+    doc = xfer_document(req->object, req->annex);
+  }
   if (!doc)
     return "E." + doc.error().message;
   if (req->offset >= doc->size())
@@ -186,6 +197,10 @@ GdbServer::Reply GdbServer::handle_rcmd(std::string_view hex_command) {
     if (conn_)
       conn_->set_log(options_.remote_debug);
   }
+  if (result.set_debug_timestamps)
+    debug_timestamps() = *result.set_debug_timestamps;
+  if (result.set_thread_db_search_path)
+    ThreadDb::set_search_path(*result.set_thread_db_search_path);
   if (!result.output.empty())
     console(result.output);
   // As gdbserver: a failed or unknown command prints why (help text) and answers E01.

@@ -10,6 +10,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "common/debug_format.h"
 #include "rsp/connection.h"
 #include "rsp/transport.h"
 #include "server/cli.h"
@@ -255,6 +256,12 @@ int serve(int argc, char** argv, int& terminated_by) {
     std::fputs(usage_text().c_str(), stdout);
     return 0;
   }
+  if (opts.action == CliOptions::Action::Selftest) {
+    // gdbserver's in-binary unit tests; gdbtrace's are the ctest suites (tests/unit), so answer
+    // as a gdbserver built without them (gdb.server/unittest.exp then reports UNSUPPORTED).
+    std::fputs("Selftests have been disabled for this build.\n", stdout);
+    return 1;
+  }
   if (opts.action == CliOptions::Action::Version) {
     std::fputs(version_text().c_str(), stdout);
     return 0;
@@ -283,6 +290,7 @@ int serve(int argc, char** argv, int& terminated_by) {
   sopts.multi = opts.multi;
   sopts.debug = opts.debug;
   sopts.remote_debug = opts.remote_debug;
+  debug_timestamps() = opts.debug_timestamps;
   sopts.stdio_connection = opts.comm.kind == CommSpec::Kind::Stdio;
   sopts.launch.program = opts.program;
   sopts.launch.args = opts.args;
@@ -301,7 +309,9 @@ int serve(int argc, char** argv, int& terminated_by) {
   };
   // Target-side tsave (QTSave) embeds the same description gdb reads, so a
   // fresh gdb decodes the frames' 'R' blocks with the right layout.
-  hooks.target_description = [&target] { return target_xml(target->has_avx()); };
+  hooks.target_description = [&target](const std::vector<bool>& present) {
+    return target_xml(target->has_avx(), present);
+  };
   hooks.before_kernel_probe = [&server_ptr](Pid pid, uint64_t address) -> Result<void> {
     return server_ptr ? server_ptr->make_room_for_kernel_probe(pid, address) : ok();
   };

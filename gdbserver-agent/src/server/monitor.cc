@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "server/trace_report_format.h"
+#include "target/thread_db.h"
 #include "trace/stack_actions.h"
 #include "trace/trace_engine.h"
 
@@ -14,6 +15,11 @@ static const char kHelp[] = "The following monitor commands are supported:\n"
                             "    Enable general debugging messages\n"
                             "  set remote-debug <0|1>\n"
                             "    Enable remote protocol debugging messages\n"
+                            "  set debug-format option1[,option2,...]\n"
+                            "    Add additional information to debugging messages\n"
+                            "    Options: all, none, timestamp\n"
+                            "  set libthread-db-search-path [PATH]\n"
+                            "    Where to look for libthread_db (thread-local variables)\n"
                             "  exit\n"
                             "    Quit GDBserver\n"
                             "  gdbtrace help\n"
@@ -123,6 +129,26 @@ static std::optional<std::string> gdbtrace_command(std::string_view command, Tra
                      "on [BYTES] | off\n");
 }
 
+Result<DebugFormat> parse_debug_format(std::string_view options) {
+  DebugFormat f;
+  for (const auto& raw : split_commas(std::string(trim_spaces(options)))) {
+    std::string opt = trim(raw);
+    if (opt == "all") {
+      f.timestamps = true;
+      f.messages += "All extra debug format options enabled.\n";
+    } else if (opt == "none") {
+      f.timestamps = false;
+      f.messages += "All extra debug format options disabled.\n";
+    } else if (opt == "timestamp") {
+      f.timestamps = true;
+      f.messages += "Timestamps will be added to debug output.\n";
+    } else if (!opt.empty()) { // an empty option ("a,,b") is ignored, as by gdbserver
+      return make_error(EINVAL, "Unknown debug-format argument: \"" + opt + "\"\n");
+    }
+  }
+  return f;
+}
+
 MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
   MonitorResult r;
   std::string cmd = trim(raw);
@@ -143,14 +169,19 @@ MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
     r.set_remote_debug = false;
     r.output = "Protocol debug output disabled.\n";
   } else if (cmd.rfind("set debug-format ", 0) == 0) {
-    // gdbserver's options are all|none|timestamp; our debug lines have no format options.
-    for (auto opt : split_commas(cmd.substr(17))) {
-      if (opt != "all" && opt != "none" && opt != "timestamp") {
-        r.error = "'" + opt + "' is not a valid debug-format option\n\n" + kHelp;
-        return r;
-      }
+    auto format = parse_debug_format(cmd.substr(17));
+    if (!format) {
+      r.error = format.error().message + kHelp;
+      return r;
     }
-    r.output = "gdbtrace-server accepts debug-format for compatibility; it has no effect.\n";
+    r.set_debug_timestamps = format->timestamps;
+    r.output = format->messages;
+  } else if (cmd == "set libthread-db-search-path" ||
+             cmd.rfind("set libthread-db-search-path ", 0) == 0) {
+    std::string path = trim(cmd.substr(28));
+    r.set_thread_db_search_path = path;
+    r.output = "libthread-db-search-path set to `" +
+               (path.empty() ? std::string(ThreadDb::kDefaultSearchPath) : path) + "'\n";
   } else if (cmd.rfind("gdbtrace", 0) == 0 && engine) {
     auto out = gdbtrace_command(cmd, *engine);
     if (out)

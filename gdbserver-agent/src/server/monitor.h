@@ -4,6 +4,9 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "common/result.h"
 
 namespace gdbtrace {
 
@@ -14,8 +17,19 @@ struct MonitorResult {
   std::string error;  // non-empty: the command failed
   std::optional<bool> set_debug;
   std::optional<bool> set_remote_debug;
-  bool exit = false; // `monitor exit`
+  std::optional<bool> set_debug_timestamps;             // `set debug-format`
+  std::optional<std::string> set_thread_db_search_path; // "" = gdbserver's default
+  bool exit = false;                                    // `monitor exit`
 };
+
+// `--debug-format=` and `monitor set debug-format`: comma-separated options
+// all|none|timestamp, applied in order from "everything off" (gdbserver's
+// semantics); MESSAGES gets gdbserver's line per option; error for others.
+struct DebugFormat {
+  bool timestamps = false;
+  std::string messages;
+};
+Result<DebugFormat> parse_debug_format(std::string_view options);
 
 MonitorResult run_monitor_command(const std::string& command, TraceEngine* engine);
 

@@ -134,6 +134,7 @@ std::vector<PacketRow> GdbServer::xfer_rows() {
           .advertise("qXfer:libraries-svr4:read+")
           .binary(),
       PacketRow::prefix("qXfer:siginfo:read:", read).advertise("qXfer:siginfo:read+").binary(),
+      PacketRow::prefix("qXfer:osdata:read:", read).advertise("qXfer:osdata:read+").binary(),
   };
   if (engine_)
     rows.push_back(PacketRow::prefix("qXfer:traceframe-info:read:", read)

@@ -54,12 +54,27 @@ const RegDesc kRegs[GT_NUM_REGS_AVX] = {
     {"ymm14h", "uint128", nullptr},    {"ymm15h", "uint128", nullptr},
 };
 
-void append_regs(std::string& out, unsigned first, unsigned end) {
+// Remote register numbers: the g-packet order, or (with PRESENT) present
+// registers first, then the absent ones, each group in that order.
+std::vector<unsigned> remote_numbers(unsigned nregs, const std::vector<bool>& present) {
+  std::vector<unsigned> number(nregs);
+  unsigned next = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (unsigned r = 0; r < nregs; ++r) {
+      bool is_present = present.empty() || (r < present.size() && present[r]);
+      if (is_present == (pass == 0))
+        number[r] = next++;
+    }
+  return number;
+}
+
+void append_regs(std::string& out, unsigned first, unsigned end,
+                 const std::vector<unsigned>& number) {
   for (unsigned r = first; r < end; r++) {
     out += "    <reg name=\"";
     out += kRegs[r].name;
     out += "\" bitsize=\"" + std::to_string(gt_reg_size(r) * 8) + "\" type=\"" + kRegs[r].type +
-           "\" regnum=\"" + std::to_string(r) + "\"";
+           "\" regnum=\"" + std::to_string(number[r]) + "\"";
     if (kRegs[r].group)
       out += std::string(" group=\"") + kRegs[r].group + "\"";
     out += "/>\n";
@@ -126,24 +141,25 @@ const char* kSseTypes = R"(    <vector id="v8bf16" type="bfloat16" count="8"/>
 
 } // namespace
 
-std::string target_xml(bool with_avx) {
+std::string target_xml(bool with_avx, const std::vector<bool>& present) {
+  auto number = remote_numbers(with_avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX, present);
   std::string out = "<?xml version=\"1.0\"?>\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n"
                     "<target>\n  <architecture>i386:x86-64</architecture>\n"
                     "  <osabi>GNU/Linux</osabi>\n";
   out += "  <feature name=\"org.gnu.gdb.i386.core\">\n";
   out += kEflags;
-  append_regs(out, GT_RAX, GT_XMM0);
+  append_regs(out, GT_RAX, GT_XMM0, number);
   out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.sse\">\n";
   out += kSseTypes;
-  append_regs(out, GT_XMM0, GT_ORIG_RAX);
+  append_regs(out, GT_XMM0, GT_ORIG_RAX, number);
   out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.linux\">\n";
-  append_regs(out, GT_ORIG_RAX, GT_FS_BASE);
+  append_regs(out, GT_ORIG_RAX, GT_FS_BASE, number);
   out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.segments\">\n";
-  append_regs(out, GT_FS_BASE, GT_YMM0H);
+  append_regs(out, GT_FS_BASE, GT_YMM0H, number);
   out += "  </feature>\n";
   if (with_avx) {
     out += "  <feature name=\"org.gnu.gdb.i386.avx\">\n";
-    append_regs(out, GT_YMM0H, GT_NUM_REGS_AVX);
+    append_regs(out, GT_YMM0H, GT_NUM_REGS_AVX, number);
     out += "  </feature>\n";
   }
   out += "</target>\n";

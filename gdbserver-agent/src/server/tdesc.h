@@ -6,9 +6,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace gdbtrace {
 
-std::string target_xml(bool with_avx);
+// PRESENT (empty: all): registers a saved trace file holds. Those it lacks get
+// remote numbers after all the others, so they fall beyond the file's shorter
+// 'R' blocks and gdb's tfile reader shows them as <unavailable>, not as 0.
+std::string target_xml(bool with_avx, const std::vector<bool>& present = {});
 
 } // namespace gdbtrace

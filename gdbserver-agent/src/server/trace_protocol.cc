@@ -419,8 +419,13 @@ Reply TraceProtocol::upload_tracepoint(bool first) {
 
 Reply TraceProtocol::upload_tsv(bool first) {
   TsvCursor& c = tsv_cursor_;
-  if (first)
+  if (first) {
+    // Newest first, as gdbserver walks its list (it prepends each new variable):
+    // gdb prepends what it uploads, so it then creates them oldest first
+    // (=tsv-created order of gdb.trace/mi-tsv-changed.exp).
     c = TsvCursor{engine_.tsvs()};
+    std::reverse(c.snapshot.begin(), c.snapshot.end());
+  }
   if (c.next >= c.snapshot.size())
     return "l";
   const TsvDefinition& tsv = c.snapshot[c.next++];

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <proc_service.h>
 #include <string>
@@ -131,10 +132,61 @@ ps_err_e ps_pglobal_lookup(ps_prochandle* ph, const char*, const char* name, psa
 
 namespace gdbtrace {
 
+namespace {
+
+std::string& search_path_storage() {
+  static std::string path = ThreadDb::kDefaultSearchPath;
+  return path;
+}
+
+} // namespace
+
+void ThreadDb::set_search_path(const std::string& path) {
+  search_path_storage() = path.empty() ? kDefaultSearchPath : path;
+}
+
+const std::string& ThreadDb::search_path() {
+  return search_path_storage();
+}
+
+// The library's entry points, looked up by name as gdbserver does, so a
+// libthread_db from any directory of the search path can be used.
+struct ThreadDb::Library {
+  void* handle = nullptr;
+  decltype(&td_init) init = nullptr;
+  decltype(&td_ta_new) ta_new = nullptr;
+  decltype(&td_ta_delete) ta_delete = nullptr;
+  decltype(&td_ta_map_lwp2thr) map_lwp2thr = nullptr;
+  decltype(&td_thr_tls_get_addr) tls_get_addr = nullptr;
+
+  ~Library() {
+    if (handle)
+      dlclose(handle);
+  }
+
+  // dlopen FILE ("libthread_db.so.1" searches the system's path); an error
+  // says why when it is missing or lacks an entry point.
+  static Result<std::unique_ptr<Library>> load(const std::string& file) {
+    auto lib = std::make_unique<Library>();
+    lib->handle = dlopen(file.c_str(), RTLD_NOW);
+    if (!lib->handle)
+      return make_error(ENOENT, dlerror());
+    bool ok = lib->bind(lib->init, "td_init") && lib->bind(lib->ta_new, "td_ta_new") &&
+              lib->bind(lib->ta_delete, "td_ta_delete") &&
+              lib->bind(lib->map_lwp2thr, "td_ta_map_lwp2thr") &&
+              lib->bind(lib->tls_get_addr, "td_thr_tls_get_addr");
+    if (!ok)
+      return make_error(ENOENT, file + " lacks a libthread_db entry point");
+    return lib;
+  }
+
+  template <typename F> bool bind(F& f, const char* name) {
+    f = reinterpret_cast<F>(dlsym(handle, name));
+    return f != nullptr;
+  }
+};
+
 Result<std::unique_ptr<ThreadDb>> ThreadDb::open(pid_t pid) {
-  static const td_err_e init = td_init();
-  if (init != TD_OK)
-    return td_error("td_init", init);
   std::unique_ptr<ThreadDb> db(new ThreadDb);
   db->handle_ = std::make_unique<ps_prochandle>();
   db->handle_->pid = pid;
@@ -142,26 +194,60 @@ Result<std::unique_ptr<ThreadDb>> ThreadDb::open(pid_t pid) {
   db->handle_->mem_fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
   if (db->handle_->mem_fd < 0)
     return make_error(errno, "cannot open " + mem + ": " + std::strerror(errno));
-  if (td_err_e e = td_ta_new(db->handle_.get(), &db->agent_); e != TD_OK) {
-    db->agent_ = nullptr;
-    return td_error("td_ta_new", e);
+
+  // Each directory of the search path in turn, as gdbserver's
+  // thread_db_load_search: the first library that accepts the process wins;
+  // "$pdir" is skipped (gdbserver does not know where libpthread lives either).
+  std::string last_error;
+  bool refused = false;
+  const std::string& path = search_path();
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos)
+      end = path.size();
+    std::string dir = path.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir == "$pdir" || dir.starts_with("$pdir/"))
+      continue;
+    std::string file = dir == "$sdir" ? "libthread_db.so.1" : dir + "/libthread_db.so.1";
+    auto lib = Library::load(file);
+    if (!lib) {
+      last_error = lib.error().message;
+      continue;
+    }
+    if (td_err_e e = (*lib)->init(); e != TD_OK) {
+      last_error = td_error("td_init", e).message;
+      refused = true;
+      continue;
+    }
+    if (td_err_e e = (*lib)->ta_new(db->handle_.get(), &db->agent_); e != TD_OK) {
+      db->agent_ = nullptr;
+      last_error = td_error("td_ta_new", e).message;
+      refused = true;
+      continue;
+    }
+    db->lib_ = std::move(*lib);
+    return db;
   }
-  return db;
+  if (refused) // a libthread_db was found; its reason is the useful one
+    return make_error(EIO, last_error);
+  return make_error(ENOENT, "no libthread_db found in libthread-db-search-path `" + path + "'" +
+                                (last_error.empty() ? "" : " (" + last_error + ")"));
 }
 
 ThreadDb::~ThreadDb() {
-  if (agent_)
-    td_ta_delete(agent_);
+  if (agent_ && lib_)
+    lib_->ta_delete(agent_);
   if (handle_ && handle_->mem_fd >= 0)
     ::close(handle_->mem_fd);
 }
 
 Result<uint64_t> ThreadDb::tls_address(pid_t tid, uint64_t lm, uint64_t offset) {
   td_thrhandle_t th;
-  if (td_err_e e = td_ta_map_lwp2thr(agent_, tid, &th); e != TD_OK)
+  if (td_err_e e = lib_->map_lwp2thr(agent_, tid, &th); e != TD_OK)
     return td_error("td_ta_map_lwp2thr", e);
   psaddr_t address = nullptr;
-  if (td_err_e e = td_thr_tls_get_addr(&th, reinterpret_cast<psaddr_t>(lm), offset, &address);
+  if (td_err_e e = lib_->tls_get_addr(&th, reinterpret_cast<psaddr_t>(lm), offset, &address);
       e != TD_OK)
     return td_error("td_thr_tls_get_addr", e);
   return reinterpret_cast<uint64_t>(address);

@@ -133,4 +133,30 @@ Result<ProbeSite> resolve_probe_site(int pid, uint64_t address) {
   return site;
 }
 
+bool is_plt_stub(int pid, uint64_t address) {
+  auto site = resolve_probe_site(pid, address);
+  if (!site)
+    return false;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(site->fd.get(), ELF_C_READ, nullptr);
+  if (!elf)
+    return false;
+  bool plt = false;
+  size_t strndx = 0;
+  if (elf_kind(elf) == ELF_K_ELF && elf_getshdrstrndx(elf, &strndx) == 0) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn && !plt; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+        continue;
+      const char* name = elf_strptr(elf, strndx, sh.sh_name);
+      if (!name || (std::strcmp(name, ".plt") != 0 && std::strcmp(name, ".plt.sec") != 0 &&
+                    std::strcmp(name, ".plt.got") != 0))
+        continue;
+      plt = site->offset >= sh.sh_offset && site->offset < sh.sh_offset + sh.sh_size;
+    }
+  }
+  elf_end(elf);
+  return plt;
+}
+
 } // namespace gdbtrace

@@ -26,4 +26,10 @@ struct ProbeSite {
 // still exists, inside an executable PT_LOAD segment of that ELF file.
 Result<ProbeSite> resolve_probe_site(int pid, uint64_t address);
 
+// True when ADDRESS lies in a PLT section (.plt, .plt.sec, .plt.got) of the file
+// PID maps there: a call stub that jumps on to the real function. gdb resolves a
+// tracepoint on a function of a library not loaded yet to the executable's stub,
+// then to the function itself once the library is in (see TraceEngine).
+bool is_plt_stub(int pid, uint64_t address);
+
 } // namespace gdbtrace

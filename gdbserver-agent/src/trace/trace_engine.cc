@@ -388,9 +388,16 @@ RegisterBlock TraceEngine::frame_registers() const {
         regs.valid.set(i);
     return regs;
   }
-  // No 'R' block: like gdbserver, the tracepoint address stands in for the pc.
-  if (auto* e = impl_->first_with_number(view.tp_number()))
-    regs.set_u64(GT_RIP, e->tp.address);
+  // No 'R' block: like gdbserver, the tracepoint address stands in for the pc
+  // (an enabled location's: a retired PLT stub location collects no more).
+  const TracepointEntry* located = impl_->first_with_number(view.tp_number());
+  for (const auto& e : impl_->tracepoints)
+    if (e->tp.number == view.tp_number() && e->tp.enabled) {
+      located = e.get();
+      break;
+    }
+  if (located)
+    regs.set_u64(GT_RIP, located->tp.address);
   return regs;
 }
 

@@ -90,7 +90,9 @@ public:
     std::function<Pid()> current_pid;
     // Optional: the target description XML, written into tfiles saved on the
     // target side (QTSave) so gdb reads their 'R' blocks with the right layout.
-    std::function<std::string()> target_description;
+    // PRESENT (empty: all) names the registers the file's 'R' blocks hold; the
+    // others must be numbered after them (see server/tdesc.h).
+    std::function<std::string(const std::vector<bool>& present)> target_description;
     // Optional: called before an in-kernel collector probes ADDRESS in PID. A
     // software breakpoint gdb already has there (e.g. `set breakpoint
     // always-inserted on`) must leave its int3, which the kernel's uprobe would

@@ -77,6 +77,10 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- run control ---
   Result<void> install(TracepointEntry& entry);
+  // After ENTRY was installed during a run: gdb moved its number from a PLT stub
+  // to the function itself, so the stub location stops collecting (once per call).
+  void retire_plt_locations(const TracepointEntry& entry);
+  std::vector<bool> registers_in_every_frame() const;
   // What install() saves in entry.original_text before a uprobe goes in.
   std::vector<uint8_t> text_under_probe(const TracepointEntry& entry);
   // An installed tracepoint at ADDRESS other than EXCEPT, or null.

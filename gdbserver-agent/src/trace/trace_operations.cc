@@ -4,8 +4,11 @@
 #include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "abi/amd64_regs.h"
 #include "common/hex.h"
+#include "trace/collector_probe_site.h"
 #include "trace/frame.h"
 #include "trace/stack_actions.h"
 #include "trace/trace_engine_impl.h"
@@ -75,6 +78,7 @@ Result<void> TraceEngine::define_tracepoint(TracepointDefinition def) {
       m.tracepoints.pop_back();
       return r;
     }
+    m.retire_plt_locations(*e);
   }
   return ok();
 }
@@ -114,8 +118,42 @@ Result<void> TraceEngine::Impl::add_actions_to(TracepointEntry& e, ActionList li
       drop(&e);
       return r;
     }
+    retire_plt_locations(e);
   }
   return ok();
+}
+
+// gdb resolves a tracepoint on a function of a library that is not loaded yet
+// to the executable's PLT stub of it; once the library is in, gdb re-sends the
+// number with the function's own address and forgets the stub location (it
+// prefers a function to a trampoline of the same name), but it has no packet
+// to remove a location from the target. Every call passes through both
+// addresses: collected at both, one call would make two frames. So a new
+// location of a number, arriving during a run, disables the number's locations
+// that are PLT stubs (when the new one is not a stub itself).
+void TraceEngine::Impl::retire_plt_locations(const TracepointEntry& entry) {
+  std::optional<bool> new_is_stub;
+  for (auto& other : tracepoints) {
+    TracepointEntry& o = *other;
+    if (&o == &entry || o.tp.number != entry.tp.number || !o.installed || !o.tp.enabled)
+      continue;
+    if (!is_plt_stub(traced_pid, o.tp.address))
+      continue;
+    if (!new_is_stub)
+      new_is_stub = is_plt_stub(traced_pid, entry.tp.address);
+    if (*new_is_stub)
+      return;
+    if (o.collector)
+      if (auto r = o.collector->set_enabled(o.tp.number, o.tp.address, false); !r) {
+        console("gdbtrace: tracepoint " + std::to_string(o.tp.number) + " at 0x" +
+                hex::u64(o.tp.address) + ": " + r.error().message + "\n");
+        continue;
+      }
+    o.tp.enabled = false;
+    console("gdbtrace: tracepoint " + std::to_string(o.tp.number) + " moved from the PLT stub 0x" +
+            hex::u64(o.tp.address) + " to 0x" + hex::u64(entry.tp.address) +
+            "; the stub no longer collects (one frame per call)\n");
+  }
 }
 
 // An identical re-definition re-sends its actions: they must match what the
@@ -419,7 +457,7 @@ TfileContents TraceEngine::Impl::tfile_contents() const {
   TfileContents c;
   c.regblock_size = register_block_size();
   if (hooks.target_description)
-    c.tdesc_xml = hooks.target_description();
+    c.tdesc_xml = hooks.target_description({});
   c.status = status();
   c.tsvs = tsv_definitions();
   for (const auto& e : tracepoints) {
@@ -436,9 +474,80 @@ TfileContents TraceEngine::Impl::tfile_contents() const {
   return c;
 }
 
+// Registers that every frame with an 'R' block really holds (a kernel
+// collector's frames lack x87/SSE/AVX: their bytes there are zeros).
+std::vector<bool> TraceEngine::Impl::registers_in_every_frame() const {
+  uint32_t n = num_regs();
+  std::vector<bool> present(n, true);
+  std::span<const uint8_t> stream = buffer.bytes();
+  while (stream.size() >= kFrameHeaderSize) {
+    FrameView view(stream, register_block_size());
+    if (view.total_size() > stream.size())
+      break;
+    auto avail = register_availability.find(view.tp_number());
+    if (avail != register_availability.end() && view.registers())
+      for (uint32_t r = 0; r < n; ++r)
+        if (r >= avail->second.size() || !avail->second[r])
+          present[r] = false;
+    stream = stream.subspan(view.total_size());
+  }
+  return present;
+}
+
+// The frame stream with each 'R' block cut down to the PRESENT registers, in
+// g-packet order (the layout of target_description(PRESENT)).
+static std::vector<uint8_t> keep_registers(std::span<const uint8_t> stream, uint32_t regblock_size,
+                                           const std::vector<bool>& present) {
+  std::vector<uint8_t> out;
+  while (stream.size() >= kFrameHeaderSize) {
+    FrameView view(stream, regblock_size);
+    if (view.total_size() > stream.size())
+      break;
+    FrameBuilder frame(view.tp_number());
+    view.for_each([&](const FrameBlock& b) {
+      if (b.type == GT_TFRAME_REGS) {
+        std::vector<uint8_t> kept;
+        uint32_t offset = 0;
+        for (uint32_t r = 0; r < present.size() && offset < b.length; ++r) {
+          uint32_t size = gt_reg_size(r);
+          if (present[r])
+            kept.insert(kept.end(), b.data + offset, b.data + offset + size);
+          offset += size;
+        }
+        frame.add_registers(kept);
+      } else if (b.type == GT_TFRAME_MEM) {
+        frame.add_memory(b.address, {b.data, b.length});
+      } else if (b.type == GT_TFRAME_TSV) {
+        frame.add_tsv(b.tsv, b.value);
+      }
+      return true;
+    });
+    auto bytes = frame.finish();
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    stream = stream.subspan(view.total_size());
+  }
+  return out;
+}
+
+// QTSave (tsave -r). When some frames lack registers, the file holds only the
+// registers every frame has, and its target description numbers the others
+// after them: gdb's tfile reader then shows those as <unavailable> (it has no
+// per-frame availability, only the 'R' block size) instead of reading zeros.
 Result<void> TraceEngine::save(const std::string& path) {
-  impl_->drain_all();
-  return write_tfile(path, impl_->tfile_contents(), impl_->buffer.bytes());
+  Impl& m = *impl_;
+  m.drain_all();
+  TfileContents contents = m.tfile_contents();
+  std::vector<bool> present = m.registers_in_every_frame();
+  bool all = std::find(present.begin(), present.end(), false) == present.end();
+  if (all || !m.hooks.target_description)
+    return write_tfile(path, contents, m.buffer.bytes());
+  contents.tdesc_xml = m.hooks.target_description(present);
+  contents.regblock_size = 0;
+  for (uint32_t r = 0; r < present.size(); ++r)
+    if (present[r])
+      contents.regblock_size += gt_reg_size(r);
+  std::vector<uint8_t> frames = keep_registers(m.buffer.bytes(), m.register_block_size(), present);
+  return write_tfile(path, contents, frames);
 }
 
 // ---------------------------------------------------------------- frame selection

@@ -28,7 +28,7 @@ struct AgentExpr {
 };
 
 // QTDP actions. Order matters: frames hold blocks in action order.
-struct CollectRegisters {    // 'R' mask: gdb always sends all registers
+struct CollectRegisters {    // 'R' mask: all registers for collect $regs, else those named
   std::vector<uint8_t> mask; // bit N = register N, as sent (hex decoded, LSB first)
 };
 struct CollectMemory { // 'M' basereg,offset,len — basereg -1 = absolute

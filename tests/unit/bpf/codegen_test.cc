@@ -127,4 +127,26 @@ TEST(BpfCodegen, RegisterOffsetsFollowPtRegs) {
 }
 
 } // namespace
+
+// gdb's `collect $ymm15` sends an 'R' mask of xmm15 and ymm15h: only ptrace can read them, so
+// check() refuses (the engine falls back). `collect $regs` (every register) stays in eBPF, with
+// the FPU/vector part reported unavailable.
+TEST(BpfCodegen, ExplicitVectorRegistersNeedPtrace) {
+  CollectRegisters ymm15;
+  ymm15.mask.assign(10, 0);
+  ymm15.mask[55 / 8] |= 1 << (55 % 8);
+  ymm15.mask[75 / 8] |= 1 << (75 % 8);
+  auto r = check_tracepoint(with_action(ymm15));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("ptrace"), std::string::npos) << r.error().message;
+  CollectRegisters all;
+  all.mask.assign(10, 0xff);
+  EXPECT_TRUE(check_tracepoint(with_action(all)));
+  CollectRegisters rip_rsp;
+  rip_rsp.mask.assign(10, 0);
+  rip_rsp.mask[0] = 1 << 7; // rsp
+  rip_rsp.mask[2] = 1 << 0; // rip
+  EXPECT_TRUE(check_tracepoint(with_action(rip_rsp)));
+}
+
 } // namespace gdbtrace::bpf

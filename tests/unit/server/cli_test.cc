@@ -74,4 +74,7 @@ TEST(Cli, Errors) {
   auto v = parse({"--version"});
   ASSERT_TRUE(v);
   EXPECT_EQ(v->action, CliOptions::Action::Version);
+  auto st = parse({"--selftest"}); // gdb.server/unittest.exp: answered as "disabled"
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->action, CliOptions::Action::Selftest);
 }

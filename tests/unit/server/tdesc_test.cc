@@ -99,3 +99,32 @@ TEST(Tdesc, GdbAgreesWithGLayout) {
     }
   }
 }
+
+// A saved trace file whose frames lack x87/SSE/AVX: those registers are numbered
+// after all the present ones, which keep their g-packet order (and so their
+// offsets in the file's shorter 'R' blocks).
+TEST(TargetXml, AbsentRegistersNumberedLast) {
+  std::vector<bool> present(GT_NUM_REGS_AVX, true);
+  for (unsigned r = GT_ST0; r < GT_ORIG_RAX; r++)
+    present[r] = false;
+  for (unsigned r = GT_YMM0H; r < GT_NUM_REGS_AVX; r++)
+    present[r] = false;
+  std::string xml = target_xml(true, present);
+  auto regnum = [&](const char* name) {
+    std::smatch m;
+    std::string pattern = std::string("name=\"") + name + "\"[^>]*regnum=\"(\\d+)\"";
+    EXPECT_TRUE(std::regex_search(xml, m, std::regex(pattern))) << name;
+    return std::stoul(m[1]);
+  };
+  EXPECT_EQ(regnum("rax"), 0u);
+  EXPECT_EQ(regnum("gs"), 23u);
+  EXPECT_EQ(regnum("orig_rax"), 24u);
+  EXPECT_EQ(regnum("fs_base"), 25u);
+  EXPECT_EQ(regnum("gs_base"), 26u);
+  EXPECT_EQ(regnum("st0"), 27u);
+  EXPECT_EQ(regnum("xmm0"), 43u);
+  EXPECT_EQ(regnum("ymm15h"), 75u);
+  // Without PRESENT: the g-packet numbering.
+  EXPECT_NE(target_xml(true).find("name=\"st0\" bitsize=\"80\" type=\"i387_ext\" regnum=\"24\""),
+            std::string::npos);
+}

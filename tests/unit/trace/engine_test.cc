@@ -100,8 +100,8 @@ TEST_F(EngineTest, UploadReplaysDefinitionsAndSources) {
   EXPECT_EQ(send("qTsP"), "Z1:401000:at:0:9:2a3078343031303030");
   EXPECT_EQ(send("qTsP"), "Z1:401000:cmd:0:c:636f6c6c6563742024726178");
   EXPECT_EQ(send("qTsP"), "l");
-  EXPECT_EQ(send("qTfV"), "1:0:1:" + hex::encode("trace_timestamp"));
-  EXPECT_EQ(send("qTsV"), "2:5:0:6d79");
+  EXPECT_EQ(send("qTfV"), "2:5:0:6d79"); // newest first, as gdbserver
+  EXPECT_EQ(send("qTsV"), "1:0:1:" + hex::encode("trace_timestamp"));
   EXPECT_EQ(send("qTsV"), "l");
   // Before any run, variables have no value.
   EXPECT_EQ(send("qTV:2"), "U");
@@ -288,15 +288,15 @@ TEST_F(EngineTest, PacketsOutOfOrderAnswerSanely) {
 
   // An upload interrupted by QTinit continues from its snapshot, then ends.
   define({"QTDV:2:5:0:6d79", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01"});
-  EXPECT_EQ(send("qTfV"), "1:0:1:" + hex::encode("trace_timestamp"));
+  EXPECT_EQ(send("qTfV"), "2:5:0:6d79");
   EXPECT_EQ(send("qTfP").substr(0, 9), "T1:401000");
   ASSERT_EQ(send("QTinit"), "OK");
   EXPECT_EQ(send("qTsV"), "l"); // QTinit ended the upload
   EXPECT_EQ(send("qTsP"), "l");
   define({"QTDV:2:5:0:6d79"});
-  EXPECT_EQ(send("qTfV").substr(0, 1), "1");
+  EXPECT_EQ(send("qTfV").substr(0, 1), "2");
   define({"QTDV:3:0:0:6e"}); // defined mid-upload: not in this upload's snapshot
-  EXPECT_EQ(send("qTsV"), "2:5:0:" + hex::encode("my"));
+  EXPECT_EQ(send("qTsV"), "1:0:1:" + hex::encode("trace_timestamp"));
   EXPECT_EQ(send("qTsV"), "l");
   EXPECT_EQ(send("qTsV"), "l"); // past the end stays at the end
 }
