@@ -47,7 +47,11 @@ class StacksTestCase(GdbTestCase):
     def traced(self, tracepoint, after, stacks="on", until=None):
         """gdb: TRACEPOINT with stacks, bench_stacks run to its end (or a breakpoint at UNTIL),
         then AFTER."""
-        run = run_gdb(["source %s" % PLUGIN, "monitor gdbtrace backend %s" % self.BACKEND,
+        # A stack snapshot makes every frame kilobytes: as docs/stacks.md tells users, the buffer
+        # grows with it (the eBPF rings are sized from it; 5 MB gives 1 MB rings that a stub
+        # starved of CPU lets overflow at 1 000 hits of 8-64 KB).
+        run = run_gdb(["source %s" % PLUGIN, "set trace-buffer-size %d" % (128 << 20),
+                       "monitor gdbtrace backend %s" % self.BACKEND,
                        "monitor gdbtrace stacks %s" % stacks, "trace %s" % tracepoint] +
                       (["break %s" % until] if until else []) + ["tstart",
                        "continue", "monitor gdbtrace status", "tstop"] + list(after),
