@@ -30,16 +30,25 @@ def session(backend="ptrace", user_breakpoint=True, function="tick", collect="ti
 
 
 class KillLater(threading.Thread):
-    """After DELAY seconds, notes the int3s in the tracee's code (the trace is live then) and sends
-    SIG to the stub."""
+    """Once the trace is live (the tracee's code holds a probe: polled for up to 60 s, since gdb
+    may still be reading libraries under load) and DELAY seconds more have passed, notes the int3s
+    in the tracee's code and sends SIG to the stub."""
 
-    def __init__(self, server, sig, tracee_pid, delay=1.5, program_name="loop"):
+    def __init__(self, server, sig, tracee_pid, delay=0.5, program_name="loop"):
         super().__init__(daemon=True)
         self.server, self.sig, self.tracee_pid, self.delay = server, sig, tracee_pid, delay
         self.program_name = program_name
         self.int3s_before = None
 
     def run(self):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if text_int3s(self.tracee_pid(), program(self.program_name)):
+                    break
+            except (OSError, TypeError):
+                pass  # the tracee is not there yet
+            time.sleep(0.05)
         time.sleep(self.delay)
         try:
             # A thread stepping over the tracepoint lifts its int3 for an instant: sample a few times.
