@@ -666,9 +666,9 @@ LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t 
     }
     if (!(l = find_lwp(tid, &p)))
       return TraceOutcome::Gone;
-    l->at_breakpoint = false;
     if (!stepped)
       return TraceOutcome::EventPending;
+    l->at_breakpoint = false;
     regs = x86::read_registers(tid, avx_);
     if (!regs)
       return TraceOutcome::Continue;
@@ -741,6 +741,13 @@ bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
     (void)p.memory.write(addr, std::span<const uint8_t>(&int3, 1));
   }
   restart_threads(p.pid, stopped);
+  // A signal stop came before the step (SIGCHLD of an exiting fork child, say): the thread is still
+  // at the int3 whose hit was already handled, so its next resume steps over again instead of
+  // running into the int3 and counting the hit twice.
+  if (!stepped) {
+    auto pc = x86::read_pc(l.tid);
+    l.at_breakpoint = pc && *pc == addr;
+  }
   return stepped;
 }
 
