@@ -10,6 +10,7 @@ import sys
 
 NAMES = {"untraced": "untraced", "tracefs-uprobe": "uprobe-tracefs", "module": "gdbtrace-kmod",
          "module+emulation": "gdbtrace-kmod-emulating",
+         "module+emulation+fpu": "gdbtrace-kmod-emulating-fpu",
          # gdb-driven sessions in the guest (gdbtrace-server, `collect $regs`, backend module / ptrace)
          "gdb-module-collect-regs": "gdbtrace-kmod-gdb", "gdb-ptrace-collect-regs": "gdbtrace-ptrace-gdb"}
 COLUMNS = {"nop": "regs", "load": "stepsite"}

@@ -117,7 +117,7 @@ static u8 *frame_reserve(struct gt_frame *f, u32 n)
 	return p;
 }
 
-static int put_regs_block(struct gt_hit *h)
+static int put_regs_block(struct gt_hit *h, u32 flags)
 {
 	u32 size = h->p->s->regblock_size;
 	u8 *b = frame_reserve(&h->f, 1 + size);
@@ -142,6 +142,8 @@ static int put_regs_block(struct gt_hit *h)
 		if (reg_value(h->regs, r, &v) == 0)
 			memcpy(b + off, &v, 8);
 	}
+	if (flags & GDBTRACE_ACT_REGS_FPU)
+		gt_put_fpu_regs(b + 1, size);
 	return 0;
 }
 
@@ -322,7 +324,7 @@ static int run_actions(struct gt_hit *h)
 
 		switch (a->kind) {
 		case GDBTRACE_ACT_REGS:
-			ret = put_regs_block(h);
+			ret = put_regs_block(h, a->flags);
 			break;
 		case GDBTRACE_ACT_MEM:
 			if (a->basereg >= 0)

@@ -10,7 +10,8 @@
  *         unregistering is uprobe_unregister_nosync() + one uprobe_unregister_sync();
  *         the consumer filter lost its ctx argument.
  *   6.13  the consumer handler gained a `__u64 *data` argument (session data).
- *   6.16  rdmsrl() was renamed rdmsrq().
+ *   6.16  rdmsrl() was renamed rdmsrq(); struct fpu left thread_struct
+ *         (x86_task_fpu()).
  */
 #ifndef GDBTRACE_COMPAT_H
 #define GDBTRACE_COMPAT_H
@@ -18,6 +19,7 @@
 #include <linux/mm.h>
 #include <linux/uprobes.h>
 #include <linux/version.h>
+#include <asm/fpu/types.h>
 #include <asm/msr.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
@@ -99,6 +101,18 @@ static inline void gt_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
+#endif
+}
+
+/* The task's FPU state. From 6.16 struct fpu follows task_struct in the same
+ * allocation (x86_task_fpu); Debian builds with CONFIG_X86_DEBUG_FPU, where
+ * x86_task_fpu is an unexported function, so its non-debug form is used. */
+static inline struct fpstate *gt_task_fpstate(struct task_struct *t)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+	return ((struct fpu *)((void *)t + sizeof(*t)))->fpstate;
+#else
+	return t->thread.fpu.fpstate;
 #endif
 }
 

@@ -28,6 +28,7 @@ struct gt_session;
 
 struct gt_action {
 	u32 kind;
+	u32 flags;              /* 'R': GDBTRACE_ACT_REGS_FPU */
 	s32 basereg;
 	s64 offset;
 	u32 len;
@@ -91,6 +92,9 @@ static inline struct gdbtrace_ring_header *gt_ring_header(struct gt_session *s, 
 int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req);
 void gt_probes_remove_all(struct gt_session *s);
 struct gt_probe *gt_probe_find(struct gt_session *s, u32 id);
+
+/* fpu.c */
+void gt_put_fpu_regs(u8 *block, u32 regblock_size);
 
 /* collect.c */
 void gt_collect(struct gt_probe *p, struct pt_regs *regs);

@@ -251,7 +251,7 @@ static long do_init(struct gt_session *s, void __user *arg)
 	in.nr_rings = s->nr_rings;
 	in.ring_stride = stride;
 	in.mmap_size = total;
-	in.features = GT_KERNEL_SKIPS_SSTEP ? GDBTRACE_FEAT_EMULATE : 0;
+	in.features = (GT_KERNEL_SKIPS_SSTEP ? GDBTRACE_FEAT_EMULATE : 0) | GDBTRACE_FEAT_FPU;
 	/* GPRs, rip, eflags, segment selectors; orig_rax, fs_base, gs_base. */
 	in.reg_valid = 0x00ffffffu;
 	in.reg_valid_hi = (1u << (57 - 32)) | (1u << (58 - 32)) | (1u << (59 - 32));

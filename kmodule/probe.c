@@ -93,7 +93,8 @@ static int copy_actions(struct gt_session *s, struct gt_probe *p, const struct g
 		struct gt_action *a = &p->actions[i];
 
 		a->kind = ua[i].kind;
-		if (ua[i].reserved) {
+		a->flags = ua[i].flags;
+		if (ua[i].flags & ~(ua[i].kind == GDBTRACE_ACT_REGS ? GDBTRACE_ACT_REGS_FPU : 0)) {
 			ret = -EINVAL;
 			break;
 		}

@@ -53,6 +53,7 @@ struct gdbtrace_init {
   __u32 reserved;
 };
 #define GDBTRACE_FEAT_EMULATE 1u /* module emulates common probed instructions */
+#define GDBTRACE_FEAT_FPU 2u     /* 'R' actions take GDBTRACE_ACT_REGS_FPU */
 
 struct gdbtrace_ring_header {
   __u64 head;      /* kernel: bytes produced */
@@ -81,9 +82,14 @@ struct gdbtrace_action {
   __s32 basereg;   /* 'M': register number or -1 */
   __s64 offset;    /* 'M' */
   __u32 len;       /* 'M': bytes; 'X': bytecode length */
-  __u32 reserved;
+  __u32 flags;     /* 'R': GDBTRACE_ACT_REGS_*; 0 for the other kinds */
   __u64 code;      /* 'X': user pointer to bytecode */
 };
+/* 'R' also fills the x87/SSE registers (and AVX's upper halves with an 816-byte
+ * block) from the task's FPU state, at the cost of saving it at the hit.
+ * Needs GDBTRACE_FEAT_FPU; without it the block leaves them zero and
+ * reg_valid/reg_valid_hi do not name them. */
+#define GDBTRACE_ACT_REGS_FPU 1u
 
 /* Emulation recipe: what the module's decoder made of the probed instruction
  * (the file's bytes at the probe offset). Reported by ADD, never taken from the

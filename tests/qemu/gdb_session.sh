@@ -96,6 +96,10 @@ trace probe_me if a == 1500
 actions
 collect a
 end
+trace scale
+actions
+collect \$regs
+end
 EOT
 
 timeout 240 /usr/bin/gdb -nx -batch \
@@ -123,6 +127,11 @@ timeout 240 /usr/bin/gdb -nx -batch \
   -ex "tdump" \
   -ex "tfind tracepoint 4" \
   -ex "echo TP2-A: " -ex "output a" -ex "echo \\n" \
+  -ex "tfind tracepoint 5" -ex "tfind tracepoint 5" \
+  -ex "echo SCALE-X: " -ex "output x" -ex "echo \\n" \
+  -ex "echo XMM0: " -ex "output \$xmm0.v2_double[0]" -ex "echo \\n" \
+  -ex "echo YMM1: " -ex "output \$ymm1.v8_float[7]" -ex "echo \\n" \
+  -ex "echo FCTRL: " -ex "output/x \$fctrl" -ex "echo \\n" \
   -ex "tfind none" \
   -ex "tsave $tfile" \
   -ex "kill" \
@@ -131,7 +140,7 @@ timeout 240 /usr/bin/gdb -nx -batch \
 echo "gdb exit $?" >>"$out"
 
 check module_backend "tracepoint 3 at 0x[0-9a-f]+: backend module"
-check frames "Collected $((N + 1)) trace frames"
+check frames "Collected $((N + 1 + 3)) trace frames"
 check first_frame "FIRST-A: ?0$"
 check frame_1234_a "A1234: ?1234$"
 check frame_1234_b "B1234: ?3702$"
@@ -141,12 +150,21 @@ check marker 'MARKER: ?"hello-gdbtrace'
 check tdump "^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <probe_me"
 check condition_tp "TP2-A: ?1500$"
 check emulation "common instructions emulated"
+# collect $regs through the module carries the x87/SSE/AVX state too (kmodule/fpu.c): the double
+# argument in xmm0, a 256-bit value's upper half, the x87 control word.
+check fpu_double_arg "SCALE-X: ?1.25$"
+check fpu_xmm0 "XMM0: ?1.25$"
+check fpu_ymm_upper "YMM1: ?3.5$"
+check fpu_fctrl "FCTRL: ?0x37f$"
 
 # The saved trace file, read back by a fresh gdb.
 if [ -s "$tfile" ]; then
   /usr/bin/gdb -nx -batch -ex "file $prog" -ex "target tfile $tfile" -ex "tfind 777" \
-    -ex "echo A777: " -ex "output a" -ex "echo \\n" >"$work/gdb-tfile.out" 2>&1
+    -ex "echo A777: " -ex "output a" -ex "echo \\n" \
+    -ex "tfind $((N + 2))" \
+    -ex "echo SCALE-X: " -ex "output x" -ex "echo \\n" >"$work/gdb-tfile.out" 2>&1
   if grep -qE "A777: ?777$" "$work/gdb-tfile.out"; then echo "ok gdb_tsave"; else echo "FAIL gdb_tsave: $(tail -3 "$work/gdb-tfile.out")"; fi
+  check tsave_fpu_double_arg "SCALE-X: ?1.25$" "$work/gdb-tfile.out"
 else
   echo "FAIL gdb_tsave: no trace file"
 fi

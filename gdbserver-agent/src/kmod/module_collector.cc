@@ -42,6 +42,29 @@ bool uses_printf(const AgentExpr& e) {
   return e.info.uses_printf != 0;
 }
 
+bool mask_has(const CollectRegisters& r, unsigned regno) {
+  return regno / 8 < r.mask.size() && (r.mask[regno / 8] >> (regno % 8)) & 1;
+}
+
+// Does the 'R' mask name an x87/SSE/AVX register (collect $regs names all)?
+bool wants_fpu(const CollectRegisters& r) {
+  for (unsigned regno = GT_ST0; regno <= GT_MXCSR; regno++)
+    if (mask_has(r, regno))
+      return true;
+  for (unsigned regno = GT_YMM0H; regno < GT_NUM_REGS_AVX; regno++)
+    if (mask_has(r, regno))
+      return true;
+  return false;
+}
+
+// gdb's mask for `collect $regs`, as opposed to registers named one by one.
+bool all_registers(const CollectRegisters& r) {
+  for (unsigned regno = 0; regno < GT_NUM_REGS_NOAVX; regno++)
+    if (!mask_has(r, regno))
+      return false;
+  return true;
+}
+
 class ModuleCollector final : public Collector {
 public:
   ModuleCollector(asio::io_context& io, ModuleSession session)
@@ -109,10 +132,19 @@ public:
     if (!site)
       return site.error();
     std::vector<gdbtrace_action> actions;
+    bool fpu = false;
     for (const auto& a : tp.actions) {
       gdbtrace_action k{};
-      if (std::holds_alternative<CollectRegisters>(a)) {
+      if (auto* regs = std::get_if<CollectRegisters>(&a)) {
         k.kind = GDBTRACE_ACT_REGS;
+        if (wants_fpu(*regs)) {
+          if (session_.info().features & GDBTRACE_FEAT_FPU)
+            k.flags = GDBTRACE_ACT_REGS_FPU;
+          else if (!all_registers(*regs)) // $regs without them: shown <unavailable>
+            return make_error(EOPNOTSUPP, "this gdbtrace.ko cannot collect x87/SSE/AVX registers "
+                                          "(load the module of this gdbtrace release)");
+        }
+        fpu = fpu || k.flags;
         actions.push_back(k);
       } else if (auto* m = std::get_if<CollectMemory>(&a)) {
         add_memory_actions(*m, actions);
@@ -144,7 +176,7 @@ public:
     if (!id)
       return make_error(id.error().code, id.error().message + " (" + site->path + ")");
     probes_.push_back(Probe{*id, tp.number, tp.address});
-    ctx.set_register_availability(tp.number, register_availability());
+    ctx.set_register_availability(tp.number, register_availability(fpu));
     return ok();
   }
 
@@ -283,12 +315,21 @@ private:
     return ok();
   }
 
-  std::vector<bool> register_availability() const {
+  // WITH_FPU: the tracepoint's 'R' blocks carry the x87/SSE registers too (and
+  // AVX's upper halves in an 816-byte block).
+  std::vector<bool> register_availability(bool with_fpu) const {
     std::vector<bool> v(GT_NUM_REGS_AVX, false);
     for (unsigned r = 0; r < 32; r++)
       v[r] = (session_.info().reg_valid >> r) & 1;
     for (unsigned r = 32; r < 64 && r < v.size(); r++)
       v[r] = (session_.info().reg_valid_hi >> (r - 32)) & 1;
+    if (with_fpu) {
+      for (unsigned r = GT_ST0; r <= GT_MXCSR; r++)
+        v[r] = true;
+      if (regblock_size_ >= GT_REGBLOCK_SIZE_AVX)
+        for (unsigned r = GT_YMM0H; r < GT_NUM_REGS_AVX; r++)
+          v[r] = true;
+    }
     return v;
   }
 

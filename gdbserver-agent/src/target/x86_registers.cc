@@ -1,5 +1,7 @@
 #include "target/x86_registers.h"
 
+#include "abi/fxsave.h"
+
 #include <array>
 #include <cpuid.h>
 #include <cstddef>
@@ -82,19 +84,8 @@ struct Fxsave {
   uint8_t reserved[96];
 };
 static_assert(sizeof(Fxsave) == sizeof(user_fpregs_struct));
-
-// Full 2-bit tag of one physical x87 register, as gdb expects (i387_ftag).
-unsigned x87_tag(const uint8_t* raw) {
-  bool integer = raw[7] & 0x80;
-  unsigned exponent = ((raw[9] & 0x7f) << 8) | raw[8];
-  bool fraction_zero =
-      (raw[0] | raw[1] | raw[2] | raw[3] | raw[4] | raw[5] | raw[6] | (raw[7] & 0x7f)) == 0;
-  if (exponent == 0x7fff)
-    return 2;
-  if (exponent == 0)
-    return (fraction_zero && !integer) ? 1 : 2;
-  return integer ? 0 : 2;
-}
+static_assert(offsetof(Fxsave, st) == GT_FX_ST && offsetof(Fxsave, xmm) == GT_FX_XMM &&
+              offsetof(Fxsave, mxcsr) == GT_FX_MXCSR && offsetof(Fxsave, fooff) == GT_FX_FDP);
 
 // gt_reg_offset sums the sizes of the registers before REGNO: computed once
 // here, since every trace hit of the ptrace collector fills the whole block.
@@ -114,25 +105,11 @@ void put(RegisterBlock& b, unsigned regno, const void* src, size_t n) {
 }
 
 void supply_fxsave(RegisterBlock& b, const Fxsave& fx) {
-  for (unsigned i = 0; i < 8; i++)
-    put(b, GT_ST0 + i, fx.st[i], 10);
-  for (unsigned i = 0; i < 16; i++)
-    put(b, GT_XMM0 + i, fx.xmm[i], 16);
-  unsigned top = (fx.fstat >> 11) & 7;
-  uint32_t ftag = 0;
-  for (int i = 7; i >= 0; i--) {
-    unsigned tag = (fx.ftag_abridged & (1u << i)) ? x87_tag(fx.st[(i + 8 - top) % 8]) : 3;
-    ftag |= tag << (2 * i);
-  }
-  b.set_u64(GT_FCTRL, fx.fctrl);
-  b.set_u64(GT_FSTAT, fx.fstat);
-  b.set_u64(GT_FTAG, ftag);
-  b.set_u64(GT_FISEG, fx.fiseg);
-  b.set_u64(GT_FIOFF, fx.fioff);
-  b.set_u64(GT_FOSEG, fx.foseg);
-  b.set_u64(GT_FOOFF, fx.fooff);
-  b.set_u64(GT_FOP, fx.fop & 0x7ff);
-  b.set_u64(GT_MXCSR, fx.mxcsr);
+  // GETFPREGS gives the whole image, components in their initial state included.
+  gt_fxsave_to_block(reinterpret_cast<const unsigned char*>(&fx), GT_XFEATURE_FP | GT_XFEATURE_SSE,
+                     b.bytes.data());
+  for (unsigned r = GT_ST0; r <= GT_MXCSR; r++)
+    b.valid.set(r);
 }
 
 void collect_fxsave(const RegisterBlock& b, Fxsave& fx) {
@@ -171,9 +148,9 @@ void collect_fxsave(const RegisterBlock& b, Fxsave& fx) {
 
 // XSAVE area: header (XSTATE_BV) at 512, YMM_Hi128 component at its standard
 // non-compacted offset 576. The kernel's NT_X86_XSTATE regset uses this format.
-constexpr size_t kXstateBvOffset = 512;
-constexpr size_t kYmmHiOffset = 576;
-constexpr uint64_t kXfeatureYmm = 1u << 2;
+constexpr size_t kXstateBvOffset = GT_XSAVE_XSTATE_BV;
+constexpr size_t kYmmHiOffset = GT_XSAVE_YMM_HI;
+constexpr uint64_t kXfeatureYmm = GT_XFEATURE_YMM;
 constexpr size_t kXsaveBufferSize = 16384; // large enough for AMX-sized areas
 
 struct XsaveBuffer {

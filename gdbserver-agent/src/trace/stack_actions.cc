@@ -31,8 +31,12 @@ Tracepoint with_stack_actions(const Tracepoint& tp, uint32_t bytes) {
     return std::holds_alternative<CollectRegisters>(a);
   });
   if (!has_registers) {
+    // What unwinding reads: the general registers, rip and eflags. Not the
+    // x87/SSE/AVX state, which a kernel collector would save at every hit.
     CollectRegisters regs;
-    regs.mask.assign((GT_NUM_REGS_AVX + 7) / 8, 0xff); // the collector fills what it has
+    regs.mask.assign((GT_NUM_REGS_AVX + 7) / 8, 0);
+    for (unsigned r = 0; r <= GT_EFLAGS; r++)
+      regs.mask[r / 8] |= uint8_t(1u << (r % 8));
     out.actions.push_back(regs);
   }
   uint32_t piece = stack_piece_size(bytes);

@@ -1,8 +1,9 @@
 // Per-hit cost inside the QEMU guest (bench/kmodule.sh runs it through run.sh):
 //   gt_bench offsets                 file offsets of the two probe sites
 //   gt_bench run SITE N              untraced loop (or traced by tracefs/gdb from outside)
-//   gt_bench module SITE N [noemu]   the loop in a forked child, probed through
-//                                    /dev/gdbtrace collecting the 'R' block
+//   gt_bench module SITE N [noemu|fpu]  the loop in a forked child, probed through
+//                                    /dev/gdbtrace collecting the 'R' block (fpu: with
+//                                    the x87/SSE/AVX registers, GDBTRACE_ACT_REGS_FPU)
 // SITE: nop  (first instruction nop: the kernel emulates it itself)
 //       load (mov disp(%rip),%rax: single-stepped by the kernel unless our
 //             handler emulates it)
@@ -86,7 +87,7 @@ static long drain(uint8_t* map, const struct gdbtrace_init* in) {
   return n;
 }
 
-static int module_bench(const char* site, long n, int emulate) {
+static int module_bench(const char* site, long n, int emulate, int fpu) {
   long (*fn)(long, long) = site_fn(site);
   int go[2], res[2];
   if (pipe(go) || pipe(res))
@@ -109,7 +110,8 @@ static int module_bench(const char* site, long n, int emulate) {
     return perror("init"), 1;
   uint8_t* map = mmap(NULL, in.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int exe = open("/proc/self/exe", O_RDONLY);
-  struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS};
+  struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS,
+                                .flags = fpu ? GDBTRACE_ACT_REGS_FPU : 0};
   struct gdbtrace_probe_add a = {.pid = child,
                                  .fd = exe,
                                  .offset = file_offset((uintptr_t)fn),
@@ -139,9 +141,9 @@ static int module_bench(const char* site, long n, int emulate) {
   frames += drain(map, &in);
   struct gdbtrace_probe_status st = {.id = a.id};
   ioctl(fd, GDBTRACE_IOC_PROBE_STATUS, &st);
-  printf("BENCH module%s site=%s n=%ld ns_per_iter=%.0f frames=%ld drops=%llu emulated=%llu\n",
-         a.emu.op ? "+emulation" : "", site, n, ns, frames, (unsigned long long)st.drops,
-         (unsigned long long)st.emulated);
+  printf("BENCH module%s%s site=%s n=%ld ns_per_iter=%.0f frames=%ld drops=%llu emulated=%llu\n",
+         a.emu.op ? "+emulation" : "", fpu ? "+fpu" : "", site, n, ns, frames,
+         (unsigned long long)st.drops, (unsigned long long)st.emulated);
   close(fd);
   return 0;
 }
@@ -160,8 +162,10 @@ int main(int argc, char** argv) {
            ns);
     return 0;
   }
-  if (argc >= 4 && strcmp(argv[1], "module") == 0)
-    return module_bench(argv[2], atol(argv[3]), !(argc > 4 && strcmp(argv[4], "noemu") == 0));
-  fprintf(stderr, "usage: gt_bench offsets | run SITE N [label] | module SITE N [noemu]\n");
+  if (argc >= 4 && strcmp(argv[1], "module") == 0) {
+    const char* opt = argc > 4 ? argv[4] : "";
+    return module_bench(argv[2], atol(argv[3]), strcmp(opt, "noemu") != 0, strcmp(opt, "fpu") == 0);
+  }
+  fprintf(stderr, "usage: gt_bench offsets | run SITE N [label] | module SITE N [noemu|fpu]\n");
   return 2;
 }

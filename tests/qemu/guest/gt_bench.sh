@@ -1,7 +1,8 @@
 #!/bin/sh
 # In-guest part of bench/kmodule.sh: untraced, tracefs uprobe (raw floor) and
 # gdbtrace.ko (ioctl level, 'R' block per hit) on the same loop, for the nop
-# site (kernel-emulated) and the rip-load site (single-stepped unless emulated).
+# site (kernel-emulated) and the rip-load site (single-stepped unless emulated);
+# on the load site also with the x87/SSE/AVX registers in the block.
 N=$(cat /etc/gt_bench 2>/dev/null); [ "$N" -gt 0 ] 2>/dev/null || N=20000
 T=/sys/kernel/tracing
 cd /tmp
@@ -17,4 +18,6 @@ for site in nop load; do
   fi
   gt_bench module $site $N noemu
   [ $site = load ] && gt_bench module $site $N
+  # collect $regs with the x87/SSE/AVX state: the FPU save at each hit
+  [ $site = load ] && gt_bench module $site $N fpu
 done
