@@ -51,7 +51,21 @@ step() {
   return 0
 }
 
+# What failed, in a few lines per failed step (test names, assertion and sanitizer lines), printed
+# next to the summary so the tail of a CI log says which tests to look at.
+failure_digest() {
+  local i log
+  for i in "${!names[@]}"; do
+    [[ "${results[$i]}" == FAIL* ]] || continue
+    log=$logs/${names[$i]}.log
+    echo "--- ${names[$i]} failed; from $log:"
+    grep -E '^(FAIL|ERROR): |\*\*\*(Failed|Timeout|Exception)|^[[:space:]]*[0-9]+ - |^[A-Za-z.]*Error: |SUMMARY: [A-Za-z]+Sanitizer|runtime error:|sanitizer report|^FAIL |^RESULT .*FAIL' \
+      "$log" 2>/dev/null | cut -c1-240 | head -20
+  done
+}
+
 summary() {
+  [ "$failed" = 0 ] || failure_digest
   echo
   echo "================ gdbtrace test summary ================"
   for i in "${!names[@]}"; do
