@@ -23,10 +23,10 @@ from gdbtest import (GdbTestCase, Server, Tracee, available_collectors, descenda
 # Trace tick() with the ptrace collector, plus a user breakpoint that is never reached (loop runs
 # without a heartbeat file; its int3 must go too), and let the program run: gdb waits in `continue`
 # (so its own detach/kill at exit cannot be what saves the tracee) while the test kills the stub.
-def session(backend="ptrace", user_breakpoint=True, function="tick", collect="ticks"):
+def session(backend="ptrace", user_breakpoint=True, function="tick", collect="ticks", extra=()):
     return [f"monitor gdbtrace backend {backend}"] + \
-        (["break write_heartbeat"] if user_breakpoint else []) + [f"trace {function}", "actions",
-            f"collect {collect}", "end", "tstart", "monitor gdbtrace status", "continue"]
+        (["break write_heartbeat"] if user_breakpoint else []) + list(extra) + [f"trace {function}",
+            "actions", f"collect {collect}", "end", "tstart", "monitor gdbtrace status", "continue"]
 
 
 class KillLater(threading.Thread):
@@ -90,7 +90,7 @@ def wait_exit(proc, timeout):
 
 
 class StubSignalled(GdbTestCase):
-    def attached_case(self, sig, expect_crash=False):
+    def attached_case(self, sig, expect_crash=False, extra=()):
         before = descendants()
         tracee = Tracee(program("loop"), args=("-", 6))
         try:
@@ -98,7 +98,7 @@ class StubSignalled(GdbTestCase):
             with Server("attach", pid=tracee.pid) as server:
                 killer = KillLater(server, sig, lambda: tracee.pid)
                 killer.start()
-                run = run_gdb(session(), program="loop", server=server, timeout=60)
+                run = run_gdb(session(extra=extra), program="loop", server=server, timeout=60)
                 killer.join(10)
                 rc = wait_exit(server.proc, 10)
                 log = server.log()
@@ -182,6 +182,12 @@ class StubSignalled(GdbTestCase):
 
     def test_sigsegv_started(self):
         self.started_case("SEGV", expect_crash=True)
+
+    def test_sigsegv_attached_hardware_breakpoint(self):
+        # gdb's hardware breakpoint in a function the program calls every 10 ms (its condition never
+        # true): the crash path must stop the running thread to clear its debug registers, or the
+        # detached program dies of SIGTRAP at its next call.
+        self.attached_case("SEGV", expect_crash=True, extra=["hbreak nanosleep if ticks < 0"])
 
 
 class StubSignalledMultithreaded(GdbTestCase):

@@ -10,6 +10,8 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace gdbtrace::crash_cleanup {
@@ -76,12 +78,38 @@ void restore_original_bytes(const Table& t, pid_t pid) {
   syscall(SYS_close, fd);
 }
 
-// A thread in a ptrace-stop is detached here; one that is running is left to
-// the kernel's detach when the stub exits.
+// Brings running thread TID into a ptrace-stop: a SIGSTOP, then its stop (or
+// whatever event it reports first) waited for, polling for at most ~200 ms (a
+// thread that cannot stop, a zombie say, must not hang the crash path). The
+// SIGSTOP, if another event came first, stays pending: detach_process's
+// SIGCONT discards it.
+bool stop_running_thread(pid_t pid, pid_t tid) {
+  if (syscall(SYS_tgkill, pid, tid, SIGSTOP) != 0)
+    return false;
+  for (int i = 0; i < 200; i++) {
+    int status = 0;
+    long w = syscall(SYS_wait4, tid, &status, __WALL | WNOHANG, nullptr);
+    if (w == tid)
+      return WIFSTOPPED(status);
+    if (w < 0)
+      return false;
+    struct timespec ms = {0, 1000 * 1000};
+    syscall(SYS_nanosleep, &ms, nullptr);
+  }
+  return false;
+}
+
+// Detaches one thread from its ptrace-stop. A running thread is stopped first:
+// gdb's hardware breakpoints and watchpoints live in its debug registers, which
+// only a stopped tracee's can be cleared, and left armed in a detached program
+// they kill it with SIGTRAP at the next hit.
 void detach_thread(const Table& t, pid_t pid, pid_t tid) {
   user_regs_struct regs;
-  if (raw_ptrace(PTRACE_GETREGS, tid, 0, reinterpret_cast<unsigned long>(&regs)) != 0)
-    return;
+  if (raw_ptrace(PTRACE_GETREGS, tid, 0, reinterpret_cast<unsigned long>(&regs)) != 0) {
+    if (!stop_running_thread(pid, tid) ||
+        raw_ptrace(PTRACE_GETREGS, tid, 0, reinterpret_cast<unsigned long>(&regs)) != 0)
+      return; // gone, or not stopping: left to the kernel's detach at our exit
+  }
   int sig = 0;
   siginfo_t si;
   std::memset(&si, 0, sizeof si);

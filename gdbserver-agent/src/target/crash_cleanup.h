@@ -7,9 +7,10 @@
 // detached, processes the stub started killed. Then the signal's default
 // action runs (core dump).
 //
-// Limits: a thread running at that moment is detached by the kernel when the
-// stub exits (our int3s are already gone, so it does not trap); its debug
-// registers cannot be cleared.
+// A thread running at that moment is stopped (SIGSTOP, waited for up to
+// ~200 ms) so that its debug registers can be cleared before the detach; one
+// that does not stop is detached by the kernel when the stub exits (our int3s
+// are already gone, but a hardware breakpoint of gdb's stays armed in it).
 #pragma once
 
 #include <cstdint>
