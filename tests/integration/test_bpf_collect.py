@@ -149,6 +149,29 @@ class InstalledWhereStopped(EbpfTestCase):
                                  r"Found trace frame 0", r"\$1 = 2"])
 
 
+class SteppingOverAProbe(EbpfTestCase):
+    def test_range_step_over_a_probed_instruction(self):
+        # `step` over a line with a uprobe in its middle, on a `jmp` the kernel emulates: it ends the
+        # step over it with a SIGTRAP the thread sends itself, which must not end gdb's range step
+        # early (every vCont;r stops outside its range, as with stock gdbserver); the hit is collected.
+        run = run_gdb(["break range_line", "continue", "delete 1"] + EBPF + [
+            "trace *range_site", "actions", "collect range_value", "end", "tstart",
+            "monitor gdbtrace status", "set debug remote 1", "step", "set debug remote 0", "tstop",
+            "tstatus", "print range_value"],
+            program="trace_loop", args=(2,))
+        self.assertEbpf(run)
+        # Each vCont;rSTART,END ends with a stop outside [START, END) (rip is register 0x10).
+        steps = re.findall(r"Sending packet: \$vCont;r([0-9a-f]+),([0-9a-f]+).*?\n.*?"
+                           r"Packet received: T05[^\n]*?10:([0-9a-f]{16})", run.output, re.S)
+        self.assertTrue(steps, run.transcript())
+        for start, end, rip in steps:
+            pc = int.from_bytes(bytes.fromhex(rip), "little")
+            self.assertFalse(int(start, 16) <= pc < int(end, 16),
+                             f"range step {start},{end} stopped inside at {pc:#x}\n" + run.transcript())
+        self.assertOutput(run, r"Collected 1 trace frames")
+        self.assertOutput(run, r"^\$1 = 2$")
+
+
 class BufferAndThreads(EbpfTestCase):
     def test_circular_keeps_newest(self):
         run = run_gdb(traced(["collect $regs, i"],

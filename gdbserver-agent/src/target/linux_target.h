@@ -57,6 +57,9 @@ struct Lwp {
   uint64_t breakpoint_pc = 0;
   bool debug_regs_dirty = false;
   int syscall_nr = -1; // from the last syscall-entry stop
+  // The last resume was PTRACE_SINGLESTEP: a SIGTRAP the thread sent itself
+  // then ends that step (see classify_trap).
+  bool single_stepped = false;
 };
 
 struct SwBreakpoint {

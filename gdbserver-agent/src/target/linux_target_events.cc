@@ -171,7 +171,12 @@ void LinuxTarget::classify_trap(Process& p, Lwp& l) {
     }
     return;
   }
-  if (si.si_code == TRAP_TRACE || (dr6 & kDr6SingleStep)) {
+  // A step onto a kernel uprobe (an in-kernel collector's tracepoint): the
+  // kernel runs the probed instruction out of line or emulates it, and ends
+  // the step with a SIGTRAP the thread sends itself (SI_USER, si_pid its own
+  // tgid) rather than a debug trap. It is the end of that step, not a signal.
+  bool uprobe_step_end = l.single_stepped && si.si_code == SI_USER && si.si_pid == p.pid;
+  if (si.si_code == TRAP_TRACE || (dr6 & kDr6SingleStep) || uprobe_step_end) {
     if (dr6)
       clear_dr6(l.tid);
     l.trap = TrapKind::Step;
@@ -717,6 +722,7 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l) {
   ptrace(static_cast<__ptrace_request>(request), l.tid, nullptr, (void*)(long)sig);
   // Even on ESRCH: a vanished thread reports its exit through waitpid.
   l.running = true;
+  l.single_stepped = request == PTRACE_SINGLESTEP;
 }
 
 // Executes the instruction under the int3 at l.breakpoint_pc for thread L.
@@ -783,6 +789,7 @@ bool LinuxTarget::step_over_in_place(Process& p, Lwp& l) {
 
 bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
   for (;;) {
+    l.single_stepped = true;
     if (ptrace(PTRACE_SINGLESTEP, l.tid, nullptr, (void*)(long)signal) != 0) {
       l.running = true; // gone: its exit arrives through waitpid
       return false;
