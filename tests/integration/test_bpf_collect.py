@@ -149,6 +149,35 @@ class InstalledWhereStopped(EbpfTestCase):
                                  r"Found trace frame 0", r"\$1 = 2"])
 
 
+class OneAddress(EbpfTestCase):
+    def test_tracepoints_at_one_address_collect_in_definition_order(self):
+        # The kernel runs a uprobe's consumers newest first; gdb (like gdbserver) expects the frames
+        # of one hit in tracepoint order, also for a tracepoint added there during the run.
+        run = run_gdb(PROLOGUE + ["break step_me if a == 1",
+                                  "trace probe_me", "actions", "collect i", "end",
+                                  "trace probe_me", "actions", "collect j", "end",
+                                  "tstart", "continue",
+                                  "trace probe_me", "actions", "collect i", "end",
+                                  "continue", "tstop", "tstatus", "monitor gdbtrace status",
+                                  "python",
+                                  "order = []",
+                                  "gdb.execute('tfind start', to_string=True)",
+                                  "while int(gdb.parse_and_eval('$trace_frame')) != -1:",
+                                  "  order.append(int(gdb.parse_and_eval('$tracepoint')))",
+                                  "  try:",
+                                  "    gdb.execute('tfind', to_string=True)",
+                                  "  except gdb.error:",
+                                  "    break",
+                                  "print('ORDER', order)",
+                                  "end"],
+                      program="trace_loop", args=(3,))
+        self.assertEbpf(run, 2)
+        self.assertOutput(run, r"Breakpoint 2, step_me \(a=1\)")
+        self.assertOutput(run, r"^ORDER \[3, 4, 3, 4, 3, 4, 5\]$")
+        self.assertOutput(run, r"tracepoint 3 at 0x[0-9a-f]+: backend ebpf, hits 3, frames 3")
+        self.assertOutput(run, r"tracepoint 5 at 0x[0-9a-f]+: backend ebpf, hits 1, frames 1")
+
+
 class SteppingOverAProbe(EbpfTestCase):
     def test_range_step_over_a_probed_instruction(self):
         # `step` over a line with a uprobe in its middle, on a `jmp` the kernel emulates: it ends the

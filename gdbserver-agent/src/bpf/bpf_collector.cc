@@ -14,6 +14,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "abi/amd64_regs.h"
@@ -75,6 +77,11 @@ struct Probe {
   uint32_t slot = 0;
   UniqueFd event;
   uint64_t drops_reported = 0;
+  Pid pid = 0;
+  std::shared_ptr<const Tracepoint> def; // to attach it again (keep_definition_order)
+  // Loaded, to be attached at the end of the install batch.
+  UniqueFd program;
+  std::optional<ProbeSite> site;
 };
 
 class BpfCollector final : public Collector {
@@ -90,6 +97,8 @@ public:
   unsigned caps() const override { return kProbesInKernel; }
   Result<void> check(const Tracepoint& tp) const override;
   Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override;
+  void begin_install_batch() override { batch_ = true; }
+  Result<void> end_install_batch() override;
   Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override;
   void remove_all() override;
   void drain() override;
@@ -107,7 +116,12 @@ private:
   bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
                                       uint32_t regblock_size) const;
   Result<UniqueFd> attach(const ProbeSite& site, Pid pid, int prog_fd) const;
+  Result<Probe> load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def, TraceContext& ctx,
+                                bool enabled, std::optional<uint32_t> skips_of_slot,
+                                bool defer = false);
+  void keep_definition_order(const Probe& added, TraceContext& ctx);
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
+  uint64_t copy_skips(uint32_t from_slot, uint32_t to_slot);
   void arm_watch();
   void handle_record(std::span<const uint8_t> record);
   void account_drops();
@@ -131,9 +145,12 @@ private:
   bool draining_ = false;
   bool watching_ = false;
   bool discard_ = false; // records left in the ring after remove_all belong to no run
+  bool batch_ = false;   // inside QTStart's installs: attach at end_install_batch
   // Results of the last run, still asked for after the probes are gone.
   std::map<uint32_t, CollectorStats> retired_stats_;
   std::map<uint32_t, int64_t> retired_tsvs_;
+  // Counts of probes of this run replaced by a copy (keep_definition_order).
+  std::map<uint32_t, CollectorStats> replaced_stats_;
 };
 
 Result<void> BpfCollector::init() {
@@ -263,6 +280,7 @@ void BpfCollector::start_run(TraceContext& ctx) {
   tsv_slots_.clear();
   retired_stats_.clear();
   retired_tsvs_.clear();
+  replaced_stats_.clear();
   next_slot_ = 0;
   ctx_ = &ctx;
   run_active_ = true;
@@ -325,6 +343,49 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
       return r;
     start_run(ctx);
   }
+  auto def = std::make_shared<const Tracepoint>(tp);
+  auto probe = load_and_attach(pid, def, ctx, tp.enabled, std::nullopt, batch_);
+  if (!probe)
+    return probe.error();
+  probes_.push_back(std::move(*probe));
+  if (!batch_)
+    keep_definition_order(probes_.back(), ctx);
+  arm_watch();
+  return ok();
+}
+
+// Attaches the batch's probes, highest tracepoint number first, so that the
+// tracepoints of one address collect in definition order (see collector.h).
+Result<void> BpfCollector::end_install_batch() {
+  if (!batch_)
+    return ok();
+  batch_ = false;
+  std::vector<Probe*> pending;
+  for (auto& p : probes_)
+    if (p.program)
+      pending.push_back(&p);
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const Probe* a, const Probe* b) { return a->tp > b->tp; });
+  for (Probe* p : pending) {
+    auto event = attach(*p->site, p->pid, p->program.get());
+    if (!event)
+      return make_error(event.error().code,
+                        "tracepoint " + std::to_string(p->tp) + ": " + event.error().message);
+    p->event = std::move(*event);
+    p->program = UniqueFd(); // the link holds the program
+    p->site.reset();
+  }
+  return ok();
+}
+
+// Generates, loads and (unless DEFER) attaches DEF's program in a new slot,
+// ENABLED or not.
+// Threads that sit at the address skip their first hit (see mark_threads_at),
+// or, for a copy of a probe, those that the probe in SKIPS_OF_SLOT still skips.
+Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def,
+                                            TraceContext& ctx, bool enabled,
+                                            std::optional<uint32_t> skips_of_slot, bool defer) {
+  const Tracepoint& tp = *def;
   if (next_slot_ >= bpf::kGlobalSlot)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
                                   std::to_string(bpf::kGlobalSlot) + " tracepoints per run");
@@ -347,25 +408,87 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
                       "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
 
   ControlSlot& c = control(slot);
+  uint64_t skips =
+      skips_of_slot ? copy_skips(*skips_of_slot, slot) : mark_threads_at(pid, tp.address, slot);
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&c.skips_pending, mark_threads_at(pid, tp.address, slot), __ATOMIC_RELAXED);
-  __atomic_store_n(&c.enabled, tp.enabled ? 1 : 0, __ATOMIC_RELEASE);
-  auto event = attach(*site, pid, loaded->get());
-  if (!event)
-    return event.error();
+  __atomic_store_n(&c.skips_pending, skips, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.enabled, enabled ? 1 : 0, __ATOMIC_RELEASE);
+  Probe p;
+  if (defer) {
+    p.program = std::move(*loaded);
+    p.site = std::move(*site);
+  } else {
+    auto event = attach(*site, pid, loaded->get());
+    if (!event)
+      return event.error();
+    p.event = std::move(*event);
+  }
   next_slot_++;
 
-  Probe p;
   p.tp = tp.number;
   p.address = tp.address;
   p.slot = slot;
-  p.event = std::move(*event);
-  probes_.push_back(std::move(p));
+  p.pid = pid;
+  p.def = std::move(def);
   std::vector<bool> regs = prog->registers;
   regs.resize(GT_NUM_REGS_AVX, false);
   ctx.set_register_availability(tp.number, regs);
-  arm_watch();
-  return ok();
+  return p;
+}
+
+// The kernel runs the consumers of one uprobe newest first; gdbserver collects
+// the tracepoints at one address in definition order, and gdb relies on it
+// (`tfind tracepoint N` searches forward from the current frame). So when a
+// tracepoint joins an address, every older one there (lower number) is
+// attached again after it, highest number first, and its first probe retired:
+// the copy starts disabled, the original is disabled before the copy takes over
+// its enabled state, so a hit in flight at that instant can be missed by it,
+// never collected twice. A copy that cannot be made leaves the order as it was.
+void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) {
+  std::vector<size_t> older;
+  for (size_t i = 0; i < probes_.size(); i++)
+    if (&probes_[i] != &added && probes_[i].pid == added.pid &&
+        probes_[i].address == added.address && probes_[i].tp < added.tp)
+      older.push_back(i);
+  std::sort(older.begin(), older.end(),
+            [&](size_t a, size_t b) { return probes_[a].tp > probes_[b].tp; });
+  std::vector<std::pair<size_t, Probe>> copies;
+  for (size_t i : older) {
+    const Probe& o = probes_[i];
+    auto copy = load_and_attach(o.pid, o.def, ctx, false, o.slot);
+    if (!copy)
+      break;
+    copies.emplace_back(i, std::move(*copy));
+  }
+  if (copies.empty())
+    return;
+  account_drops(); // the originals' dropped hits, before they are retired
+  std::vector<UniqueFd> retired;
+  std::vector<size_t> gone;
+  for (auto& [i, copy] : copies) {
+    Probe& o = probes_[i];
+    ControlSlot& from = control(o.slot);
+    ControlSlot& to = control(copy.slot);
+    uint64_t enabled = __atomic_exchange_n(&from.enabled, 0, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&to.hits, __atomic_load_n(&from.hits, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    __atomic_store_n(&to.enabled, enabled, __ATOMIC_RELEASE);
+    // The pass-count hits moved with `hits`; the per-CPU counts stay with the slot.
+    CollectorStats old = probe_stats(o);
+    old.hits -= __atomic_load_n(&from.hits, __ATOMIC_RELAXED);
+    CollectorStats& r = replaced_stats_[o.tp];
+    r.hits += old.hits;
+    r.drops += old.drops;
+    r.errors += old.errors;
+    copy.drops_reported = 0;
+    retired.push_back(std::move(o.event));
+    gone.push_back(i);
+  }
+  std::sort(gone.rbegin(), gone.rend());
+  for (auto& [i, copy] : copies)
+    probes_.push_back(std::move(copy));
+  for (size_t i : gone)
+    probes_.erase(probes_.begin() + long(i));
+  bpf::close_concurrently(std::move(retired));
 }
 
 // Threads of PID stopped with their pc at ADDRESS (from /proc/PID/task/TID/syscall,
@@ -393,6 +516,29 @@ uint64_t BpfCollector::mark_threads_at(Pid pid, uint64_t address, uint32_t slot)
   return marked;
 }
 
+// The skip marks of FROM_SLOT, copied to TO_SLOT; returns how many.
+uint64_t BpfCollector::copy_skips(uint32_t from_slot, uint32_t to_slot) {
+  std::vector<uint64_t> keys;
+  uint64_t key = 0, prev = 0;
+  bool first = true;
+  while (bpf_map_get_next_key(skips_.get(), first ? nullptr : &prev, &key) == 0) {
+    first = false;
+    prev = key;
+    if (uint32_t(key) == from_slot)
+      keys.push_back(key);
+  }
+  uint64_t copied = 0;
+  for (uint64_t k : keys) {
+    uint64_t value = 0;
+    if (bpf_map_lookup_elem(skips_.get(), &k, &value) != 0)
+      continue;
+    uint64_t to = bpf::skip_key(uint32_t(k >> 32), to_slot);
+    if (bpf_map_update_elem(skips_.get(), &to, &value, BPF_ANY) == 0)
+      copied++;
+  }
+  return copied;
+}
+
 Probe* BpfCollector::find(uint32_t tp) {
   for (auto& p : probes_)
     if (p.tp == tp)
@@ -415,13 +561,20 @@ Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, boo
 }
 
 void BpfCollector::remove_all() {
+  batch_ = false;
   if (!run_active_)
     return;
   // Frames already in the ring belong to this run: hand them over first.
   if (!draining_)
     drain();
-  for (const auto& p : probes_)
-    retired_stats_[p.tp] = probe_stats(p);
+  retired_stats_ = replaced_stats_;
+  for (const auto& p : probes_) {
+    CollectorStats s = probe_stats(p);
+    CollectorStats& r = retired_stats_[p.tp];
+    r.hits += s.hits;
+    r.drops += s.drops;
+    r.errors += s.errors;
+  }
   for (const auto& [number, index] : tsv_slots_)
     retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
   // Closing the links (perf events) removes the uprobes from the tracee and,
@@ -530,13 +683,24 @@ CollectorStats BpfCollector::probe_stats(const Probe& p) const {
   return s;
 }
 
+// A tracepoint's counts: all its probes (one per location, and copies that
+// replaced earlier ones) while the run lives, what they came to after it.
 CollectorStats BpfCollector::stats(uint32_t tp_number) const {
+  if (!run_active_) {
+    auto it = retired_stats_.find(tp_number);
+    return it != retired_stats_.end() ? it->second : CollectorStats{};
+  }
+  CollectorStats sum;
+  if (auto it = replaced_stats_.find(tp_number); it != replaced_stats_.end())
+    sum = it->second;
   for (const auto& p : probes_)
-    if (p.tp == tp_number)
-      return probe_stats(p);
-  if (auto it = retired_stats_.find(tp_number); it != retired_stats_.end())
-    return it->second;
-  return {};
+    if (p.tp == tp_number) {
+      CollectorStats s = probe_stats(p);
+      sum.hits += s.hits;
+      sum.drops += s.drops;
+      sum.errors += s.errors;
+    }
+  return sum;
 }
 
 std::optional<int64_t> BpfCollector::tsv_value(uint32_t number) const {

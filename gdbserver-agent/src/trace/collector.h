@@ -90,6 +90,13 @@ public:
   // later for tracepoints added during a run). A disabled TP (tp.enabled false)
   // is installed but must not collect until set_enabled(true).
   virtual Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) = 0;
+  // QTStart installs every tracepoint between these two calls. A collector may
+  // arm its probes only at the end (the kernel runs the uprobe consumers of one
+  // address newest first: armed in descending number, they collect in
+  // definition order, as gdbserver does). A failure at the end fails the start;
+  // remove_all() ends a batch too.
+  virtual void begin_install_batch() {}
+  virtual Result<void> end_install_batch() { return ok(); }
   virtual Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) = 0;
   // Remove every probe (QTStop, QTinit, process exit). Must leave no trace in the tracee.
   virtual void remove_all() = 0;

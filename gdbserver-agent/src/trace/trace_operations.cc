@@ -262,17 +262,27 @@ Result<void> TraceEngine::start() {
   m.running = true;
   m.stop_pending = false;
   m.ever_ran = true;
+  auto fail = [&m](const Error& e) {
+    m.running = false;
+    for (auto& c : m.collectors)
+      c->remove_all();
+    for (auto& t : m.tracepoints)
+      t->installed = false;
+    m.console("gdbtrace: " + e.message + "\n");
+  };
+  for (auto& c : m.collectors)
+    c->begin_install_batch();
   for (auto& e : m.tracepoints) {
     if (auto r = m.install(*e); !r) {
-      m.running = false;
-      for (auto& c : m.collectors)
-        c->remove_all();
-      for (auto& t : m.tracepoints)
-        t->installed = false;
-      m.console("gdbtrace: " + r.error().message + "\n");
+      fail(r.error()); // remove_all also ends the batch
       return r;
     }
   }
+  for (auto& c : m.collectors)
+    if (auto r = c->end_install_batch(); !r) {
+      fail(r.error());
+      return r;
+    }
   m.stop_reason = TraceStopReason::None;
   m.stop_text.clear();
   m.stop_tp = 0;
