@@ -127,6 +127,8 @@ timeout 240 /usr/bin/gdb -nx -batch \
   -ex "tdump" \
   -ex "tfind tracepoint 4" \
   -ex "echo TP2-A: " -ex "output a" -ex "echo \\n" \
+  -ex "eval \"tfind %d\", \$trace_frame - 1" \
+  -ex "echo BEFORE-TP2-A: " -ex "output a" -ex "echo \\n" \
   -ex "tfind tracepoint 5" -ex "tfind tracepoint 5" \
   -ex "echo SCALE-X: " -ex "output x" -ex "echo \\n" \
   -ex "echo XMM0: " -ex "output \$xmm0.v2_double[0]" -ex "echo \\n" \
@@ -149,6 +151,8 @@ check frame_pc "PC: ?${addr:-none}$"
 check marker 'MARKER: ?"hello-gdbtrace'
 check tdump "^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <probe_me"
 check condition_tp "TP2-A: ?1500$"
+# Tracepoints 3 and 4 share probe_me: one hit's frames come in definition order (3, then 4).
+check definition_order "BEFORE-TP2-A: ?1500$"
 check emulation "common instructions emulated"
 # collect $regs through the module carries the x87/SSE/AVX state too (kmodule/fpu.c): the double
 # argument in xmm0, a 256-bit value's upper half, the x87 control word.

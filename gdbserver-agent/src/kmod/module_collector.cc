@@ -1,5 +1,6 @@
 #include "kmod/module_collector.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -127,7 +128,52 @@ public:
     ctx_ = &ctx;
     if (auto r = define_tsvs(tp, ctx); !r)
       return r;
+    if (!batch_)
+      return add_probe(pid, tp, ctx);
+    // QTStart: checked now (so the engine can pick another collector), added at the end.
+    if (auto site = resolve_probe_site(pid, tp.address); !site)
+      return site.error();
+    if (auto r = fpu_supported(tp); !r)
+      return r;
+    pending_.push_back(Pending{pid, tp});
+    return ok();
+  }
 
+  void begin_install_batch() override { batch_ = true; }
+
+  // The kernel runs the consumers of one uprobe newest first: added highest
+  // number first, the tracepoints of one address collect in definition order,
+  // as gdbserver's do (collector.h). (One added during a run still goes first.)
+  Result<void> end_install_batch() override {
+    if (!batch_)
+      return ok();
+    batch_ = false;
+    std::vector<Pending> pending = std::move(pending_);
+    pending_.clear();
+    std::stable_sort(pending.begin(), pending.end(),
+                     [](const Pending& a, const Pending& b) { return a.tp.number > b.tp.number; });
+    for (const auto& p : pending)
+      if (auto r = add_probe(p.pid, p.tp, *ctx_); !r)
+        return make_error(r.error().code,
+                          "tracepoint " + std::to_string(p.tp.number) + ": " + r.error().message);
+    return ok();
+  }
+
+  // Registers without the x87/SSE/AVX state, named one by one, need a module
+  // that can save it.
+  Result<void> fpu_supported(const Tracepoint& tp) const {
+    for (const auto& a : tp.actions)
+      if (auto* regs = std::get_if<CollectRegisters>(&a))
+        if (wants_fpu(*regs) && !(session_.info().features & GDBTRACE_FEAT_FPU) &&
+            !all_registers(*regs)) // $regs without them: shown <unavailable>
+          return make_error(EOPNOTSUPP, "this gdbtrace.ko cannot collect x87/SSE/AVX registers "
+                                        "(load the module of this gdbtrace release)");
+    return ok();
+  }
+
+  Result<void> add_probe(Pid pid, const Tracepoint& tp, TraceContext& ctx) {
+    if (auto r = fpu_supported(tp); !r)
+      return r;
     auto site = resolve_probe_site(pid, tp.address);
     if (!site)
       return site.error();
@@ -137,13 +183,8 @@ public:
       gdbtrace_action k{};
       if (auto* regs = std::get_if<CollectRegisters>(&a)) {
         k.kind = GDBTRACE_ACT_REGS;
-        if (wants_fpu(*regs)) {
-          if (session_.info().features & GDBTRACE_FEAT_FPU)
-            k.flags = GDBTRACE_ACT_REGS_FPU;
-          else if (!all_registers(*regs)) // $regs without them: shown <unavailable>
-            return make_error(EOPNOTSUPP, "this gdbtrace.ko cannot collect x87/SSE/AVX registers "
-                                          "(load the module of this gdbtrace release)");
-        }
+        if (wants_fpu(*regs) && (session_.info().features & GDBTRACE_FEAT_FPU))
+          k.flags = GDBTRACE_ACT_REGS_FPU;
         fpu = fpu || k.flags;
         actions.push_back(k);
       } else if (auto* m = std::get_if<CollectMemory>(&a)) {
@@ -189,6 +230,8 @@ public:
   }
 
   void remove_all() override {
+    batch_ = false;
+    pending_.clear();
     if (!session_.initialized())
       return;
     drain(); // frames produced so far belong to this run
@@ -357,6 +400,13 @@ private:
   TraceContext* ctx_ = nullptr;
   uint32_t regblock_size_ = 0;
   bool run_active_ = false;
+  // QTStart's tracepoints, added at end_install_batch.
+  struct Pending {
+    Pid pid;
+    Tracepoint tp;
+  };
+  bool batch_ = false;
+  std::vector<Pending> pending_;
   bool emulation_checked_ = false, emulate_ = false;
   std::string emulation_note_;
   std::vector<Probe> probes_;
