@@ -71,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // poisons and scrubs the whole default 5 MB reservation at every QTStart and
   // free, which was half of each execution; it also reaches "buffer full".
   (void)engine.set_buffer_size(64 * 1024);
+  engine.set_buffer_limit(128 << 20); // a small machine: see fuzz_server_packets.cc
   auto owned = std::make_unique<ScriptedCollector>();
   ScriptedCollector* collector = owned.get();
   engine.add_collector(std::move(owned));

@@ -131,6 +131,10 @@ public:
   void set_circular(bool on);
   // nullopt: the default size.
   Result<void> set_buffer_size(std::optional<uint64_t> size);
+  // The largest buffer set_buffer_size accepts (larger requests are clamped
+  // with a console message); 0, the default: half of this machine's memory.
+  // The fuzz harness models a small machine with it.
+  void set_buffer_limit(uint64_t bytes);
   void set_notes(const TraceNotes& notes);
   // `monitor gdbtrace stacks on BYTES | off` (0): from the next install on,
   // every hit also records the registers and BYTES of stack from $sp

@@ -133,6 +133,7 @@ struct TraceEngine::Impl : TraceContext {
   uint32_t stop_tp = 0;
   bool disconnected_tracing = false;
   uint32_t stack_bytes = 0; // `monitor gdbtrace stacks`: 0 = off
+  uint64_t buffer_limit = 0; // set_buffer_limit: 0 = half of this machine's memory
   int64_t start_time = 0, stop_time = 0;
   std::string user, notes, stop_note;
 };

@@ -324,7 +324,8 @@ Result<void> TraceEngine::set_buffer_size(std::optional<uint64_t> size) {
   if (impl_->running)
     return make_error(EBUSY, "cannot change the trace buffer size during a run");
   uint64_t want = size.value_or(TraceBuffer::kDefaultSize);
-  if (uint64_t limit = max_buffer_size(); want > limit) {
+  uint64_t limit = impl_->buffer_limit ? impl_->buffer_limit : max_buffer_size();
+  if (want > limit) {
     impl_->console("gdbtrace: a trace buffer of " + std::to_string(want) +
                    " bytes is more than half of this machine's memory; using " +
                    std::to_string(limit) + " bytes\n");
@@ -333,6 +334,10 @@ Result<void> TraceEngine::set_buffer_size(std::optional<uint64_t> size) {
   impl_->current_frame = -1;
   impl_->buffer.set_capacity(static_cast<size_t>(want));
   return ok();
+}
+
+void TraceEngine::set_buffer_limit(uint64_t bytes) {
+  impl_->buffer_limit = bytes;
 }
 
 void TraceEngine::set_notes(const TraceNotes& n) {

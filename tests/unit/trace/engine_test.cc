@@ -243,6 +243,17 @@ TEST_F(EngineTest, FullBufferStopsTheRun) {
   EXPECT_EQ(send("qTStatus").substr(0, 22), "T0;tfull:0;tframes:1;t");
 }
 
+// A size beyond the limit (half the machine's memory, or what set_buffer_limit
+// says) is clamped with a console message, not refused.
+TEST_F(EngineTest, OversizedBufferIsClampedWithAMessage) {
+  engine->set_buffer_limit(1000);
+  EXPECT_EQ(send("QTBuffer:size:100000"), "OK");
+  EXPECT_NE(console.find("more than half of this machine's memory; using 1000 bytes"),
+            std::string::npos)
+      << console;
+  EXPECT_NE(send("qTStatus").find(";tsize:3e8;"), std::string::npos);
+}
+
 // A frame the full buffer refuses is one drop: the engine counts it, the
 // ptrace collector does not count it again (it used to, and status showed 2).
 TEST_F(EngineTest, FullBufferDropIsCountedOnce) {
