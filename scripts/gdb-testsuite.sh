@@ -8,6 +8,7 @@
 #   --label   name of the result directory build/gdb-testsuite/<label> (default: basename of --server)
 #   --trace   also run gdb.trace/*.exp
 #   --only    run exactly these tests (paths relative to gdb/testsuite, globs allowed)
+#   --no-pie  non-PIE executables (board native-extended-gdbserver/-fno-PIE/-no-pie)
 #   -j N      parallel runtest jobs (default 2; the machine is shared, do not go wider)
 #   --compare LABEL_A LABEL_B   no run: per-.exp PASS/FAIL table of two earlier runs, and the tests
 #             that pass in A but not in B
@@ -26,6 +27,7 @@ label=""
 jobs=2
 with_trace=0
 only=""
+board=native-extended-gdbserver
 
 compare_runs() {
   python3 - "$repo/build/gdb-testsuite/$1/gdb.sum" "$repo/build/gdb-testsuite/$2/gdb.sum" "$1" "$2" "${3:-text}" <<'PY'
@@ -72,9 +74,10 @@ while [ $# -gt 0 ]; do
     --label) label=$2; shift 2 ;;
     --trace) with_trace=1; shift ;;
     --only) only=$2; shift 2 ;;
+    --no-pie) board=native-extended-gdbserver/-fno-PIE/-no-pie; shift ;;
     -j) jobs=$2; shift 2 ;;
     -j*) jobs=${1#-j}; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -124,7 +127,7 @@ fi
 # site.exp names the tool (gdb), srcdir and the boards dir; check-parallel does not make it itself.
 make site.exp >/dev/null
 
-echo "gdb testsuite: server=$server gdb=$gdb_bin jobs=$jobs"
+echo "gdb testsuite: server=$server gdb=$gdb_bin jobs=$jobs board=$board"
 echo "tests: $tests"
 echo "results: $work"
 start=$(date +%s)
@@ -132,12 +135,13 @@ start=$(date +%s)
 # HOME points at the work dir so no ~/.gdbinit can interfere.
 HOME="$work" make -k -j"$jobs" check-parallel \
   TESTS="$tests" \
-  RUNTESTFLAGS="--target_board=native-extended-gdbserver GDB=$gdb_bin GDBSERVER=$server" \
+  RUNTESTFLAGS="--target_board=$board GDB=$gdb_bin GDBSERVER=$server" \
   >make.log 2>&1 || true
 end=$(date +%s)
 
 {
   echo "server: $server"
+  echo "board: $board"
   echo "tests: $tests"
   echo "elapsed: $((end - start)) s"
   sed -n '/=== gdb Summary ===/,$ p' gdb.sum 2>/dev/null
