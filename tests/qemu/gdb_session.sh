@@ -84,6 +84,34 @@ timeout 180 /usr/bin/gdb -nx -batch \
   >"$stacks" 2>&1
 echo "gdb exit $?" >>"$stacks"
 check stacks_module_backend "tracepoint 3 at 0x[0-9a-f]+: backend module" "$stacks"
+
+# Two call paths to one leaf (-O2, no frame pointers: CFI only), folded by the host gdb's plugin from
+# the stacks the guest's stub unwound: exactly 300 and 700 (issue 15's proof for the module).
+here=$(cd "$(dirname "$0")" && pwd)
+folded=$work/gt_stacks.folded
+rm -f "$folded"
+timeout 300 /usr/bin/gdb -nx -batch \
+  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
+  -ex "source $here/../../gdb-plugin/gdbtrace.py" \
+  -ex "file $root/bin/gt_stacks" \
+  -ex "target extended-remote 127.0.0.1:$port" \
+  -ex "set remote exec-file /bin/gt_stacks" \
+  -ex "break main" -ex "run" \
+  -ex "set trace-buffer-size 67108864" \
+  -ex "monitor gdbtrace stacks on" \
+  -ex "trace leaf" \
+  -ex "tstart" \
+  -ex "continue" \
+  -ex "monitor gdbtrace status" \
+  -ex "tstop" \
+  -ex "gdbtrace stacks -top 3 -folded $folded" \
+  -ex "monitor gdbtrace stacks off" \
+  >"$work/gdb-stacks2.out" 2>&1
+echo "gdb exit $?" >>"$work/gdb-stacks2.out"
+check stacks_two_paths_backend "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits 1001, frames 1001" "$work/gdb-stacks2.out"
+if [ -s "$folded" ]; then cp "$folded" "$work/gdb-stacks2.folded"; else echo "(no folded file)" >"$work/gdb-stacks2.folded"; fi
+check stacks_two_paths_a "(^|;)main;path_a;common;leaf 300$" "$work/gdb-stacks2.folded"
+check stacks_two_paths_b "(^|;)main;path_b;common;leaf 700$" "$work/gdb-stacks2.folded"
 check stacks_unwound 'received: "[ml]S[0-9a-f]+ probe_me;gt_loop;.*S[0-9a-f]+ main;gt_loop;.*F0 T3 ok' "$stacks"
 
 # Tracepoints with actions need a command file (multi-line commands).

@@ -42,6 +42,7 @@ build_guest_programs() {
     local name flags=; name=$(basename "$src" .c)
     case $name in *32) flags=-m32 ;; esac
     if [ ! -x "$out/$name" ] || [ "$src" -nt "$out/$name" ] || [ "$here/guest/gt_util.h" -nt "$out/$name" ] ||
+      [ "$repo/tests/programs/bench_stacks.c" -nt "$out/$name" ] ||
       [ "$repo/kmodule/uapi/gdbtrace_uapi.h" -nt "$out/$name" ]; then
       gcc $flags -O2 -g -static -pthread -Wall -I"$repo/kmodule/uapi" -o "$out/$name" "$src" -lpthread || return 1
     fi
