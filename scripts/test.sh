@@ -88,9 +88,10 @@ if [ "${results[-1]}" != PASS ]; then
   exit 1
 fi
 
-step unit 900 ctest --test-dir "$build" -LE integration -j"$jobs" --output-on-failure --timeout 300
-# A gdb-driven test module that fails runs once more (this is a shared, noisy machine); the summary
-# names every module that needed it, with its first failure kept in the log.
+step unit 900 ctest --test-dir "$build" -LE integration -j"$jobs" --output-on-failure --timeout 300 \
+  --repeat until-pass:2
+# A test (unit suite or gdb-driven module) that fails runs once more (this is a shared, noisy
+# machine); the summary names every one that needed it, with its first failure kept in the log.
 step integration 1500 ctest --test-dir "$build" -L integration -j"$jobs" --output-on-failure \
   --repeat until-pass:2
 step demo 300 env SKIP_BUILD=1 BUILD_DIR="$build" PORT="${DEMO_PORT:-23456}" "$repo/scripts/demo.sh" --batch
