@@ -1,7 +1,8 @@
 """A saved trace file tells the truth about registers a collector could not read.
 
-A uprobe handler (eBPF, module) cannot read the task's x87/SSE/AVX state: live, gdb shows those
-registers as <unavailable> in such frames. gdb's tfile format has no per-frame availability, only
+A BPF uprobe program cannot read the task's x87/SSE/AVX state: live, gdb shows those registers as
+<unavailable> in eBPF frames (the module saves them when the 'R' mask names them: its round trip,
+through a plain `tsave`, is checked in QEMU by tests/qemu/gdb_session.sh). gdb's tfile format has no per-frame availability, only
 the size of the 'R' block: `tsave -r` (the stub writes the file) then keeps only the registers
 every frame holds and numbers the others after them in the file's target description, so after
 `target tfile` they read as <unavailable> too, not as 0. Frames with every register (ptrace) keep
