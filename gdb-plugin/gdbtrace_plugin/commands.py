@@ -658,7 +658,12 @@ class LivePoller:
 
     def _on_exited(self, _event):
         self.inferior_running = False
-        self._poll_now()
+        # A timer poll may be queued behind this event: it would find the view stopped. So the
+        # frames the program made before it exited are fetched here, queued poll or not.
+        with self._lock:
+            queued = self._pending
+            self._pending = True
+        self._poll(release=not queued)
         self.stop("the program exited")
 
     def _on_exit(self, _event):
@@ -699,7 +704,7 @@ class LivePoller:
         gdb.write("gdbtrace live: %d frames shown; %s.\n" % (self.printed, reason))
         gdb.flush()
 
-    def _poll(self):
+    def _poll(self, release=True):
         try:
             self._poll_once()
         except StubError as e:
@@ -713,8 +718,9 @@ class LivePoller:
         except gdb.error as e:
             self.stop("error: %s" % e)
         finally:
-            with self._lock:
-                self._pending = False
+            if release:  # else a queued poll still holds the flag and releases it
+                with self._lock:
+                    self._pending = False
 
     def _poll_once(self):
         if self.finished:
