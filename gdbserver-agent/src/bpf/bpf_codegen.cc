@@ -1032,16 +1032,13 @@ bool register_available(unsigned regno, const CodegenOptions& opts) {
 // $regs` (whose frames show those <unavailable>): the user asked for exactly
 // those registers, and only the ptrace collector can read them.
 static Result<void> check_register_mask(const CollectRegisters& regs) {
-  auto wants = [&](unsigned r) {
-    return r / 8 < regs.mask.size() && (regs.mask[r / 8] >> (r % 8)) & 1;
-  };
   bool all = true;
   for (unsigned r = 0; r < GT_NUM_REGS_NOAVX && all; r++)
-    all = wants(r);
+    all = regs.names(r);
   if (all)
     return ok();
   for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++)
-    if (wants(r) && r != GT_FS_BASE && pt_regs_offset(r) < 0)
+    if (regs.names(r) && r != GT_FS_BASE && pt_regs_offset(r) < 0)
       return refuse("collecting x87/SSE/AVX or segment registers needs the ptrace collector");
   return ok();
 }

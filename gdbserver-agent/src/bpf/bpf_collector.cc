@@ -475,10 +475,7 @@ void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) 
     // The pass-count hits moved with `hits`; the per-CPU counts stay with the slot.
     CollectorStats old = probe_stats(o);
     old.hits -= __atomic_load_n(&from.hits, __ATOMIC_RELAXED);
-    CollectorStats& r = replaced_stats_[o.tp];
-    r.hits += old.hits;
-    r.drops += old.drops;
-    r.errors += old.errors;
+    replaced_stats_[o.tp] += old;
     copy.drops_reported = 0;
     retired.push_back(std::move(o.event));
     gone.push_back(i);
@@ -568,13 +565,8 @@ void BpfCollector::remove_all() {
   if (!draining_)
     drain();
   retired_stats_ = replaced_stats_;
-  for (const auto& p : probes_) {
-    CollectorStats s = probe_stats(p);
-    CollectorStats& r = retired_stats_[p.tp];
-    r.hits += s.hits;
-    r.drops += s.drops;
-    r.errors += s.errors;
-  }
+  for (const auto& p : probes_)
+    retired_stats_[p.tp] += probe_stats(p);
   for (const auto& [number, index] : tsv_slots_)
     retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
   // Closing the links (perf events) removes the uprobes from the tracee and,
@@ -694,12 +686,8 @@ CollectorStats BpfCollector::stats(uint32_t tp_number) const {
   if (auto it = replaced_stats_.find(tp_number); it != replaced_stats_.end())
     sum = it->second;
   for (const auto& p : probes_)
-    if (p.tp == tp_number) {
-      CollectorStats s = probe_stats(p);
-      sum.hits += s.hits;
-      sum.drops += s.drops;
-      sum.errors += s.errors;
-    }
+    if (p.tp == tp_number)
+      sum += probe_stats(p);
   return sum;
 }
 

@@ -43,17 +43,13 @@ bool uses_printf(const AgentExpr& e) {
   return e.info.uses_printf != 0;
 }
 
-bool mask_has(const CollectRegisters& r, unsigned regno) {
-  return regno / 8 < r.mask.size() && (r.mask[regno / 8] >> (regno % 8)) & 1;
-}
-
 // Does the 'R' mask name an x87/SSE/AVX register (collect $regs names all)?
 bool wants_fpu(const CollectRegisters& r) {
   for (unsigned regno = GT_ST0; regno <= GT_MXCSR; regno++)
-    if (mask_has(r, regno))
+    if (r.names(regno))
       return true;
   for (unsigned regno = GT_YMM0H; regno < GT_NUM_REGS_AVX; regno++)
-    if (mask_has(r, regno))
+    if (r.names(regno))
       return true;
   return false;
 }
@@ -61,7 +57,7 @@ bool wants_fpu(const CollectRegisters& r) {
 // gdb's mask for `collect $regs`, as opposed to registers named one by one.
 bool all_registers(const CollectRegisters& r) {
   for (unsigned regno = 0; regno < GT_NUM_REGS_NOAVX; regno++)
-    if (!mask_has(r, regno))
+    if (!r.names(regno))
       return false;
   return true;
 }

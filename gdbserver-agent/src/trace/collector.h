@@ -65,6 +65,12 @@ public:
 // frames the buffer refused, are the engine's to count (TracepointReport).
 struct CollectorStats {
   uint64_t hits = 0, drops = 0, errors = 0;
+  CollectorStats& operator+=(const CollectorStats& o) {
+    hits += o.hits;
+    drops += o.drops;
+    errors += o.errors;
+    return *this;
+  }
 };
 
 class Collector {

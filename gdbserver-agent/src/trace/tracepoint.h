@@ -30,6 +30,9 @@ struct AgentExpr {
 // QTDP actions. Order matters: frames hold blocks in action order.
 struct CollectRegisters {    // 'R' mask: all registers for collect $regs, else those named
   std::vector<uint8_t> mask; // bit N = register N, as sent (hex decoded, LSB first)
+  bool names(unsigned regno) const {
+    return regno / 8 < mask.size() && (mask[regno / 8] >> (regno % 8)) & 1;
+  }
 };
 struct CollectMemory { // 'M' basereg,offset,len — basereg -1 = absolute
   int basereg = -1;
