@@ -42,10 +42,12 @@ bool kernel_honours_emulation() {
   }
   pid_t child = ::fork();
   if (child == 0) {
-    // The module probes only processes whose ptracer asks.
-    char c;
+    // The module probes only processes whose ptracer asks: the parent adds the
+    // probe only after it read the ready byte that follows PTRACE_TRACEME (else,
+    // on a slow machine, the probe request can come first and be refused).
+    char c = ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) == 0 ? 'r' : 'x';
     long r = -1;
-    if (::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) == 0 && ::read(go[0], &c, 1) == 1)
+    if (::write(res[1], &c, 1) == 1 && c == 'r' && ::read(go[0], &c, 1) == 1)
       r = gdbtrace_kmod_emu_selftest_fn(0);
     (void)!::write(res[1], &r, sizeof r);
     ::_exit(0);
@@ -53,7 +55,8 @@ bool kernel_honours_emulation() {
   ::close(go[0]);
   ::close(res[1]);
   bool honoured = false;
-  if (child > 0) {
+  char ready = 0;
+  if (child > 0 && ::read(res[0], &ready, 1) == 1 && ready == 'r') {
     if (auto site = resolve_probe_site(child, reinterpret_cast<uint64_t>(fn))) {
       gdbtrace_probe_add req{};
       req.pid = child;
@@ -75,8 +78,12 @@ bool kernel_honours_emulation() {
     ::waitpid(child, &status, 0);
     return honoured;
   }
-  ::close(go[1]);
+  ::close(go[1]); // the child's read ends: it exits
   ::close(res[0]);
+  if (child > 0) {
+    int status;
+    ::waitpid(child, &status, 0);
+  }
   return false;
 }
 
