@@ -49,6 +49,18 @@ class LeaderExitsFirst(GdbTestCase):
                                  r"exited with code 07"])
         self.assertNoOutput(run, r"exited normally|exited with code 0[^7]")
 
+    def test_locked_leader_exits(self):
+        """scheduler-locking on and only the leader resumed: it calls pthread_exit and becomes a
+        zombie the kernel does not report while the workers live. gdb must hear that no resumed
+        thread is left, not wait forever (gdb.threads/no-unwaited-for-left.exp)."""
+        run = run_gdb(["break main", "continue", "break pthread_exit", "continue",
+                       "set scheduler-locking on", "continue", "info threads", "thread 2",
+                       "set scheduler-locking off", "delete", "continue"],
+                      program="mt_leader_exit", timeout=60)
+        self.assertOrdered(run, [r"Breakpoint 2, .*pthread_exit", r"No unwaited-for children left",
+                                 r"The current thread <Thread ID 1> has terminated",
+                                 r"exited with code 07"])
+
     def test_interrupt_after_leader_exited_mi(self):
         """^C with the leader gone: the SIGINT stop is reported for a live thread."""
         with mi_connected("mt_leader_exit", mode="once", setup=["-gdb-set mi-async on"]) as mi:

@@ -44,6 +44,22 @@ class ForkEventsPendingAtStops(GdbTestCase):
         self.assertServerLog(run, r"mt_fork done: 400 rounds, statuses 1200")
 
 
+class NonStopForksAndFalseCondition(GdbTestCase):
+    def test_non_stop_forks_while_gdb_steps_over_a_false_condition(self):
+        """Non-stop, gdb evaluating a breakpoint condition that is always false, threads forking:
+        a fork child whose event gdb has not pulled yet, and a thread gdb is stepping over the
+        breakpoint, must not be resumed by a wildcard `vCont;c` for the others
+        (gdb.threads/forking-threads-plus-breakpoint.exp: the child was run before gdb detached
+        it, or the step became a continue)."""
+        run = run_gdb(["set breakpoint condition-evaluation host", "break main_marker if round < 0",
+                       "continue -a"],
+                      program="mt_fork", args=(300, 3), timeout=120,
+                      gdb_args=("-ex", "set non-stop on"))
+        self.assertOutput(run, r"exited normally")
+        self.assertNoOutput(run, r"Can't detach|received signal|internal-error")
+        self.assertServerLog(run, r"mt_fork done: 300 rounds, statuses 900")
+
+
 class DetachWithForkPending(GdbTestCase):
     # Once quarantined as "a race at detach" (~1 run in 5 the tracee aborted: a worker's fork child
     # died of SIGKILL): the SIGKILL came from run_gdb's cleanup of new processes, which took the

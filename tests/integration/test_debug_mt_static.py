@@ -27,6 +27,15 @@ class StaticThreads(GdbTestCase):
                          run.transcript())
         self.assertServerLog(run, r"mt_sched done: 3 rounds")
 
+    def test_static_threads_tls(self):
+        """A static executable has no link map: gdb asks qGetTLSAddr with LM 0 and the stub reads
+        module 1's block (td_thr_tlsbase), as gdbserver does (gdb.threads/staticthreads.exp)."""
+        run = run_gdb(["break main_marker", "continue", "print tls_index", "thread 2",
+                       "print tls_index", "thread 4", "print tls_index"],
+                      program="static_mt_sched", args=(2,))
+        self.assertOrdered(run, [r"^\$1 = 100$", r"^\$2 = [0-2]$", r"^\$3 = [0-2]$"])
+        self.assertNoOutput(run, r"Cannot find thread-local|qGetTLSAddr")
+
     def test_static_threads_mi(self):
         run = run_gdb(["-break-insert main_marker", "-exec-continue", "-thread-info", "-break-delete",
                        "-exec-continue"],

@@ -86,5 +86,17 @@ class InterruptDuringStepOver(GdbTestCase):
             self.assertRegex(mi.server.log(), r"mt_bpstep done: 8000 calls \(expected 8000\)")
 
 
+class AbandonedStepEvents(GdbTestCase):
+    def test_next_while_other_threads_hit_the_breakpoint(self):
+        """`next` in one thread while others hit the same breakpoint: gdb abandons a step when
+        another thread's hit comes first, and later continues that thread. The step's end,
+        collected meanwhile, must not reach gdb as a SIGTRAP (gdb.threads/pending-step.exp)."""
+        run = run_gdb(["break hit", "continue"] + ["next"] * 40 + ["delete", "continue"],
+                      program="mt_bpstep", args=(300, 4), timeout=120)
+        self.assertNoOutput(run, r"received signal SIGTRAP")
+        self.assertOutput(run, r"exited normally")
+        self.assertServerLog(run, r"mt_bpstep done: 1200 calls \(expected 1200\)")
+
+
 if __name__ == "__main__":
     unittest.main()

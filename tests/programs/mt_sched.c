@@ -12,6 +12,7 @@
 volatile unsigned long counters[WORKERS];
 static volatile int finished;
 static pthread_barrier_t started;
+__thread int tls_index = -1; /* each thread's own: main's is 100, a worker's its index */
 
 void main_marker(int round) { __asm__ volatile("" ::"r"(round) : "memory"); }
 
@@ -23,6 +24,7 @@ unsigned long counters_sum(void) {
 
 static void *spin(void *arg) {
   int index = (int)(long)arg;
+  tls_index = index;
   pthread_barrier_wait(&started);
   while (!finished) counters[index]++;
   return NULL;
@@ -31,6 +33,7 @@ static void *spin(void *arg) {
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 5;
   pthread_t threads[WORKERS];
+  tls_index = 100;
   pthread_barrier_init(&started, NULL, WORKERS + 1);
   for (long i = 0; i < WORKERS; i++) pthread_create(&threads[i], NULL, spin, (void *)i);
   pthread_barrier_wait(&started);

@@ -127,6 +127,7 @@ private:
   Reply handle_vcont(std::string_view packet);
   Reply handle_legacy_resume(std::string_view packet);
   Reply resume(std::vector<ResumeAction> actions);
+  void leave_queued_stops(std::vector<ResumeAction>& actions) const;
   Reply handle_vstopped();
   Reply handle_vrun(std::string_view packet);
   Reply handle_vattach(std::string_view packet);

@@ -1,5 +1,6 @@
 // Execution control: '?', vCont and legacy c/s, non-stop notifications,
 // vRun/vAttach/vKill/k/D, thread selection.
+#include <algorithm>
 #include <asio.hpp>
 #include <csignal>
 #include <cstdio>
@@ -105,7 +106,28 @@ static bool action_covers(const ResumeAction& a, ThreadId t) {
          (a.thread.tid == -1 || a.thread.tid == t.tid);
 }
 
+// Non-stop: a thread whose stop is still in the notification queue, and the
+// child of a queued fork event (gdb does not know that process yet), are not
+// resumed by a wildcard action (as gdbserver's in_queued_stop_replies): gdb
+// decides about them once it has pulled the stop. Explicit actions, leftmost
+// in the packet, still apply.
+void GdbServer::leave_queued_stops(std::vector<ResumeAction>& actions) const {
+  auto wildcard = std::find_if(actions.begin(), actions.end(),
+                               [](const ResumeAction& a) { return a.thread.tid == -1; });
+  if (!non_stop_ || pending_stops_.empty() || wildcard == actions.end())
+    return;
+  std::vector<ResumeAction> leave;
+  for (const auto& ev : pending_stops_) {
+    if (ev.kind == StopKind::Forked || ev.kind == StopKind::VForked)
+      leave.push_back({{ev.child.pid, -1}, ResumeKind::Leave, 0});
+    if (ev.thread.tid > 0)
+      leave.push_back({ev.thread, ResumeKind::Leave, 0});
+  }
+  actions.insert(wildcard, leave.begin(), leave.end());
+}
+
 GdbServer::Reply GdbServer::resume(std::vector<ResumeAction> actions) {
+  leave_queued_stops(actions);
   if (auto r = target_.resume(actions); !r)
     return "E." + r.error().message;
   if (non_stop_) {
@@ -113,6 +135,8 @@ GdbServer::Reply GdbServer::resume(std::vector<ResumeAction> actions) {
       for (const auto& a : actions) {
         if (!action_covers(a, t.id))
           continue;
+        if (a.kind == ResumeKind::Leave)
+          break;
         if (a.kind != ResumeKind::Stop) {
           stopped_threads_.erase(t.id.tid);
         } else if (stopped_unreported_.count(t.id.tid)) {

@@ -171,6 +171,8 @@ private:
   void arm_signalfd();
   void on_sigchld();
   void collect_statuses();
+  void note_zombie_leaders();
+  void drop_stale_report(Process& p, Lwp& l);
   void store_status(Process& p, Lwp& l, int status);
   void classify_trap(Process& p, Lwp& l);
   void take_over_exec_thread(Process& p, Lwp& leader);

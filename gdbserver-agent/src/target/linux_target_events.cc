@@ -93,6 +93,25 @@ void LinuxTarget::collect_statuses() {
     }
     store_status(*p, *l, st);
   }
+  note_zombie_leaders();
+}
+
+// A leader that exits while other threads live becomes a zombie the kernel
+// never reports to waitpid until the group ends; the tracer only gets a
+// SIGCHLD with nothing to reap. Like gdbserver's check_zombie_leaders, stop
+// waiting for it: gdb, resuming only the leader (scheduler locking), then
+// sees no resumed thread left ('N') and the leader gone from the thread list.
+void LinuxTarget::note_zombie_leaders() {
+  for (auto& [pid, p] : procs_) {
+    auto it = p->lwps.find(pid);
+    if (it == p->lwps.end() || p->lwps.size() < 2)
+      continue;
+    Lwp& leader = it->second;
+    if (leader.running && !leader.zombie && !leader.raw && procfs::thread_state(pid, pid) == 'Z') {
+      leader.running = false;
+      leader.zombie = true;
+    }
+  }
 }
 
 void LinuxTarget::store_status(Process& p, Lwp& l, int status) {
@@ -628,6 +647,12 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
     return ev;
   }
   case TrapKind::Step:
+    if (!is_stepping(l)) {
+      // The end of a step gdb abandoned, collected while the thread was held
+      // stopped; gdb now continues it (see drop_stale_report).
+      resume_lwp(p, l);
+      return std::nullopt;
+    }
     if (l.kind == ResumeKind::RangeStep) {
       auto pc = x86::read_pc(tid);
       if (pc && *pc >= l.range_start && *pc < l.range_end) {
@@ -635,8 +660,7 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
         return std::nullopt;
       }
     }
-    return signal_event(pid, tid, SIGTRAP,
-                        is_stepping(l) ? StopReason::SingleStep : StopReason::None);
+    return signal_event(pid, tid, SIGTRAP, StopReason::SingleStep);
   default:
     return signal_event(pid, tid, SIGTRAP);
   }
@@ -913,6 +937,30 @@ void LinuxTarget::restart_threads(Pid pid, const std::vector<Tid>& tids) {
 
 // --- requests from the protocol layer ---
 
+// A report held back while another thread's event went to gdb can be stale by
+// the time gdb resumes its thread (gdbserver re-checks pending statuses too):
+// - the end of a step gdb abandoned (it switched to the other thread's event
+//   and now continues this one): gdb would see a SIGTRAP it never asked for;
+// - a breakpoint hit whose int3 gdb removed meanwhile, or after gdb moved pc.
+// The thread then simply runs on (a breakpoint hit's pc is already rewound).
+void LinuxTarget::drop_stale_report(Process& p, Lwp& l) {
+  if (!l.report || l.report->kind != StopKind::Signalled || l.report->signal != SIGTRAP)
+    return;
+  bool stale = false;
+  if (l.report->reason == StopReason::SingleStep) {
+    stale = !is_stepping(l);
+  } else if (l.report->reason == StopReason::SwBreak) {
+    auto pc = x86::read_pc(l.tid);
+    stale = pc && !int3_inserted(p, *pc);
+  }
+  if (stale) {
+    if (debug_enabled())
+      std::fprintf(stderr, "[target] %d/%d: stale report (reason %d) dropped\n", p.pid, l.tid,
+                   (int)l.report->reason);
+    l.report.reset();
+  }
+}
+
 Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
   auto matching = [&](Pid pid, Tid tid) -> const ResumeAction* {
     for (const auto& a : actions)
@@ -927,19 +975,26 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
       continue; // a wildcard must not run a fork child gdb does not know yet
     for (auto& [tid, l] : p->lwps) {
       const ResumeAction* a = matching(pid, tid);
-      if (!a)
+      if (!a || a->kind == ResumeKind::Leave)
         continue;
       if (a->kind == ResumeKind::Stop) {
         if (non_stop_)
           stop_for_gdb(*p, l);
         continue;
       }
+      // Non-stop: an action applies to stopped threads only. A thread gdb
+      // still has running (stepping, say, its step's end not reported yet)
+      // keeps its own request: a wildcard 'c' for the others must not turn
+      // its step into a continue.
+      if (non_stop_ && l.resumed)
+        continue;
       l.resumed = true;
       l.kind = a->kind;
       if (a->signal)
         l.pending_signal = a->signal;
       l.range_start = a->range_start;
       l.range_end = a->range_end;
+      drop_stale_report(*p, l);
       to_run.push_back({pid, tid});
     }
   }

@@ -81,7 +81,9 @@ struct StopEvent {
   int syscall_number = -1;    // SyscallEntry/SyscallReturn
 };
 
-enum class ResumeKind { Continue, Step, Stop, RangeStep };
+// Leave: the thread stays as it is (the stub's own: a non-stop thread whose
+// stop gdb has not pulled yet must not be resumed by a wildcard action).
+enum class ResumeKind { Continue, Step, Stop, RangeStep, Leave };
 
 // One vCont action. thread.pid == -1: all processes; thread.tid == -1: all threads of pid.
 struct ResumeAction {

@@ -158,6 +158,7 @@ struct ThreadDb::Library {
   decltype(&td_ta_delete) ta_delete = nullptr;
   decltype(&td_ta_map_lwp2thr) map_lwp2thr = nullptr;
   decltype(&td_thr_tls_get_addr) tls_get_addr = nullptr;
+  decltype(&td_thr_tlsbase) tlsbase = nullptr;
 
   ~Library() {
     if (handle)
@@ -174,7 +175,8 @@ struct ThreadDb::Library {
     bool ok = lib->bind(lib->init, "td_init") && lib->bind(lib->ta_new, "td_ta_new") &&
               lib->bind(lib->ta_delete, "td_ta_delete") &&
               lib->bind(lib->map_lwp2thr, "td_ta_map_lwp2thr") &&
-              lib->bind(lib->tls_get_addr, "td_thr_tls_get_addr");
+              lib->bind(lib->tls_get_addr, "td_thr_tls_get_addr") &&
+              lib->bind(lib->tlsbase, "td_thr_tlsbase");
     if (!ok)
       return make_error(ENOENT, file + " lacks a libthread_db entry point");
     return lib;
@@ -247,6 +249,13 @@ Result<uint64_t> ThreadDb::tls_address(pid_t tid, uint64_t lm, uint64_t offset) 
   if (td_err_e e = lib_->map_lwp2thr(agent_, tid, &th); e != TD_OK)
     return td_error("td_ta_map_lwp2thr", e);
   psaddr_t address = nullptr;
+  if (lm == 0) {
+    // A static executable has no link map (gdb sends LM 0): its TLS is module
+    // 1's block, as gdbserver's thread_db_get_tls_address reads it.
+    if (td_err_e e = lib_->tlsbase(&th, 1, &address); e != TD_OK)
+      return td_error("td_thr_tlsbase", e);
+    return reinterpret_cast<uint64_t>(address) + offset;
+  }
   if (td_err_e e = lib_->tls_get_addr(&th, reinterpret_cast<psaddr_t>(lm), offset, &address);
       e != TD_OK)
     return td_error("td_thr_tls_get_addr", e);
