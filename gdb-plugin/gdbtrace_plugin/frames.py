@@ -14,6 +14,7 @@ A fetch can end in the middle of a frame; `FrameSplitter` (the one walk over
 frame headers) keeps the partial frame until the next chunk completes it.
 """
 
+import re
 import struct
 
 HEADER = struct.Struct("<HI")  # u16 tracepoint, u32 size of the blocks
@@ -148,6 +149,7 @@ class FrameSplitter:
         self._tp = 0
         self._left = None  # body bytes still to come, None while reading a header
         self._body = bytearray()
+        self._runs = {}  # header bytes -> compiled b"(?:HEADER.{size})+", for count()
 
     def feed(self, chunk):
         i, n = 0, len(chunk)
@@ -171,6 +173,43 @@ class FrameSplitter:
             self._left = None
             self._body = bytearray()
             yield self._tp, body, i
+
+    def count(self, chunk):
+        """(frames, end): how many frames CHUNK completes and the offset in it just after the
+        last one (0: none), as `feed` with keep_bodies=False would yield them, but each run of
+        frames with the same header (tracepoint and size) is stepped over by one regular-
+        expression match: C speed on a 1 M-frame stream, not a Python loop per frame."""
+        frames = end = 0
+        i, n = 0, len(chunk)
+        while i < n:
+            if self._left is None and not self._header and n - i >= FRAME_HEADER_SIZE:
+                m = self._same_header_run(chunk, i)
+                if m is not None:
+                    frames += (m.end() - i) // (FRAME_HEADER_SIZE + HEADER.unpack_from(chunk, i)[1])
+                    i = end = m.end()
+                    continue
+            # A frame begun in the previous chunk, or one this chunk does not complete: step by feed.
+            if self._header:
+                take = FRAME_HEADER_SIZE - len(self._header)
+            elif self._left is not None:
+                take = self._left
+            else:
+                take = n - i
+            for _tp, _body, e in self.feed(chunk[i : i + take]):
+                frames += 1
+                end = i + e
+            i += min(take, n - i)
+        return frames, end
+
+    def _same_header_run(self, chunk, i):
+        header = bytes(chunk[i : i + FRAME_HEADER_SIZE])
+        if len(self._runs) > 256:
+            self._runs.clear()
+        pattern = self._runs.get(header)
+        if pattern is None:
+            size = HEADER.unpack(header)[1]
+            pattern = self._runs[header] = re.compile(b"(?:%s.{%d})+" % (re.escape(header), size), re.DOTALL)
+        return pattern.match(chunk, i)
 
     @property
     def pending_bytes(self):
@@ -211,8 +250,9 @@ class FrameCounter:
         self._splitter = FrameSplitter(keep_bodies=False)
 
     def feed(self, chunk):
-        for _, _, end in self._splitter.feed(chunk):
-            self.frames += 1
+        frames, end = self._splitter.count(chunk)
+        if frames:
+            self.frames += frames
             self.complete_bytes = self._seen + end
         self._seen += len(chunk)
 

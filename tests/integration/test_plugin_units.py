@@ -166,6 +166,16 @@ class FrameCounterTest(unittest.TestCase):
             self.assertEqual(c.frames, 30)
             self.assertEqual(c.complete_bytes, len(stream) - 3)
 
+    def test_runs_of_one_header(self):
+        # long runs of equal headers (stepped over by one match), empty frames, a change of size
+        stream = b"".join([frames.build_frame(2, tsv=[(1, i)]) for i in range(500)] + [frames.build_frame(2)] * 3 +
+                          [frames.build_frame(2, mem=[(0x1000, b"ab")])] * 200 + [frames.build_frame(3, tsv=[(1, 0)])])
+        for size in (1, 6, 19, 4096, len(stream)):
+            c = frames.FrameCounter()
+            for off in range(0, len(stream), size):
+                c.feed(stream[off:off + size])
+            self.assertEqual((c.frames, c.complete_bytes), (704, len(stream)), "chunks of %d" % size)
+
 
 class StatsTest(unittest.TestCase):
     def test_summary(self):
