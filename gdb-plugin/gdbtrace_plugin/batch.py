@@ -8,14 +8,17 @@ offset of the frame, so a whole run of consecutive frames of that shape is:
   * found with one regular-expression match over the raw stream (the fixed
     bytes: header, block kinds and lengths, global addresses, tsv numbers, the
     pc; everything else is a wildcard),
-  * unpacked with one struct.iter_unpack call,
+  * unpacked into one flat list of values (frame after frame) by a Struct of
+    BULK frames, one C call per BULK frames,
   * checked for the register-relative locals (block address - base register
-    must equal what the plan's bytecode says) with C-level map/set operations,
-  * turned into rows with itemgetter/zip, never a Python loop per frame.
+    must equal what the plan's bytecode says) with C-level map/count operations,
+  * cut into columns by slicing (values[j::fields]), never a Python loop or a
+    tuple per frame.
 A frame that fits no layout goes through the general path (parse the frame,
 run the plan's bytecode, read its memory blocks) and may teach a new layout.
 
-Rows are tuples (frame index, ts, tid, value...) in the plan's leaf order.
+Rows are tuples (frame index, ts, tid, value...) in the plan's leaf order; fast
+runs hold them as columns (one sequence per row position) until asked for rows.
 """
 
 import itertools
@@ -30,10 +33,12 @@ _HEADER = frames_mod.HEADER
 _HDR = frames_mod.FRAME_HEADER_SIZE
 _REGS, _MEM, _TSV = frames_mod.BLOCK_REGS, frames_mod.BLOCK_MEM, frames_mod.BLOCK_TSV
 MAX_LAYOUTS_PER_SHAPE = 8
+BULK = 1024  # frames per Struct.unpack_from call on long runs
 
 
 class Layout:
-    __slots__ = ("plan", "size", "struct", "pattern", "leaf_idx", "ts_idx", "fs_idx", "checks", "str_leaves")
+    __slots__ = ("plan", "size", "struct", "bulk", "fields", "pattern", "leaf_idx", "ts_idx", "fs_idx", "checks",
+                 "str_leaves")
 
     def __repr__(self):
         return "Layout(tp=%d, size=%d, fields=%d, checks=%d)" % (
@@ -205,11 +210,13 @@ def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
     layout.plan = plan
     layout.size = len(frame)
     layout.struct = st
+    layout.bulk = None  # the Struct of BULK frames, made for the first run that long
     layout.pattern = pattern
     layout.leaf_idx = [index[off] for off, _code in leaf_fields]
     layout.ts_idx = index[ts_off] if ts_off is not None else None
     layout.fs_idx = index[fs_off] if fs_off is not None else None
     ref = st.unpack(frame)
+    layout.fields = len(ref)
     layout.checks = [(index[a], index[r], ref[index[a]] - ref[index[r]]) for a, r in checks]
     layout.str_leaves = str_leaves
     return layout
@@ -218,15 +225,52 @@ def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
 ax_mask = (1 << 64) - 1
 
 
+def _unpack_run(layout, buf, pos, n):
+    """The struct fields of N frames of LAYOUT from POS, in one flat list (frame after frame):
+    BULK frames per call of a Struct repeating the frame's format, the rest frame by frame."""
+    values = []
+    if n >= BULK:
+        if layout.bulk is None:
+            layout.bulk = struct.Struct("<" + layout.struct.format.lstrip("<") * BULK)
+        step = layout.bulk.size
+        for start in range(pos, pos + (n // BULK) * step, step):
+            values += layout.bulk.unpack_from(buf, start)
+        pos += (n // BULK) * step
+    rest = n % BULK
+    if rest:
+        tail = memoryview(buf)[pos : pos + rest * layout.size]
+        values += itertools.chain.from_iterable(layout.struct.iter_unpack(tail))
+    return values
+
+
 class Run:
     """Consecutive frames decoded with one plan: rows (index, ts, tid, values...).
     clean: every value is present and of a scalar leaf kind (exporters may
-    format the run with one template)."""
+    format the run with one template). The fast path gives COLUMNS instead of
+    rows (position k of every row, one sequence each); each form is made from
+    the other on first use."""
 
-    __slots__ = ("plan", "rows", "clean", "has_tid")
+    __slots__ = ("plan", "clean", "has_tid", "_rows", "_columns")
 
-    def __init__(self, plan, rows, clean, has_tid):
-        self.plan, self.rows, self.clean, self.has_tid = plan, rows, clean, has_tid
+    def __init__(self, plan, rows, clean, has_tid, columns=None):
+        self.plan, self.clean, self.has_tid = plan, clean, has_tid
+        self._rows, self._columns = rows, columns
+
+    def __len__(self):
+        return len(self._rows) if self._rows is not None else len(self._columns[0])
+
+    @property
+    def rows(self):
+        if self._rows is None:
+            self._rows = list(zip(*self._columns))
+        return self._rows
+
+    @property
+    def columns(self):
+        if self._columns is None:
+            width = 3 + len(self.plan.leaves)
+            self._columns = list(zip(*self._rows)) if self._rows else [()] * width
+        return self._columns
 
 
 def _bytes_to_str(v):
@@ -269,7 +313,7 @@ class Runner:
                 run = self._slow_frame(buf, pos, frame_end, tp, size)
                 pos = frame_end
             else:
-                pos += len(run.rows) * (_HDR + size)
+                pos += len(run) * (_HDR + size)
             runs.append(run)
         self._tail = buf[pos:]
         return runs
@@ -295,55 +339,44 @@ class Runner:
         m = layout.pattern.match(buf, pos)
         if m is None:
             return None
-        end = m.end()
-        tuples = list(layout.struct.iter_unpack(memoryview(buf)[pos:end]))
+        n = (m.end() - pos) // layout.size
+        values = _unpack_run(layout, buf, pos, n)
+        f = layout.fields
         for ai, ri, delta in layout.checks:
-            diffs = list(map(operator.sub, map(operator.itemgetter(ai), tuples), map(operator.itemgetter(ri), tuples)))
-            if diffs.count(delta) != len(diffs):
-                good = next(i for i, d in enumerate(diffs) if d != delta)
-                if good == 0:
+            diffs = list(map(operator.sub, values[ai::f], values[ri::f]))
+            if diffs.count(delta) != n:
+                n = next(i for i, d in enumerate(diffs) if d != delta)  # the frames before the first miss
+                if n == 0:
                     return None
-                del tuples[good:]
-                break
-        n = len(tuples)
+                del values[n * f :]  # the remaining checks see only the frames kept
         i0 = self.next_index
         self.next_index += n
         self.frames_fast += n
-        # Every iterator below is finite (n items): zip stops at the shortest, and a run
-        # without any value (no leaves, no ts, no tid) must still have n rows.
-        index_iter = range(i0, i0 + n)
+        sliced = {}
+
+        def column(j):  # field J of every frame; ts and a leaf may share one field
+            c = sliced.get(j)
+            if c is None:
+                c = sliced[j] = values[j::f]
+            return c
+
+        index = range(i0, i0 + n)
+        ts = index
         if self.by_time:
-            ts_iter = map(operator.itemgetter(layout.ts_idx), tuples) if layout.ts_idx is not None else \
-                itertools.repeat(None, n)
-        else:
-            ts_iter = range(i0, i0 + n)
+            ts = column(layout.ts_idx) if layout.ts_idx is not None else [None] * n
         has_tid = False
-        tid_iter = itertools.repeat(None, n)
+        tid = [None] * n
         if layout.fs_idx is not None and self.tid_for_fs is not None:
-            fs_list = list(map(operator.itemgetter(layout.fs_idx), tuples))
-            mapping = {fs: self.tid_for_fs(fs) for fs in set(fs_list)}
+            fs = column(layout.fs_idx)
+            mapping = {x: self.tid_for_fs(x) for x in set(fs)}
             has_tid = None not in mapping.values()
-            tid_iter = map(mapping.__getitem__, fs_list)
-        idx = layout.leaf_idx
-        if not idx:
-            vals = itertools.repeat((), n)
-        elif len(idx) == 1:
-            vals = zip(map(operator.itemgetter(idx[0]), tuples))
-        else:
-            vals = map(operator.itemgetter(*idx), tuples)
-        rows = list(map(operator.add, zip(index_iter, ts_iter, tid_iter), vals))
-        if layout.str_leaves:
-            cols = [3 + k for k in layout.str_leaves]
-            fixed = []
-            for row in rows:
-                row = list(row)
-                for c in cols:
-                    row[c] = _bytes_to_str(row[c])
-                fixed.append(tuple(row))
-            rows = fixed
+            tid = list(map(mapping.__getitem__, fs))
+        leaves = [column(j) for j in layout.leaf_idx]
+        for k in layout.str_leaves:
+            leaves[k] = list(map(_bytes_to_str, leaves[k]))
         clean = (layout.ts_idx is not None or not self.by_time) and all(
             leaf.kind in ("int", "ptr", "float", "str") for leaf in layout.plan.leaves)
-        return Run(layout.plan, rows, clean, has_tid)
+        return Run(layout.plan, None, clean, has_tid, columns=[index, ts, tid] + leaves)
 
     def _slow_frame(self, buf, pos, frame_end, tp, size):
         index = self.next_index

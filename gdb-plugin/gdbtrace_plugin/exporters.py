@@ -8,9 +8,9 @@ floats, strings; None for "not in this frame") and shown per leaf kind
 """
 
 import csv
+import functools
 import json
 import math
-import operator
 
 FORMATS = ("perfetto", "csv", "jsonl", "tfile")
 
@@ -33,11 +33,6 @@ def _json_object(names_json, values):
     return "{" + ",".join(n + ":" + json_value(v) for n, v in zip(names_json, values) if v is not None) + "}"
 
 
-def _brace(text):
-    """TEXT as a literal inside a str.format template."""
-    return text.replace("{", "{{").replace("}", "}}")
-
-
 def _display(leaf, v):
     return None if v is None else leaf.display(v)
 
@@ -53,25 +48,35 @@ def _percent_ref(leaf, quote_ptr):
     return ref
 
 
-def _value_ref(k, leaf, quote_ptr):
-    """str.format field for leaf K of a row, or None when the kind needs Python code."""
-    if leaf.kind == "int":
-        return "{0[%d]}" % (3 + k)
-    if leaf.kind == "ptr":
-        return ('"{0[%d]:#x}"' if quote_ptr else "{0[%d]:#x}") % (3 + k)
-    if leaf.kind == "float":
-        return "{0[%d]!r}" % (3 + k)
-    return None
-
-
 def _finite_floats(run):
     cols = [3 + i for i, leaf in enumerate(run.plan.leaves) if leaf.kind == "float"]
-    return all(all(map(math.isfinite, map(operator.itemgetter(c), run.rows))) for c in cols)
+    return all(all(map(math.isfinite, run.columns[c])) for c in cols)
+
+
+BATCH = 2048  # rows per % operation (and per write) in fill()
+
+
+@functools.lru_cache(maxsize=64)
+def _repeated(fmt, times):
+    return fmt * times
+
+
+def fill(out, fmt, columns, n):
+    """Writes FMT (a %-template of one row) for N rows, its conversions taking their values from
+    COLUMNS in turn: one % operation and one write per BATCH rows over a flat tuple of the values
+    (interleaved by slice assignment) -- no Python call, tuple or string per row."""
+    width = len(columns)
+    flat = [None] * (n * width)
+    for k, column in enumerate(columns):
+        flat[k::width] = column
+    for first in range(0, n, BATCH):
+        rows = min(BATCH, n - first)
+        out.write(_repeated(fmt, rows) % tuple(flat[first * width : (first + rows) * width]))
 
 
 class Exporter:
     """Writes Runs (see batch.py). A run whose values are all present and scalar
-    is written with one str.format template per plan (no Python code per frame);
+    is written with one %-template per plan (fill(): no Python code per frame);
     others row by row through write_row."""
 
     def __init__(self, out, meta):
@@ -88,8 +93,7 @@ class Exporter:
         pass
 
     def write_run(self, run):
-        rows = run.rows
-        self.count += len(rows)
+        self.count += len(run)
         template = None
         if run.clean:
             key = (id(run.plan), run.has_tid)
@@ -99,15 +103,12 @@ class Exporter:
             template = hit[1]
         if template is not None and self.run_ok(run):
             self.before_rows(run)
-            # '%' templates take the row tuple (reordered by an itemgetter if needed): fastest;
-            # '{' ones index into it.
-            fn = template[1].__mod__ if template[0] == "%" else template[1].format
-            if len(template) > 2:
-                rows = map(template[2], rows)
-            self.out.write("".join(map(fn, rows)))
+            fmt, order = template
+            columns = run.columns
+            fill(self.out, fmt, [columns[c] for c in order], len(run))
             return
         plan = run.plan
-        for row in rows:
+        for row in run.rows:
             self.write_row(plan, row)
 
     def json_names(self, plan):
@@ -123,6 +124,8 @@ class Exporter:
         pass
 
     def template(self, plan, has_tid):
+        """(FMT, ORDER): a %-template of one row and, per conversion in it, the row position
+        (0 index, 1 ts, 2 tid, 3 + k leaf k) it formats; None when some leaf needs Python code."""
         return None
 
     def write_row(self, plan, row):
@@ -142,8 +145,9 @@ class JsonlExporter(Exporter):
             if ref is None:
                 return None
             parts.append(json.dumps(leaf.name).replace("%", "%%") + ":" + ref)
-        return "%", '{"frame":%%d,"tracepoint":%d,%s:%%d,"thread":%s,"values":{%s}}\n' % (
-            plan.tp, self.ts_key, "%d" if has_tid else "%.0snull", ",".join(parts))
+        fmt = '{"frame":%%d,"tracepoint":%d,%s:%%d,"thread":%s,"values":{%s}}\n' % (
+            plan.tp, self.ts_key, "%d" if has_tid else "null", ",".join(parts))
+        return fmt, [0, 1] + ([2] if has_tid else []) + list(range(3, 3 + len(plan.leaves)))
 
     def run_ok(self, run):
         return _finite_floats(run)
@@ -169,24 +173,17 @@ class CsvExporter(Exporter):
         self.position = {name: i for i, name in enumerate(self.columns)}
 
     def template(self, plan, has_tid):
-        cells = [""] * len(self.columns)
-        slots = []
+        cells = [None] * len(self.columns)  # (conversion, leaf position) per CSV column
         for k, leaf in enumerate(plan.leaves):
             slot = self.position.get(leaf.name)
             if slot is None:
                 continue
-            if _value_ref(k, leaf, quote_ptr=False) is None:
+            ref = _percent_ref(leaf, quote_ptr=False)
+            if ref is None:
                 return None  # strings may need quoting: the csv module writes those rows
-            slots.append((slot, k, leaf))
-        in_order = [s for s, _k, _l in slots] == sorted(s for s, _k, _l in slots) and \
-            len(slots) == len(plan.leaves)
-        if in_order:
-            for slot, _k, leaf in slots:
-                cells[slot] = _percent_ref(leaf, quote_ptr=False)
-            return "%", ",".join(["%d", str(plan.tp), "%d", "%d" if has_tid else "%.0s"] + cells) + "\n"
-        for slot, k, leaf in slots:
-            cells[slot] = _brace("") + _value_ref(k, leaf, quote_ptr=False)
-        return "{", ",".join(["{0[0]}", str(plan.tp), "{0[1]}", "{0[2]}" if has_tid else ""] + cells) + "\n"
+            cells[slot] = (ref, 3 + k)
+        fmt = ",".join(["%d", str(plan.tp), "%d", "%d" if has_tid else ""] + [c[0] if c else "" for c in cells])
+        return fmt + "\n", [0, 1] + ([2] if has_tid else []) + [c[1] for c in cells if c]
 
     def write_row(self, plan, row):
         cells = [""] * len(self.columns)
@@ -235,11 +232,11 @@ class PerfettoExporter(Exporter):
 
     def before_rows(self, run):
         if run.has_tid:
-            for tid in dict.fromkeys(map(operator.itemgetter(2), run.rows)):  # first-appearance order
+            for tid in dict.fromkeys(run.columns[2]):  # first-appearance order
                 self._thread(tid)
         else:
             self._thread(self.pid)
-        self.last_ts = run.rows[-1][1]
+        self.last_ts = run.columns[1][-1]
 
     def run_ok(self, run):
         return _finite_floats(run)
@@ -247,7 +244,6 @@ class PerfettoExporter(Exporter):
     def template(self, plan, has_tid):
         if self.meta.get("stacks"):
             return None  # each event gets its own stack: row by row
-        # Rows are (index, ts, tid, values...); the event text wants ts, tid, then index and values.
         parts = ['"frame":%d']
         for leaf in plan.leaves:
             ref = _percent_ref(leaf, quote_ptr=True)
@@ -255,10 +251,10 @@ class PerfettoExporter(Exporter):
                 return None
             parts.append(json.dumps(leaf.name).replace("%", "%%") + ":" + ref)
         fmt = (',\n{"name":%s,"cat":"tracepoint","ph":"i","s":"t","ts":%%d,"pid":%d,"tid":%s,"args":{%s}}'
-               % (json.dumps(plan.label).replace("%", "%%"), self.pid, "%d" if has_tid else "%.0s" + str(self.pid),
+               % (json.dumps(plan.label).replace("%", "%%"), self.pid, "%d" if has_tid else str(self.pid),
                   ",".join(parts)))
-        order = operator.itemgetter(1, 2, 0, *range(3, 3 + len(plan.leaves)))
-        return "%", fmt, order
+        # The event text wants ts, tid, then the index and the values.
+        return fmt, [1] + ([2] if has_tid else []) + [0] + list(range(3, 3 + len(plan.leaves)))
 
     def write_row(self, plan, row):
         index, ts, tid = row[0], row[1], row[2]

@@ -353,6 +353,35 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(slow[5], (5, 5005, 101, -5, 50, 5005))
         self.assertEqual([r[0] for r in fast], list(range(40)))
 
+    def test_long_runs_and_every_check(self):
+        # more than batch.BULK frames in one run; from frame 1200 the block after `g` is not where the
+        # rsp-based local `w` is, from 1500 the first block is not the rbp-based `v`: the run must stop
+        # where the first of the two checks fails, though the other one is tested first
+        w = model.Column("w", "mem", program("  0  reg 7\n  3  const8 8\n  5  add\n  6  end"), 8,
+                         [leaf("w", "int", "<q")])
+        plan = self.local_plan()
+        plan = model.Plan(1, 0x401000, plan.columns + [w], [])
+        n = batch.BULK * 2 + 100
+        stream = b""
+        for i in range(n):
+            rbp, rsp = 0x7ffc1000, 0x7ffb0000
+            v_at = rbp - (8 if i >= 1500 else 4)
+            w_at = rsp + (16 if i >= 1200 else 8)
+            stream += frames.build_frame(1, regs=regblock(rbp=rbp, rsp=rsp, rip=0x401000),
+                                         mem=[(v_at, struct.pack("<i", -i)), (0x404060, struct.pack("<q", 10 * i)),
+                                              (w_at, struct.pack("<q", 7 * i))], tsv=[(1, 5000 + i)])
+        out = {}
+        for fast in (False, True):
+            runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, ts_tsv=1, by_time=True, fast=fast)
+            runs = runner.feed(stream)
+            out[fast] = [row for run in runs for row in run.rows]
+            self.assertEqual(sum(map(len, runs)), n)
+        self.assertEqual(out[True], out[False])
+        self.assertEqual(out[True][1100], (1100, 6100, None, -1100, 11000, 6100, 7700))
+        self.assertEqual(out[True][1300], (1300, 6300, None, -1300, 13000, 6300, None))
+        self.assertEqual(out[True][1600][3], None)
+        self.assertGreaterEqual(runner.frames_fast, 1199)
+
     def test_plan_without_values(self):
         # a tracepoint whose expressions could not be compiled still yields one row per frame
         empty = model.Plan(1, 0x401000, [], [("x", "no symbol")])
