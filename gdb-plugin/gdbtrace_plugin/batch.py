@@ -104,6 +104,28 @@ class _NotFast(Exception):
     pass
 
 
+def _register_read(program, leaf):
+    """(register number, struct code) when PROGRAM only reads one integer register and the code
+    unpacks from the 'R' block exactly what the general path gives (leaf.from_int of the program's
+    result); else None. Covers `$rax` (8 bytes) and `$eflags`, `$cs` (4 bytes, then zero_ext/ext 32)."""
+    ops = [op for op in program.ops if op.name != "trace_quick"]
+    if len(ops) < 2 or ops[0].name != "reg" or ops[-1].name != "end" or len(ops) > 3:
+        return None
+    regno = ops[0].arg
+    size = regs_mod.reg_size(regno)
+    fmt = leaf.fmt or "<q"
+    code = fmt[1:]
+    if size not in (4, 8) or struct.calcsize(fmt) != size or code not in ("i", "I", "q", "Q"):
+        return None
+    extend = ops[1] if len(ops) == 3 else None
+    if extend is not None and (extend.name not in ("ext", "zero_ext") or extend.arg != 8 * size):
+        return None
+    if code.islower():  # signed: from_int sign-converts to the leaf's size whatever the extension
+        return (regno, code) if leaf.kind in ("int", "enum") else None
+    # unsigned: the program's result as is, which a sign extension would change below 64 bits
+    return (regno, code) if extend is None or extend.name == "zero_ext" or size == 8 else None
+
+
 def _program_tsv(program):
     ops = program.ops
     if len(ops) == 2 and ops[0].name == "getv" and ops[1].name == "end":
@@ -145,16 +167,16 @@ def _build_layout(plan, frame, regblock_size, ts_tsv, want_fs):
         program = column.program
         if column.mode == "value":
             leaf = column.leaves[0]
-            if program.kind == "reg":
+            read = _register_read(program, leaf)
+            if read is not None:
                 if regs_block is None:
                     raise _NotFast("registers not collected")
-                code = (leaf.fmt or "<q")[1:]
-                if code not in ("q", "Q") or program.const != 0:
-                    raise _NotFast("register expression with an offset")
-                off = regs_block.data + regs_mod.OFFSETS[program.regno]
-                b.field(off, code)
-                leaf_fields.append((off, code))
+                off = regs_block.data + regs_mod.OFFSETS[read[0]]
+                b.field(off, read[1])
+                leaf_fields.append((off, read[1]))
                 continue
+            if program.kind == "reg":
+                raise _NotFast("register expression with an offset")
             tsv = _program_tsv(program)
             vblk = next((x for x in blocks if x.kind == _TSV and x.tsv == tsv), None) if tsv is not None else None
             if vblk is None or (leaf.fmt or "<q") != "<q":

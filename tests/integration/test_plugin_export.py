@@ -148,12 +148,47 @@ class Export(PluginTestCase):
             self.assertEqual(int(rows[frame]["$rsp"], 16), int(rsp.split()[-1], 16))
 
     def test_batch_and_general_decoding_agree(self):
-        fast, slow = self.dir / "fast.csv", self.dir / "slow.csv"
-        run = plugin_run(WORK_TRACEPOINT + RUN_TO_DONE + ["gdbtrace export csv %s" % fast,
-                                                          "gdbtrace export csv -slow %s" % slow])
-        self.assertNoPythonErrors(run)
-        self.assertEqual(fast.read_text(), slow.read_text())
-        self.assertEqual(len(read_csv(fast)), 20)
+        """The batch decoder (layouts, one %-template per run) and the general one (`-slow`: bytecode
+        and Python per frame) write byte-identical files in every format, for a buffer of mixed types
+        (char arrays are written row by row) and one of scalars only (written by the templates)."""
+        buffers = {
+            # locals (register-relative), ints, a struct with a double and a char array, a memory range
+            # (`@`: an array of shorts), $regs (pointers; the thread), $trace_timestamp
+            "mixed": ["collect scaled, i, g_sample, delay_us, *(short *)&g_total@4",
+                      "collect $regs, $trace_timestamp"],
+            "scalar": ["collect scaled, i, g_sample.id, g_sample.value, *(int *)&g_sample@2, $regs",
+                       "collect $trace_timestamp"],
+        }
+        for name, actions in buffers.items():
+            with self.subTest(buffer=name):
+                commands = ["trace plugin_demo.c:%d" % LINE_WORK, "actions"] + actions + ["end"] + RUN_TO_DONE
+                pairs = []
+                for fmt, ext in (("csv", "csv"), ("jsonl", "jsonl"), ("perfetto", "json")):
+                    fast, slow = self.dir / ("%s-fast.%s" % (name, ext)), self.dir / ("%s-slow.%s" % (name, ext))
+                    commands += ["gdbtrace export %s %s" % (fmt, fast), "gdbtrace export %s -slow %s" % (fmt, slow)]
+                    pairs.append((fast, slow))
+                commands.append("python from gdbtrace_plugin import session; d = session.TraceData(); "
+                                "runs = list(d.runs()); print('decoded %d frames, %d in runs, %d clean; kinds %s' % ("
+                                "sum(map(len, runs)), d.runner.frames_fast, sum(len(r) for r in runs if r.clean), "
+                                "','.join(sorted({l.kind for r in runs for l in r.plan.leaves}))))")
+                run = plugin_run(commands)
+                self.assertNoPythonErrors(run)
+                m = re.search(r"decoded (\d+) frames, (\d+) in runs, (\d+) clean; kinds (\S+)", run.stdout)
+                self.assertIsNotNone(m, run.transcript())
+                self.assertEqual(int(m.group(1)), 20)
+                self.assertGreaterEqual(int(m.group(2)), 19, "all but the first frame decoded in runs")
+                if name == "scalar":  # scalars only and all present: the runs go through the templates
+                    self.assertEqual((int(m.group(3)), m.group(4)), (int(m.group(2)), "float,int,ptr"))
+                for fast, slow in pairs:
+                    self.assertEqual(fast.read_text(), slow.read_text(), fast.name)
+                rows = read_csv(pairs[0][0])
+                self.assertEqual(len(rows), 20)
+                self.assertRegex(rows[0]["thread"], r"^\d+$", "registers collected: the thread is known")
+                self.assertEqual(float(rows[4]["g_sample.value"]), 2.0)
+                member = "*(short *)&g_total@4[3]" if name == "mixed" else "*(int *)&g_sample@2[0]"
+                self.assertIn(member, rows[0], "the memory range is an array of columns")
+                if name == "scalar":
+                    self.assertEqual(int(rows[9]["*(int *)&g_sample@2[0]"]), 9, "g_sample.id")
 
     def test_tracepoint_without_timestamp_uses_frame_order(self):
         out = self.dir / "order.csv"

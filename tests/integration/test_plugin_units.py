@@ -382,6 +382,26 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(out[True][1600][3], None)
         self.assertGreaterEqual(runner.frames_fast, 1199)
 
+    def test_registers_of_four_bytes(self):
+        # `$eflags` (reg 17, zero_ext 32) and `$cs` (reg 18, ext 32) are read from the 'R' block directly
+        eflags = model.Column("$eflags", "value", program("  0  reg 17\n  3  zero_ext 32\n  5  end"), 8,
+                              [leaf("$eflags", "ptr", "<I", 0, 4)])
+        cs = model.Column("$cs", "value", program("  0  reg 18\n  3  ext 32\n  5  end"), 8,
+                          [leaf("$cs", "int", "<i", 0, 4)])
+        plan = model.Plan(1, 0x401000, [eflags, cs], [])
+        stream = b""
+        for i in range(50):
+            block = bytearray(regblock(rip=0x401000))
+            struct.pack_into("<II", block, regs.OFFSETS[regs.EFLAGS], 0x80000246 + i, 0xFFFFFF00 + i)
+            stream += frames.build_frame(1, regs=bytes(block))
+        out = {}
+        for fast in (False, True):
+            runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, fast=fast)
+            out[fast] = [row for run in runner.feed(stream) for row in run.rows]
+        self.assertEqual(out[True], out[False])
+        self.assertEqual(out[True][3][3:], (0x80000249, -253))
+        self.assertEqual(runner.frames_fast, 49)
+
     def test_plan_without_values(self):
         # a tracepoint whose expressions could not be compiled still yields one row per frame
         empty = model.Plan(1, 0x401000, [], [("x", "no symbol")])
