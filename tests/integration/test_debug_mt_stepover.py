@@ -85,6 +85,34 @@ class InterruptDuringStepOver(GdbTestCase):
             self.assertEqual(stop.results.get("reason"), "exited-normally", stop.line)
             self.assertRegex(mi.server.log(), r"mt_bpstep done: 8000 calls \(expected 8000\)")
 
+    def test_non_stop_interrupt_all_while_stub_evaluates_false_condition(self):
+        """Non-stop `interrupt -a` (one vCont;t per thread) while threads keep hitting a
+        breakpoint whose false condition the stub evaluates: a thread whose hit was in flight
+        must still answer gdb's stop request (it was resumed instead, and gdb waited forever)."""
+        setup = ["-gdb-set non-stop on", "-gdb-set mi-async on"]
+        with mi_connected("mt_bpstep", args=(400000, 8, 0), mode="once", setup=setup) as mi:
+            mi.send("-gdb-set breakpoint condition-evaluation target")
+            self.assertEqual(mi.send("-break-insert -c \"iteration < 0\" hit").cls, "done")
+            for _ in range(3):
+                self.assertEqual(mi.send("-exec-continue --all").cls, "running")
+                time.sleep(0.3)
+                mi.send("-exec-interrupt --all")
+                deadline = time.time() + 20
+                while True:
+                    threads = mi.send("-thread-info").results["threads"]
+                    running = [t["id"] for t in threads if t["state"] != "stopped"]
+                    if not running or time.time() > deadline:
+                        break
+                    time.sleep(0.2)
+                self.assertEqual(running, [], "threads never stopped after interrupt -a")
+            mi.send("-break-delete")
+            mark = len(mi.records)
+            mi.send("-exec-continue --all")
+            stop = mi.wait_stopped(mark, timeout=60)
+            while stop.results.get("reason") != "exited-normally":  # threads' own stops first
+                stop = mi.wait_stopped(mi.records.index(stop) + 1, timeout=60)
+            self.assertRegex(mi.server.log(), r"mt_bpstep done: 3200000 calls \(expected 3200000\)")
+
 
 class AbandonedStepEvents(GdbTestCase):
     def test_next_while_other_threads_hit_the_breakpoint(self):

@@ -261,6 +261,15 @@ bool GdbServer::filter_conditional_breakpoint(const StopEvent& event) {
     console(verdict.output);
   if (verdict.stop)
     return false;
+  if (event.stop_requested) {
+    // gdb asked this thread to stop (non-stop vCont;t) as it hit the
+    // breakpoint: resumed, it would never answer that request.
+    StopEvent stopped = event;
+    stopped.signal = 0;
+    stopped.reason = StopReason::None;
+    report_stop(stopped);
+    return true;
+  }
 
   std::vector<ResumeAction> again;
   if (non_stop_) {

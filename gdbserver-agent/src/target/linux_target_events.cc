@@ -278,6 +278,7 @@ std::optional<StopEvent> LinuxTarget::take_report() {
   if (!pick)
     return std::nullopt;
   StopEvent ev = *pick->report;
+  ev.stop_requested = pick->report_stop_zero;
   pick->report.reset();
   pick->report_stop_zero = false;
   last_reported_tid_ = pick->tid;
@@ -847,8 +848,12 @@ bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
 // another thread's step over a breakpoint) or whose event is not interpreted
 // yet (which may turn out to be internal and resume it).
 void LinuxTarget::stop_for_gdb(Process& p, Lwp& l) {
-  if (!l.resumed || l.zombie || l.report)
+  if (!l.resumed || l.zombie)
     return;
+  if (l.report) { // that report answers; marked, as it may be one gdb never sees
+    l.report_stop_zero = true;
+    return;
+  }
   if (l.running || l.raw) {
     request_stop(p, l);
     l.report_stop_zero = true;

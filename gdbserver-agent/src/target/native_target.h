@@ -75,10 +75,11 @@ struct StopEvent {
   int signal = 0; // host signal number
   int exit_status = 0;
   StopReason reason = StopReason::None;
-  uint64_t watch_address = 0; // for Watch/RWatch/AWatch
-  ThreadId child;             // Forked/VForked
-  std::string exec_path;      // Execd
-  int syscall_number = -1;    // SyscallEntry/SyscallReturn
+  uint64_t watch_address = 0;  // for Watch/RWatch/AWatch
+  ThreadId child;              // Forked/VForked
+  std::string exec_path;       // Execd
+  int syscall_number = -1;     // SyscallEntry/SyscallReturn
+  bool stop_requested = false; // non-stop: gdb asked this thread to stop (vCont;t) meanwhile
 };
 
 // Leave: the thread stays as it is (the stub's own: a non-stop thread whose
