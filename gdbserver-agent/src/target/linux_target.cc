@@ -226,14 +226,19 @@ Result<void> LinuxTarget::attach(Pid pid) {
   if (!procfs::thread_exists(pid, pid))
     return make_error(ESRCH, "no such process: " + std::to_string(pid));
   Process& p = add_process(pid, true);
-  // Threads may be created while we attach: rescan until no new ones appear.
-  for (bool found_new = true; found_new;) {
-    found_new = false;
+  // Threads may be created while we attach: rescan until two scans in a row
+  // find no new one (as gdb's linux_proc_attach_tgid_threads): reading
+  // /proc/PID/task while threads come and go can skip a live entry, and one
+  // thread left unattached dies of SIGTRAP at the first breakpoint.
+  for (int clean_scans = 0; clean_scans < 2;) {
+    bool found_new = false;
     for (Tid tid : procfs::task_ids(pid)) {
       if (p.lwps.count(tid))
         continue;
       if (ptrace(PTRACE_ATTACH, tid, nullptr, nullptr) != 0) {
         int e = errno;
+        if (std::getenv("GDBTRACE_TARGET_DEBUG")) // EPERM: exiting; ESRCH: gone
+          std::fprintf(stderr, "[target] attach %d: %s\n", tid, std::strerror(e));
         if (tid != pid)
           continue; // the thread exited meanwhile
         remove_process(pid);
@@ -246,8 +251,9 @@ Result<void> LinuxTarget::attach(Pid pid) {
       l.running = true;
       l.stop_expected = true; // PTRACE_ATTACH sends SIGSTOP
       wait_for_stop(p, l);
-      (void)set_ptrace_options(tid, true);
+      (void)set_ptrace_options(tid, true); // fails only if it exited meanwhile
     }
+    clean_scans = found_new ? 0 : clean_scans + 1;
   }
   p.memory.open(pid);
   if (!non_stop_)
