@@ -227,33 +227,43 @@ Result<void> LinuxTarget::attach(Pid pid) {
     return make_error(ESRCH, "no such process: " + std::to_string(pid));
   Process& p = add_process(pid, true);
   // Threads may be created while we attach: rescan until two scans in a row
-  // find no new one (as gdb's linux_proc_attach_tgid_threads): reading
-  // /proc/PID/task while threads come and go can skip a live entry, and one
-  // thread left unattached dies of SIGTRAP at the first breakpoint.
-  for (int clean_scans = 0; clean_scans < 2;) {
-    bool found_new = false;
+  // see no thread that is new to us (as gdb's linux_proc_attach_tgid_threads).
+  // A thread that exited before PTRACE_ATTACH still counts as seen: a chain of
+  // threads that each create the next and exit (gdb.threads/attach-many-short-
+  // lived-threads.c) otherwise passes for a clean scan while its next member
+  // runs on untraced, and dies of SIGTRAP at the first breakpoint. Each scan
+  // sends every PTRACE_ATTACH before waiting for the stops, to keep up with it.
+  std::set<Tid> gone;
+  for (int clean_scans = 0, scans = 0; clean_scans < 2 && scans < 100000; scans++) {
+    std::vector<Tid> attached;
+    bool seen_new = false;
     for (Tid tid : procfs::task_ids(pid)) {
-      if (p.lwps.count(tid))
+      if (p.lwps.count(tid) || gone.count(tid))
         continue;
+      seen_new = true;
       if (ptrace(PTRACE_ATTACH, tid, nullptr, nullptr) != 0) {
         int e = errno;
         if (std::getenv("GDBTRACE_TARGET_DEBUG")) // EPERM: exiting; ESRCH: gone
           std::fprintf(stderr, "[target] attach %d: %s\n", tid, std::strerror(e));
-        if (tid != pid)
-          continue; // the thread exited meanwhile
-        remove_process(pid);
-        return make_error(e, "cannot attach to process " + std::to_string(pid) + ": " +
-                                 std::strerror(e));
+        if (tid == pid) {
+          remove_process(pid);
+          return make_error(e, "cannot attach to process " + std::to_string(pid) + ": " +
+                                   std::strerror(e));
+        }
+        gone.insert(tid);
+        continue;
       }
-      found_new = true;
       Lwp& l = p.lwps[tid];
       l.tid = tid;
       l.running = true;
       l.stop_expected = true; // PTRACE_ATTACH sends SIGSTOP
-      wait_for_stop(p, l);
+      attached.push_back(tid);
+    }
+    for (Tid tid : attached) {
+      wait_for_stop(p, p.lwps[tid]);
       (void)set_ptrace_options(tid, true); // fails only if it exited meanwhile
     }
-    clean_scans = found_new ? 0 : clean_scans + 1;
+    clean_scans = seen_new ? 0 : clean_scans + 1;
   }
   p.memory.open(pid);
   if (!non_stop_)
