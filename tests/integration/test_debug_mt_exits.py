@@ -114,5 +114,19 @@ class SteppedThreadExits(GdbTestCase):
         self.assertNoOutput(run, r"^\*?\s+2\s+Thread", "the exited thread is still listed")
 
 
+class KilledFromOutside(GdbTestCase):
+    def test_continue_after_sigkill_with_held_breakpoint_hits(self):
+        """Threads hitting one breakpoint in a tight loop: at a stop, other threads' hits are held
+        back. SIGKILL from outside, then `continue`: gdb must hear that the program was killed,
+        not get a held hit of a dead thread whose registers are gone (E03)
+        (gdb.threads/process-dies-while-detaching.exp, "killed outside")."""
+        run = run_gdb(["break hit", "continue", "continue",
+                       "python import os; os.kill(gdb.selected_inferior().pid, 9)",
+                       "shell sleep 1", "continue"],
+                      program="mt_bpstep", args=(100000, 4, 0), timeout=60)
+        self.assertOutput(run, r"Program terminated with signal SIGKILL")
+        self.assertNoOutput(run, r"Could not read registers|E03")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -243,7 +243,11 @@ void LinuxTarget::interpret_pending() {
       });
       for (auto& [tid, l] : p->lwps) {
         bool leader_exit = tid == pid && l.raw && !WIFSTOPPED(*l.raw);
-        if (l.raw && l.resumed && !l.report && !(leader_exit && others_pending)) {
+        // The process's end is reported once gdb waits, even if it resumed
+        // only another thread (stepping one over a breakpoint, say, when the
+        // process was killed from outside).
+        bool wanted = l.resumed || (leader_exit && waiting_);
+        if (l.raw && wanted && !l.report && !(leader_exit && others_pending)) {
           auto ev = interpret(*p, l); // may add/remove threads and processes
           if (ev)
             place_report(*ev);
@@ -946,13 +950,20 @@ void LinuxTarget::restart_threads(Pid pid, const std::vector<Tid>& tids) {
 // the time gdb resumes its thread (gdbserver re-checks pending statuses too):
 // - the end of a step gdb abandoned (it switched to the other thread's event
 //   and now continues this one): gdb would see a SIGTRAP it never asked for;
-// - a breakpoint hit whose int3 gdb removed meanwhile, or after gdb moved pc.
+// - a breakpoint hit whose int3 gdb removed meanwhile, or after gdb moved pc;
+// - any stop of a thread that has ended since (SIGKILL from outside).
 // The thread then simply runs on (a breakpoint hit's pc is already rewound).
 void LinuxTarget::drop_stale_report(Process& p, Lwp& l) {
-  if (!l.report || l.report->kind != StopKind::Signalled || l.report->signal != SIGTRAP)
+  if (!l.report || l.report->kind != StopKind::Signalled)
     return;
   bool stale = false;
-  if (l.report->reason == StopReason::SingleStep) {
+  if (l.raw && !WIFSTOPPED(*l.raw)) {
+    // The thread ended since (the process was killed from outside): its exit
+    // is what gdb must hear, not a stop whose registers are gone.
+    stale = true;
+  } else if (l.report->signal != SIGTRAP) {
+    return;
+  } else if (l.report->reason == StopReason::SingleStep) {
     stale = !is_stepping(l);
   } else if (l.report->reason == StopReason::SwBreak) {
     auto pc = x86::read_pc(l.tid);
