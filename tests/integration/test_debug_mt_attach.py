@@ -82,6 +82,31 @@ class AttachToChurn(GdbTestCase):
             self.assertRunsFreely("after --attach and detach")
 
 
+class AttachToThreadChains(GdbTestCase):
+    def test_attach_with_breakpoint_inserted_repeatedly(self):
+        """Threads that each create the next and exit, a breakpoint in their function inserted right
+        after each attach: a thread the attach missed dies of SIGTRAP there. (The sharper reproducer
+        is gdb.threads/attach-many-short-lived-threads.exp, whose program also joins and locks: it
+        lost its program about one attach in 20 until the attach forgot reaped threads at once;
+        this program did not show that bug here.)"""
+        before = descendants()
+        tracee = Tracee(program("mt_chain"), args=(120,))
+        try:
+            time.sleep(0.3)
+            with Server("multi") as server:
+                for attempt in range(8):
+                    run = run_gdb([f"attach {tracee.pid}", "set breakpoint always-inserted on",
+                                   "break chain_step", "shell sleep 0.3", "continue", "continue",
+                                   "delete", "detach"],
+                                  program="mt_chain", server=server, timeout=60)
+                    self.assertNoOutput(run, r"SIGTRAP|no longer exists", f"attempt {attempt}")
+                    self.assertOutput(run, r"Breakpoint 1, chain_step", f"attempt {attempt}")
+                    self.assertIsNone(tracee.proc.poll(), f"attempt {attempt}: program ended")
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+
 class AttachToChurnMi(GdbTestCase):
     def test_mi_attach_continue_interrupt_detach(self):
         before = descendants()

@@ -227,18 +227,19 @@ Result<void> LinuxTarget::attach(Pid pid) {
     return make_error(ESRCH, "no such process: " + std::to_string(pid));
   Process& p = add_process(pid, true);
   // Threads may be created while we attach: rescan until two scans in a row
-  // see no thread that is new to us (as gdb's linux_proc_attach_tgid_threads).
-  // A thread that exited before PTRACE_ATTACH still counts as seen: a chain of
-  // threads that each create the next and exit (gdb.threads/attach-many-short-
-  // lived-threads.c) otherwise passes for a clean scan while its next member
-  // runs on untraced, and dies of SIGTRAP at the first breakpoint. Each scan
-  // sends every PTRACE_ATTACH before waiting for the stops, to keep up with it.
-  std::set<Tid> gone;
-  for (int clean_scans = 0, scans = 0; clean_scans < 2 && scans < 100000; scans++) {
+  // see no thread that is new to us (as gdb's linux_proc_attach_tgid_threads),
+  // counting one that exited before PTRACE_ATTACH as seen. A thread that
+  // exited after it (its exit reaped while waiting for its stop) is forgotten
+  // at once: with tids reused within seconds (pid_max 32768), a new thread
+  // given its tid would pass for known, stay untraced and die of SIGTRAP at
+  // the first breakpoint (gdb.threads/attach-many-short-lived-threads.exp).
+  // Each scan sends every PTRACE_ATTACH before waiting, to keep up with chains
+  // of threads that each create the next and exit.
+  for (int clean_scans = 0, scans = 0; clean_scans < 2 && scans < 10000; scans++) {
     std::vector<Tid> attached;
     bool seen_new = false;
     for (Tid tid : procfs::task_ids(pid)) {
-      if (p.lwps.count(tid) || gone.count(tid))
+      if (p.lwps.count(tid))
         continue;
       seen_new = true;
       if (ptrace(PTRACE_ATTACH, tid, nullptr, nullptr) != 0) {
@@ -250,7 +251,6 @@ Result<void> LinuxTarget::attach(Pid pid) {
           return make_error(e, "cannot attach to process " + std::to_string(pid) + ": " +
                                    std::strerror(e));
         }
-        gone.insert(tid);
         continue;
       }
       Lwp& l = p.lwps[tid];
@@ -260,8 +260,12 @@ Result<void> LinuxTarget::attach(Pid pid) {
       attached.push_back(tid);
     }
     for (Tid tid : attached) {
-      wait_for_stop(p, p.lwps[tid]);
-      (void)set_ptrace_options(tid, true); // fails only if it exited meanwhile
+      Lwp& l = p.lwps[tid];
+      wait_for_stop(p, l);
+      if (tid != pid && l.raw && !WIFSTOPPED(*l.raw))
+        p.lwps.erase(tid); // exited and reaped: gdb never knew it
+      else
+        (void)set_ptrace_options(tid, true);
     }
     clean_scans = seen_new ? 0 : clean_scans + 1;
   }
