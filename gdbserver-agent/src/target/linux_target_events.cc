@@ -101,13 +101,20 @@ void LinuxTarget::collect_statuses() {
 // SIGCHLD with nothing to reap. Like gdbserver's check_zombie_leaders, stop
 // waiting for it: gdb, resuming only the leader (scheduler locking), then
 // sees no resumed thread left ('N') and the leader gone from the thread list.
+// Only asked while no other thread of the process runs (the case where gdb
+// would wait forever), so a busy traced process costs no /proc read per event.
 void LinuxTarget::note_zombie_leaders() {
   for (auto& [pid, p] : procs_) {
     auto it = p->lwps.find(pid);
     if (it == p->lwps.end() || p->lwps.size() < 2)
       continue;
     Lwp& leader = it->second;
-    if (leader.running && !leader.zombie && !leader.raw && procfs::thread_state(pid, pid) == 'Z') {
+    if (!leader.running || leader.zombie || leader.raw)
+      continue;
+    bool others_run = std::any_of(p->lwps.begin(), p->lwps.end(), [&](const auto& kv) {
+      return &kv.second != &leader && kv.second.running;
+    });
+    if (!others_run && procfs::thread_state(pid, pid) == 'Z') {
       leader.running = false;
       leader.zombie = true;
     }
