@@ -61,6 +61,83 @@ check stepi_add_ran_once "RDI: ?42$" "$sites"
 check store_site_ran "WATCHED: ?1234$" "$sites"
 check sites_collected "Collected 2 trace frames" "$sites"
 
+# The eBPF collector in the guest, on the same sites (the server keeps the backend choice across
+# connections: set back to auto at the end). From Linux 6.19 its programs emulate the probed
+# instruction (register writes; bpf/bpf_emulate.h): probe_me's rip-relative load and step_site+1's
+# add run in the program, store_site's store is still single-stepped by the kernel. Before 6.19 the
+# kernel single-steps all three and the backend says why. Either way the program's results and the
+# frames must be exact, and stepi onto and over an emulated site executes exactly one instruction.
+bpfout=$work/gdb-ebpf.out
+NB=300
+cat >"$work/ebpf.gdb" <<EOT
+trace probe_me
+actions
+collect a, b
+end
+trace *step_site+1
+actions
+collect \$regs
+end
+trace *store_site
+actions
+collect \$rsi
+end
+EOT
+timeout 240 /usr/bin/gdb -nx -batch \
+  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
+  -ex "file $prog" \
+  -ex "target extended-remote 127.0.0.1:$port" \
+  -ex "set remote exec-file /bin/gt_loop" \
+  -ex "set args $NB" \
+  -ex "break main" -ex "run" \
+  -ex "monitor gdbtrace backend ebpf" \
+  -x "$work/ebpf.gdb" \
+  -ex "break *step_site" \
+  -ex "break done" \
+  -ex "tstart" \
+  -ex "continue" \
+  -ex "stepi" \
+  -ex "echo STEP1: " -ex "output (long)\$pc - (long)&step_site" -ex "echo \\n" \
+  -ex "stepi" \
+  -ex "echo STEP2: " -ex "output (long)\$pc - (long)&step_site" -ex "echo \\n" \
+  -ex "echo RDI: " -ex "output \$rdi" -ex "echo \\n" \
+  -ex "continue" \
+  -ex "echo SINK: " -ex "output sink" -ex "echo \\n" \
+  -ex "echo WATCHED: " -ex "output watched" -ex "echo \\n" \
+  -ex "monitor gdbtrace status" \
+  -ex "monitor gdbtrace backend" \
+  -ex "tstop" \
+  -ex "tstatus" \
+  -ex "tfind tracepoint 3" \
+  -ex "echo ADD-RDI: " -ex "output \$rdi" -ex "echo \\n" \
+  -ex "tfind 123" \
+  -ex "echo A123: " -ex "output a" -ex "echo \\n" \
+  -ex "tfind none" \
+  -ex "monitor gdbtrace backend auto" \
+  -ex "kill" \
+  >"$bpfout" 2>&1
+echo "gdb exit $?" >>"$bpfout"
+check ebpf_backend "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB" "$bpfout"
+check ebpf_frames "Collected $((NB + 2)) trace frames" "$bpfout"
+check ebpf_frame_a "A123: ?123$" "$bpfout"
+check ebpf_stepi_onto_site "STEP1: ?1$" "$bpfout"
+check ebpf_stepi_one_instruction "STEP2: ?5$" "$bpfout"
+check ebpf_stepi_add_ran_once "RDI: ?42$" "$bpfout"
+# The one hit at step_site+1 was the stepi over it (trap flag set: single-stepped, not emulated).
+check ebpf_add_frame_before "ADD-RDI: ?41$" "$bpfout"
+# sink = sum of 4i for i < NB, + step_site(41) + store_site(&watched, 1234): every site ran once.
+check ebpf_program_results "SINK: ?$((2 * NB * (NB - 1) + 42 + 1234))$" "$bpfout"
+check ebpf_store_site_ran "WATCHED: ?1234$" "$bpfout"
+krel=$(sed -n 's/.*generated BPF program per tracepoint (Linux \([0-9]*\.[0-9]*\).*/\1/p' "$bpfout" | head -1)
+if [ -n "$krel" ] && [ "$(printf '%s\n6.19\n' "$krel" | sort -V | head -1)" = 6.19 ]; then
+  check ebpf_emulates "common instructions emulated by the program" "$bpfout"
+  check ebpf_load_emulated "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB, drops 0, errors 0, emulated $NB$" "$bpfout"
+  check ebpf_store_not_emulated "tracepoint 4 at 0x[0-9a-f]+: backend ebpf, hits 1, frames 1, drops 0, errors 0$" "$bpfout"
+else
+  check ebpf_says_why_not "register writes need Linux 6.19" "$bpfout"
+  if grep -q ", emulated [0-9]" "$bpfout"; then echo "FAIL gdb_ebpf_no_emulation: emulated hits before Linux 6.19"; else echo "ok gdb_ebpf_no_emulation"; fi
+fi
+
 # Call stacks through the module (`monitor gdbtrace stacks on`): gt_loop is -O2, static, so only
 # its CFI unwinds probe_me's hits; the stub unwinds them in the guest (qGdbtrace.stacks).
 stacks=$work/gdb-stacks.out

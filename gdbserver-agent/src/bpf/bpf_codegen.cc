@@ -351,6 +351,14 @@ void Generator::finish_frame() {
   a_.emit(mov64_reg(R1, R7));
   a_.emit(call(BPF_FUNC_ringbuf_submit));
   a_.bind(exit_);
+  // Every path ends here, hit or not (disabled, condition false, errors): the
+  // instruction runs once per trap whatever the program collected.
+  if (opts_.emulation) {
+    int declined = a_.new_label();
+    emit_emulation(a_, *opts_.emulation, R6, kKey, declined);
+    stats_add(offsetof(StatsSlot, emulated));
+    a_.bind(declined);
+  }
   a_.emit(mov64_imm(R0, 0));
   a_.emit(exit_insn());
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/bpf_emulate.h"
 #include "common/result.h"
 #include "trace/tracepoint.h"
 
@@ -50,6 +51,9 @@ struct CodegenOptions {
   bool sleepable = false;
   // Offset of thread.fsbase in task_struct (from vmlinux BTF); nullopt: fs_base unavailable.
   std::optional<uint32_t> task_fsbase_offset;
+  // Emulate the probed instruction at the end of every hit (Linux 6.19+; see
+  // bpf_emulate.h); nullopt: the kernel single-steps it.
+  std::optional<EmulationSite> emulation;
 };
 
 struct Program {

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <asio/posix/stream_descriptor.hpp>
 #include <dirent.h>
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "abi/amd64_regs.h"
@@ -82,6 +84,8 @@ struct Probe {
   // Loaded, to be attached at the end of the install batch.
   UniqueFd program;
   std::optional<ProbeSite> site;
+  bool emulates = false;    // its program can emulate the probed instruction (bpf_emulate.h)
+  uint64_t attached_at = 0; // attach sequence number (0: not attached yet)
 };
 
 class BpfCollector final : public Collector {
@@ -120,6 +124,12 @@ private:
                                 bool enabled, std::optional<uint32_t> skips_of_slot,
                                 bool defer = false);
   void keep_definition_order(const Probe& added, TraceContext& ctx);
+  bool emulation_available() const {
+    return support_.ctx_writes && support_.task_dr7_offset.has_value() && !no_emulation_;
+  }
+  std::optional<bpf::EmulationSite> emulation_site(const ProbeSite& site, uint64_t address,
+                                                   uint32_t slot) const;
+  void set_emulating_probes();
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   uint64_t copy_skips(uint32_t from_slot, uint32_t to_slot);
   void arm_watch();
@@ -146,6 +156,12 @@ private:
   bool watching_ = false;
   bool discard_ = false; // records left in the ring after remove_all belong to no run
   bool batch_ = false;   // inside QTStart's installs: attach at end_install_batch
+  uint64_t attach_seq_ = 0;
+  // GDBTRACE_BPF_EMULATE=0: never emulate (benchmarks compare both, as GDBTRACE_KMOD_EMULATE=0).
+  bool no_emulation_ = [] {
+    const char* env = getenv("GDBTRACE_BPF_EMULATE");
+    return env && std::string(env) == "0";
+  }();
   // Results of the last run, still asked for after the probes are gone.
   std::map<uint32_t, CollectorStats> retired_stats_;
   std::map<uint32_t, int64_t> retired_tsvs_;
@@ -229,12 +245,17 @@ BpfCollector::~BpfCollector() {
 }
 
 std::string BpfCollector::describe() const {
-  std::string s = std::string("eBPF: uprobe (") +
-                  (support_.uprobe_multi ? "uprobe_multi link" : "perf event") +
-                  ") + generated BPF program per tracepoint (Linux " + support_.kernel_release +
-                  "); kernel single-steps the probed instruction; ";
-  s += support_.ctx_writes ? "register writes supported by this kernel (not used)"
-                           : "register writes unsupported (needs Linux 6.19+)";
+  std::string s =
+      std::string("eBPF: uprobe (") + (support_.uprobe_multi ? "uprobe_multi link" : "perf event") +
+      ") + generated BPF program per tracepoint (Linux " + support_.kernel_release + "); ";
+  if (emulation_available())
+    s += "common instructions emulated by the program (register writes; loads, moves, "
+         "add/sub, lea), others single-stepped by the kernel";
+  else if (support_.ctx_writes)
+    s += "kernel single-steps the probed instruction (register writes supported, but thread "
+         "debug-register state unknown: no vmlinux BTF)";
+  else
+    s += "kernel single-steps the probed instruction (register writes need Linux 6.19+)";
   s += support_.sleepable ? "; sleepable programs (memory not paged in yet is read)"
                           : "; memory the tracee has not touched yet reads as unavailable";
   if (rings_)
@@ -348,8 +369,10 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!probe)
     return probe.error();
   probes_.push_back(std::move(*probe));
-  if (!batch_)
+  if (!batch_) {
     keep_definition_order(probes_.back(), ctx);
+    set_emulating_probes();
+  }
   arm_watch();
   return ok();
 }
@@ -372,9 +395,11 @@ Result<void> BpfCollector::end_install_batch() {
       return make_error(event.error().code,
                         "tracepoint " + std::to_string(p->tp) + ": " + event.error().message);
     p->event = std::move(*event);
+    p->attached_at = ++attach_seq_;
     p->program = UniqueFd(); // the link holds the program
     p->site.reset();
   }
+  set_emulating_probes();
   return ok();
 }
 
@@ -396,6 +421,7 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   uint32_t slot = next_slot_;
   bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
   o.tsv_index = [this, &ctx](uint32_t n) { return tsv_index(n, &ctx); };
+  o.emulation = emulation_site(*site, tp.address, slot);
   bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), rings_.outer_fd(), skips_.get()};
   auto prog = bpf::generate_program(tp, maps, o);
   if (!prog)
@@ -412,8 +438,10 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
       skips_of_slot ? copy_skips(*skips_of_slot, slot) : mark_threads_at(pid, tp.address, slot);
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&c.skips_pending, skips, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.emulate, 0, __ATOMIC_RELAXED); // set_emulating_probes decides
   __atomic_store_n(&c.enabled, enabled ? 1 : 0, __ATOMIC_RELEASE);
   Probe p;
+  p.emulates = o.emulation.has_value();
   if (defer) {
     p.program = std::move(*loaded);
     p.site = std::move(*site);
@@ -422,6 +450,7 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
     if (!event)
       return event.error();
     p.event = std::move(*event);
+    p.attached_at = ++attach_seq_;
   }
   next_slot_++;
 
@@ -434,6 +463,52 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   regs.resize(GT_NUM_REGS_AVX, false);
   ctx.set_register_availability(tp.number, regs);
   return p;
+}
+
+// The recipe for the instruction at SITE, if this kernel lets the program carry
+// it out. The bytes come from the file, not the tracee's memory, which may hold
+// a debugger's int3 there.
+std::optional<bpf::EmulationSite>
+BpfCollector::emulation_site(const ProbeSite& site, uint64_t address, uint32_t slot) const {
+  if (!emulation_available())
+    return std::nullopt;
+  uint8_t bytes[GDBTRACE_MAX_EMU];
+  ssize_t n = pread(site.fd.get(), bytes, sizeof bytes, off_t(site.offset));
+  gdbtrace_emu recipe{};
+  if (n <= 0 || gt_emu_decode(bytes, uint32_t(n), &recipe) != 0 || !bpf::bpf_can_emulate(recipe))
+    return std::nullopt;
+  bpf::EmulationSite e;
+  e.address = address;
+  e.recipe = recipe;
+  e.task_dr7_offset = *support_.task_dr7_offset;
+  e.flag_map_fd = control_.get();
+  e.flag_offset = uint32_t(slot * sizeof(ControlSlot) + offsetof(ControlSlot, emulate));
+  return e;
+}
+
+// The kernel runs the programs of one address newest first (see
+// keep_definition_order), so the one attached earliest runs last: only that one
+// may move ip on, after every other has collected the registers as they were
+// before the instruction. Flags go off before the new one goes on, so two
+// programs of one address never both emulate.
+void BpfCollector::set_emulating_probes() {
+  std::map<std::pair<Pid, uint64_t>, const Probe*> last;
+  for (const auto& p : probes_) {
+    if (!p.attached_at)
+      continue;
+    const Probe*& l = last[{p.pid, p.address}];
+    if (!l || p.attached_at < l->attached_at)
+      l = &p;
+  }
+  auto chosen = [&](const Probe& p) {
+    return p.emulates && p.attached_at && last[{p.pid, p.address}] == &p;
+  };
+  for (const auto& p : probes_)
+    if (!chosen(p))
+      __atomic_store_n(&control(p.slot).emulate, 0, __ATOMIC_RELEASE);
+  for (const auto& p : probes_)
+    if (chosen(p))
+      __atomic_store_n(&control(p.slot).emulate, 1, __ATOMIC_RELEASE);
 }
 
 // The kernel runs the consumers of one uprobe newest first; gdbserver collects
@@ -662,6 +737,7 @@ StatsSlot BpfCollector::read_stats(uint32_t slot) const {
     sum.hits += s.hits;
     sum.drops += s.drops;
     sum.errors += s.errors;
+    sum.emulated += s.emulated;
   }
   return sum;
 }
@@ -672,6 +748,7 @@ CollectorStats BpfCollector::probe_stats(const Probe& p) const {
   s.hits = __atomic_load_n(&control(p.slot).hits, __ATOMIC_RELAXED) + k.hits;
   s.drops = k.drops;
   s.errors = k.errors;
+  s.emulated = k.emulated;
   return s;
 }
 

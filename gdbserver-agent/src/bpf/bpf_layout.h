@@ -26,7 +26,10 @@ struct ControlSlot {
   int64_t last_error;
   uint64_t last_error_pc;
   uint64_t skips_pending; // threads that sat at the address when the probe was installed
-  uint64_t reserved[3];
+  // 1: this program emulates the probed instruction (bpf_emulate.h); set by the
+  // collector for the last program the kernel runs at the address only.
+  uint64_t emulate;
+  uint64_t reserved[2];
 };
 static_assert(sizeof(ControlSlot) == 64);
 
@@ -39,9 +42,10 @@ constexpr uint32_t kStopFlagOffset =
     kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, reserved);
 
 struct StatsSlot {
-  uint64_t hits;   // hits of a tracepoint without a pass count (else ControlSlot::hits)
-  uint64_t drops;  // ring buffer full: frame not written
-  uint64_t errors; // agent-expression errors at run time
+  uint64_t hits;     // hits of a tracepoint without a pass count (else ControlSlot::hits)
+  uint64_t drops;    // ring buffer full: frame not written
+  uint64_t errors;   // agent-expression errors at run time
+  uint64_t emulated; // hits whose instruction the program emulated (bpf_emulate.h)
 };
 
 // Key of the skip map: a thread stopped exactly at a tracepoint's address when

@@ -50,18 +50,28 @@ std::optional<uint32_t> member_offset(const btf* b, uint32_t type_id, const char
   return std::nullopt;
 }
 
-std::optional<uint32_t> find_task_fsbase_offset() {
+// Offsets in task_struct of thread.fsbase and thread.ptrace_dr7, from vmlinux BTF.
+struct TaskThreadOffsets {
+  std::optional<uint32_t> fsbase, ptrace_dr7;
+};
+
+TaskThreadOffsets find_task_thread_offsets() {
+  TaskThreadOffsets result;
   btf* vmlinux = btf__load_vmlinux_btf();
   if (!vmlinux || libbpf_get_error(vmlinux))
-    return std::nullopt;
-  std::optional<uint32_t> result;
+    return result;
   int task = btf__find_by_name_kind(vmlinux, "task_struct", BTF_KIND_STRUCT);
-  if (task > 0) {
-    auto thread = member_offset(vmlinux, uint32_t(task), "thread");
-    int ts = btf__find_by_name_kind(vmlinux, "thread_struct", BTF_KIND_STRUCT);
-    auto fsbase = ts > 0 ? member_offset(vmlinux, uint32_t(ts), "fsbase") : std::nullopt;
-    if (thread && fsbase)
-      result = *thread + *fsbase;
+  int ts = btf__find_by_name_kind(vmlinux, "thread_struct", BTF_KIND_STRUCT);
+  if (task > 0 && ts > 0) {
+    uint32_t thread = member_offset(vmlinux, uint32_t(task), "thread").value_or(UINT32_MAX);
+    auto in_thread = [&](const char* name) -> std::optional<uint32_t> {
+      auto m = member_offset(vmlinux, uint32_t(ts), name);
+      if (thread == UINT32_MAX || !m)
+        return std::nullopt;
+      return thread + *m;
+    };
+    result.fsbase = in_thread("fsbase");
+    result.ptrace_dr7 = in_thread("ptrace_dr7");
   }
   btf__free(vmlinux);
   return result;
@@ -180,11 +190,6 @@ Result<KernelSupport> probe_kernel_support() {
   if (!loaded)
     return make_error(loaded.error().code, "eBPF unusable: " + loaded.error().message);
 
-  // Can a uprobe program write registers (pt_regs->ip)? Upstream 7384893d970e, Linux 6.19.
-  std::vector<bpf_insn> writes{mov64_imm(R2, 0), stx(BPF_DW, R1, 128, R2), mov64_imm(R0, 0),
-                               exit_insn()};
-  ks.ctx_writes = bool(load_uprobe_program(writes, "gdbtrace_wprobe"));
-
   // Sleepable uprobe programs can read user memory that is not paged in yet.
   std::vector<bpf_insn> copies{st_imm(BPF_DW, R10, -8, 0), mov64_reg(R1, R10),
                                alu64_imm(BPF_ADD, R1, -8), mov64_imm(R2, 8),
@@ -193,11 +198,20 @@ Result<KernelSupport> probe_kernel_support() {
   ks.sleepable = bool(load_uprobe_program(copies, "gdbtrace_sprobe", true));
   ks.uprobe_multi = bool(load_uprobe_program(trivial, "gdbtrace_mprobe", ks.sleepable, true));
 
+  // Can a uprobe program write registers (pt_regs->ip)? Upstream 7384893d970e, Linux 6.19.
+  // Tried as the collector's programs are loaded (sleepable, for a uprobe_multi link).
+  std::vector<bpf_insn> writes{ldx(BPF_DW, R2, R1, 128), stx(BPF_DW, R1, 128, R2), mov64_imm(R0, 0),
+                               exit_insn()};
+  ks.ctx_writes =
+      bool(load_uprobe_program(writes, "gdbtrace_wprobe", ks.sleepable, ks.uprobe_multi));
+
   UniqueFd rb(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_probe", 0, 0, 4096, nullptr));
   if (!rb)
     return make_error(errno, explain_errno(errno, "cannot create a BPF ring buffer "
                                                   "(needs Linux 5.8+)"));
-  ks.task_fsbase_offset = find_task_fsbase_offset();
+  auto offsets = find_task_thread_offsets();
+  ks.task_fsbase_offset = offsets.fsbase;
+  ks.task_dr7_offset = offsets.ptrace_dr7;
   return ks;
 }
 

@@ -23,6 +23,7 @@ struct KernelSupport {
   // many at once shares the kernel's grace period (see attach_uprobe_link).
   bool uprobe_multi = false;
   std::optional<uint32_t> task_fsbase_offset; // thread.fsbase in task_struct (vmlinux BTF)
+  std::optional<uint32_t> task_dr7_offset;    // thread.ptrace_dr7 in task_struct (vmlinux BTF)
   std::string kernel_release;
 };
 

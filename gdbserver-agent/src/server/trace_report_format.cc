@@ -33,7 +33,8 @@ std::string tracepoint_json(const TracepointReport& t) {
          ",\"enabled\":" + json_bool(t.enabled) + ",\"fast\":" + json_bool(t.fast) +
          ",\"backend\":" + json_string(t.backend) + ",\"hits\":" + std::to_string(t.hits) +
          ",\"frames\":" + std::to_string(t.frames) + ",\"bytes\":" + std::to_string(t.bytes) +
-         ",\"drops\":" + std::to_string(t.drops) + ",\"errors\":" + std::to_string(t.errors) + "}";
+         ",\"drops\":" + std::to_string(t.drops) + ",\"errors\":" + std::to_string(t.errors) +
+         ",\"emulated\":" + std::to_string(t.emulated) + "}";
 }
 
 } // namespace
@@ -79,7 +80,8 @@ std::string format_report_text(const TraceReport& r) {
            (t.enabled ? "" : " (disabled)") + ": backend " +
            (t.backend.empty() ? std::string("-") : t.backend) + ", hits " + std::to_string(t.hits) +
            ", frames " + std::to_string(t.frames) + ", drops " + std::to_string(t.drops) +
-           ", errors " + std::to_string(t.errors) + "\n";
+           ", errors " + std::to_string(t.errors) +
+           (t.emulated ? ", emulated " + std::to_string(t.emulated) : std::string()) + "\n";
   return out;
 }
 

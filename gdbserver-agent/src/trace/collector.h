@@ -65,8 +65,10 @@ public:
 // frames the buffer refused, are the engine's to count (TracepointReport).
 struct CollectorStats {
   uint64_t hits = 0, drops = 0, errors = 0;
+  uint64_t emulated = 0; // hits whose probed instruction the probe emulated (no single-step)
   CollectorStats& operator+=(const CollectorStats& o) {
     hits += o.hits;
+    emulated += o.emulated;
     drops += o.drops;
     errors += o.errors;
     return *this;

@@ -386,6 +386,7 @@ TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
   if (e.collector) {
     CollectorStats cs = e.collector->stats(e.tp.number);
     r.hits = cs.hits;
+    r.emulated = cs.emulated;
     r.drops += cs.drops;
     r.errors += cs.errors;
   }
