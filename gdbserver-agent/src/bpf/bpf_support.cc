@@ -196,7 +196,13 @@ Result<KernelSupport> probe_kernel_support() {
                                ldx(BPF_DW, R3, R1, 0),     call(BPF_FUNC_copy_from_user),
                                mov64_imm(R0, 0),           exit_insn()};
   ks.sleepable = bool(load_uprobe_program(copies, "gdbtrace_sprobe", true));
-  ks.uprobe_multi = bool(load_uprobe_program(trivial, "gdbtrace_mprobe", ks.sleepable, true));
+  // uprobe_multi links (Linux 6.6+). Kernels before them accept the attach type when loading
+  // and refuse only the link (EINVAL): try one on a path that is not a regular file, which a
+  // kernel with these links refuses with EBADF (libbpf's probe_uprobe_multi_link does the same).
+  if (auto multi = load_uprobe_program(trivial, "gdbtrace_mprobe", ks.sleepable, true)) {
+    auto link = attach_uprobe_link(multi->get(), "/", 0, 0, "/");
+    ks.uprobe_multi = !link && link.error().code == EBADF;
+  }
 
   // Can a uprobe program write registers (pt_regs->ip)? Upstream 7384893d970e, Linux 6.19.
   // Tried as the collector's programs are loaded (sleepable, for a uprobe_multi link).
