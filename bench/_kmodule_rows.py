@@ -12,7 +12,8 @@ NAMES = {"untraced": "untraced", "tracefs-uprobe": "uprobe-tracefs", "module": "
          "module+emulation": "gdbtrace-kmod-emulating",
          "module+emulation+fpu": "gdbtrace-kmod-emulating-fpu",
          # gdb-driven sessions in the guest (gdbtrace-server, `collect $regs`, backend module / ptrace)
-         "gdb-module-collect-regs": "gdbtrace-kmod-gdb", "gdb-ptrace-collect-regs": "gdbtrace-ptrace-gdb"}
+         "gdb-module-collect-regs": "gdbtrace-kmod-gdb", "gdb-ptrace-collect-regs": "gdbtrace-ptrace-gdb",
+         "gdb-ebpf-collect-regs": "gdbtrace-ebpf-gdb"}
 COLUMNS = {"nop": "regs", "load": "stepsite"}
 
 seen, table = set(), []
