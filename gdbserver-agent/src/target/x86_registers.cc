@@ -186,16 +186,24 @@ Result<RegisterBlock> read_registers(pid_t tid, bool avx) {
   for (const auto& slot : kGprSlots)
     block.set_u64(slot.regno, gpr_field(gpr, slot.offset));
 
-  Fxsave fx{};
-  if (ptrace(PTRACE_GETFPREGS, tid, nullptr, &fx) != 0)
-    return ptrace_error("PTRACE_GETFPREGS", tid);
-  supply_fxsave(block, fx);
-
-  if (avx) {
+  if (!avx) {
+    Fxsave fx{};
+    if (ptrace(PTRACE_GETFPREGS, tid, nullptr, &fx) != 0)
+      return ptrace_error("PTRACE_GETFPREGS", tid);
+    supply_fxsave(block, fx);
+  } else {
+    // The XSAVE area starts with the FXSAVE image (the regset fills the x87/SSE
+    // part in full, with init values for components in their init state): one
+    // ptrace call instead of two, per trace hit of the ptrace collector.
     auto buf = std::make_unique<XsaveBuffer>();
     auto len = get_xstate(tid, *buf);
     if (!len)
       return len.error();
+    if (*len < sizeof(Fxsave))
+      return make_error(EIO, "PTRACE_GETREGSET(NT_X86_XSTATE): short XSAVE area");
+    Fxsave fx{};
+    std::memcpy(&fx, buf->bytes, sizeof fx);
+    supply_fxsave(block, fx);
     uint64_t bv = 0;
     std::memcpy(&bv, buf->bytes + kXstateBvOffset, 8);
     bool have = (bv & kXfeatureYmm) && *len >= kYmmHiOffset + 256;
