@@ -170,8 +170,10 @@ private:
   // --- events and execution control (linux_target_events.cc) ---
   void arm_signalfd();
   void on_sigchld();
-  void collect_statuses();
-  void note_zombie_leaders();
+  // SIGCHLD: called from the signalfd (a round that reaps nothing may mean a zombie leader).
+  void collect_statuses(bool sigchld = false);
+  bool note_zombie_leaders();
+  void check_leaders_later();
   void drop_stale_report(Process& p, Lwp& l);
   void store_status(Process& p, Lwp& l, int status);
   void classify_trap(Process& p, Lwp& l);
@@ -228,6 +230,11 @@ private:
   // stays queued in the process.
   bool interrupt_requested_ = false;
   bool dispatching_ = false, redispatch_ = false, dispatch_posted_ = false;
+  // A SIGCHLD came with nothing to reap and a leader could not be checked yet
+  // (other threads ran): check at the next statuses (note_zombie_leaders).
+  bool zombie_suspect_ = false;
+  asio::steady_timer leader_check_{io_};
+  bool leader_check_armed_ = false;
   std::vector<bool> pass_signals_;
   bool report_thread_events_ = false;
   bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;

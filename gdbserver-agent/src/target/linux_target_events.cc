@@ -67,15 +67,17 @@ void LinuxTarget::arm_signalfd() {
 }
 
 void LinuxTarget::on_sigchld() {
-  signalfd_siginfo info;
-  while (::read(sigchld_.native_handle(), &info, sizeof info) == sizeof info) {
-  }
-  collect_statuses();
+  // SIGCHLD is a standard signal: at most one is pending, so one read empties
+  // the signalfd (one that arrives after it makes the fd readable again).
+  signalfd_siginfo info[4];
+  (void)!::read(sigchld_.native_handle(), info, sizeof info);
+  collect_statuses(true);
   dispatch();
   arm_signalfd();
 }
 
-void LinuxTarget::collect_statuses() {
+void LinuxTarget::collect_statuses(bool sigchld) {
+  bool reaped = false;
   for (;;) {
     int st = 0;
     pid_t w = waitpid(-1, &st, WNOHANG | __WALL);
@@ -91,9 +93,45 @@ void LinuxTarget::collect_statuses() {
         unknown_stops_[w] = st;
       continue;
     }
+    reaped = true;
     store_status(*p, *l, st);
   }
-  note_zombie_leaders();
+  if (sigchld && !reaped)
+    zombie_suspect_ = true; // a SIGCHLD with nothing to reap
+  if (zombie_suspect_)
+    zombie_suspect_ = note_zombie_leaders();
+  else if (reaped)
+    check_leaders_later();
+}
+
+// A leader's exit and another thread's stop can come as one SIGCHLD (it does
+// not queue), and the round then reaps a status. Where that leaves a leader
+// alone running, look at it a little later rather than at every such round:
+// that is every hit of a ptrace tracepoint in a one-worker program.
+void LinuxTarget::check_leaders_later() {
+  if (leader_check_armed_)
+    return;
+  bool lone_leader = std::any_of(procs_.begin(), procs_.end(), [](const auto& kv) {
+    const auto& p = *kv.second;
+    auto it = p.lwps.find(kv.first);
+    if (it == p.lwps.end() || p.lwps.size() < 2 || !it->second.running || it->second.zombie)
+      return false;
+    return std::none_of(p.lwps.begin(), p.lwps.end(), [&](const auto& l) {
+      return &l.second != &it->second && l.second.running;
+    });
+  });
+  if (!lone_leader)
+    return;
+  leader_check_armed_ = true;
+  leader_check_.expires_after(std::chrono::milliseconds(20));
+  std::weak_ptr<int> alive = life_;
+  leader_check_.async_wait([this, alive](const asio::error_code& ec) {
+    if (ec || alive.expired())
+      return;
+    leader_check_armed_ = false;
+    zombie_suspect_ = true;
+    post_dispatch();
+  });
 }
 
 // A leader that exits while other threads live becomes a zombie the kernel
@@ -101,9 +139,12 @@ void LinuxTarget::collect_statuses() {
 // SIGCHLD with nothing to reap. Like gdbserver's check_zombie_leaders, stop
 // waiting for it: gdb, resuming only the leader (scheduler locking), then
 // sees no resumed thread left ('N') and the leader gone from the thread list.
-// Only asked while no other thread of the process runs (the case where gdb
-// would wait forever), so a busy traced process costs no /proc read per event.
-void LinuxTarget::note_zombie_leaders() {
+// Asked only after such a SIGCHLD, and while no other thread of the process
+// runs (the case where gdb would wait forever): a busy traced process costs no
+// /proc read per event. True while a leader could not be asked yet (others
+// ran): the next statuses ask again.
+bool LinuxTarget::note_zombie_leaders() {
+  bool undecided = false;
   for (auto& [pid, p] : procs_) {
     auto it = p->lwps.find(pid);
     if (it == p->lwps.end() || p->lwps.size() < 2)
@@ -114,11 +155,14 @@ void LinuxTarget::note_zombie_leaders() {
     bool others_run = std::any_of(p->lwps.begin(), p->lwps.end(), [&](const auto& kv) {
       return &kv.second != &leader && kv.second.running;
     });
-    if (!others_run && procfs::thread_state(pid, pid) == 'Z') {
+    if (others_run) {
+      undecided = true;
+    } else if (procfs::thread_state(pid, pid) == 'Z') {
       leader.running = false;
       leader.zombie = true;
     }
   }
+  return undecided;
 }
 
 void LinuxTarget::store_status(Process& p, Lwp& l, int status) {
