@@ -189,9 +189,11 @@ private:
   std::optional<StopEvent> on_syscall_stop(Process& p, Lwp& l);
   std::optional<StopEvent> on_trap(Process& p, Lwp& l);
   enum class TraceOutcome { Continue, Report, EventPending, Gone };
-  TraceOutcome run_trace_hit(Pid pid, Tid tid, uint64_t address);
+  // *PC: the thread's pc when it returns Continue, if the registers it read last are valid.
+  TraceOutcome run_trace_hit(Pid pid, Tid tid, uint64_t address, std::optional<uint64_t>* pc);
   int wait_new_child(Tid tid);
-  void resume_lwp(Process& p, Lwp& l);
+  // KNOWN_PC: the thread's pc when the caller has just read it (saves a ptrace call per trace hit).
+  void resume_lwp(Process& p, Lwp& l, std::optional<uint64_t> known_pc = std::nullopt);
   bool step_over_breakpoint(Process& p, Lwp& l, int signal);
   bool step_over_in_place(Process& p, Lwp& l);
   bool single_step_sync(Process& p, Lwp& l, int signal);

@@ -677,7 +677,8 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
     l.at_breakpoint = true;
     l.breakpoint_pc = addr;
     if (it->second.trace) {
-      TraceOutcome outcome = run_trace_hit(pid, tid, addr);
+      std::optional<uint64_t> pc_after;
+      TraceOutcome outcome = run_trace_hit(pid, tid, addr, &pc_after);
       Process* pp = nullptr;
       Lwp* ll = find_lwp(tid, &pp);
       if (outcome == TraceOutcome::Gone || !ll)
@@ -685,7 +686,7 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
       if (outcome == TraceOutcome::Report)
         return signal_event(pid, tid, SIGTRAP, StopReason::SwBreak);
       if (outcome == TraceOutcome::Continue)
-        resume_lwp(*pp, *ll);
+        resume_lwp(*pp, *ll, pc_after);
       return std::nullopt; // EventPending: the next status is interpreted by dispatch
     }
     if (it->second.user)
@@ -725,7 +726,8 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
 // Runs the collector's callback for a trace-breakpoint hit of thread TID
 // (stopped, pc == ADDRESS) and its while-stepping steps. Other threads keep
 // running except during the instant an int3 is lifted for a step.
-LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t address) {
+LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t address,
+                                                     std::optional<uint64_t>* pc) {
   Process* p = nullptr;
   Lwp* l = find_lwp(tid, &p);
   auto it = p->breakpoints.find(address);
@@ -741,7 +743,8 @@ LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t 
   if (it != p->breakpoints.end() && it->second.user)
     return TraceOutcome::Report; // gdb's own breakpoint at the same place
   for (int step = 1; more; step++) {
-    auto pc = x86::read_pc(tid);
+    // The registers just read for the callback (which only reads): no PEEKUSER for pc.
+    std::optional<uint64_t> pc = regs->pc();
     bool stepped;
     if (pc && int3_inserted(*p, *pc)) {
       l->breakpoint_pc = *pc;
@@ -761,12 +764,13 @@ LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t 
     if (!(l = find_lwp(tid, &p)))
       return TraceOutcome::Gone;
   }
+  *pc = regs->pc();
   return TraceOutcome::Continue;
 }
 
 // --- resuming and stopping ---
 
-void LinuxTarget::resume_lwp(Process& p, Lwp& l) {
+void LinuxTarget::resume_lwp(Process& p, Lwp& l, std::optional<uint64_t> known_pc) {
   if (l.raw || l.report || l.running)
     return;
   if (l.debug_regs_dirty) {
@@ -777,7 +781,10 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l) {
   l.pending_signal = 0;
   if (l.at_breakpoint) {
     l.at_breakpoint = false;
-    auto pc = x86::read_pc(l.tid);
+    std::optional<uint64_t> pc = known_pc;
+    if (!pc)
+      if (auto read = x86::read_pc(l.tid))
+        pc = *read;
     // Still where it hit our int3 (gdb did not move it): execute the original instruction.
     if (pc && *pc == l.breakpoint_pc && int3_inserted(p, *pc)) {
       if (!step_over_breakpoint(p, l, sig))
