@@ -95,7 +95,7 @@ def main():
     prog = B.program("bench_threads")
     nopie = B.program("bench_threads-nopie")
     n_fast = B.n(25000, 300)
-    n_trap = B.n(500, 20)
+    n_trap = B.n(5000, 20)  # trap collectors: 5000 hits per thread keep start-up noise out of the rate
     base = {t: B.untraced([prog, str(t), str(n_fast)], parse=parse) for t in THREADS}
     base_trap = {t: B.untraced([prog, str(t), str(n_trap)], parse=parse) for t in THREADS}
     n_ftrace = B.n(12000, 300)  # the in-process agent's frames are ~2.5 KB: stay under the 200 MB buffer
