@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <signal.h>
+#include <sys/user.h>
 #include <vector>
 
 #include "target/debug_registers.h"
@@ -189,13 +190,17 @@ private:
   std::optional<StopEvent> on_syscall_stop(Process& p, Lwp& l);
   std::optional<StopEvent> on_trap(Process& p, Lwp& l);
   enum class TraceOutcome { Continue, Report, EventPending, Gone };
-  // *PC: the thread's pc when it returns Continue, if the registers it read last are valid.
-  TraceOutcome run_trace_hit(Pid pid, Tid tid, uint64_t address, std::optional<uint64_t>* pc);
+  // *REGS: the thread's general registers when it returns Continue, as read last (the
+  // callback only reads), if that read worked.
+  TraceOutcome run_trace_hit(Pid pid, Tid tid, uint64_t address,
+                             std::optional<user_regs_struct>* regs);
   int wait_new_child(Tid tid);
-  // KNOWN_PC: the thread's pc when the caller has just read it (saves a ptrace call per trace hit).
-  void resume_lwp(Process& p, Lwp& l, std::optional<uint64_t> known_pc = std::nullopt);
-  bool step_over_breakpoint(Process& p, Lwp& l, int signal);
-  bool step_over_in_place(Process& p, Lwp& l);
+  // KNOWN: the thread's general registers when the caller has just read them and nothing
+  // changed them since (saves two ptrace calls per trace hit).
+  void resume_lwp(Process& p, Lwp& l, const user_regs_struct* known = nullptr);
+  bool step_over_breakpoint(Process& p, Lwp& l, int signal,
+                            const user_regs_struct* known = nullptr);
+  bool step_over_in_place(Process& p, Lwp& l, const user_regs_struct* known);
   bool single_step_sync(Process& p, Lwp& l, int signal);
   std::vector<Tid> stop_threads(Process& p, const Lwp* except);
   void stop_all_processes();

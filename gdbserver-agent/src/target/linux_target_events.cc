@@ -677,8 +677,8 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
     l.at_breakpoint = true;
     l.breakpoint_pc = addr;
     if (it->second.trace) {
-      std::optional<uint64_t> pc_after;
-      TraceOutcome outcome = run_trace_hit(pid, tid, addr, &pc_after);
+      std::optional<user_regs_struct> regs_after;
+      TraceOutcome outcome = run_trace_hit(pid, tid, addr, &regs_after);
       Process* pp = nullptr;
       Lwp* ll = find_lwp(tid, &pp);
       if (outcome == TraceOutcome::Gone || !ll)
@@ -686,7 +686,7 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
       if (outcome == TraceOutcome::Report)
         return signal_event(pid, tid, SIGTRAP, StopReason::SwBreak);
       if (outcome == TraceOutcome::Continue)
-        resume_lwp(*pp, *ll, pc_after);
+        resume_lwp(*pp, *ll, regs_after ? &*regs_after : nullptr);
       return std::nullopt; // EventPending: the next status is interpreted by dispatch
     }
     if (it->second.user)
@@ -727,13 +727,14 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
 // (stopped, pc == ADDRESS) and its while-stepping steps. Other threads keep
 // running except during the instant an int3 is lifted for a step.
 LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t address,
-                                                     std::optional<uint64_t>* pc) {
+                                                     std::optional<user_regs_struct>* known) {
   Process* p = nullptr;
   Lwp* l = find_lwp(tid, &p);
   auto it = p->breakpoints.find(address);
   TraceHitCallback callback = it->second.trace; // a copy: the callback may remove itself
   ThreadId id{pid, tid};
-  auto regs = x86::read_registers(tid, avx_);
+  user_regs_struct raw{};
+  auto regs = x86::read_registers(tid, avx_, &raw);
   if (!regs)
     return TraceOutcome::Continue;
   bool more = callback(id, address, 0, *regs);
@@ -743,12 +744,11 @@ LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t 
   if (it != p->breakpoints.end() && it->second.user)
     return TraceOutcome::Report; // gdb's own breakpoint at the same place
   for (int step = 1; more; step++) {
-    // The registers just read for the callback (which only reads): no PEEKUSER for pc.
-    std::optional<uint64_t> pc = regs->pc();
+    // The registers just read for the callback (which only reads) are the thread's.
     bool stepped;
-    if (pc && int3_inserted(*p, *pc)) {
-      l->breakpoint_pc = *pc;
-      stepped = step_over_breakpoint(*p, *l, 0);
+    if (int3_inserted(*p, raw.rip)) {
+      l->breakpoint_pc = raw.rip;
+      stepped = step_over_breakpoint(*p, *l, 0, &raw);
     } else {
       stepped = single_step_sync(*p, *l, 0);
     }
@@ -757,20 +757,20 @@ LinuxTarget::TraceOutcome LinuxTarget::run_trace_hit(Pid pid, Tid tid, uint64_t 
     if (!stepped)
       return TraceOutcome::EventPending;
     l->at_breakpoint = false;
-    regs = x86::read_registers(tid, avx_);
+    regs = x86::read_registers(tid, avx_, &raw);
     if (!regs)
       return TraceOutcome::Continue;
     more = callback(id, address, step, *regs);
     if (!(l = find_lwp(tid, &p)))
       return TraceOutcome::Gone;
   }
-  *pc = regs->pc();
+  *known = raw;
   return TraceOutcome::Continue;
 }
 
 // --- resuming and stopping ---
 
-void LinuxTarget::resume_lwp(Process& p, Lwp& l, std::optional<uint64_t> known_pc) {
+void LinuxTarget::resume_lwp(Process& p, Lwp& l, const user_regs_struct* known) {
   if (l.raw || l.report || l.running)
     return;
   if (l.debug_regs_dirty) {
@@ -781,13 +781,14 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l, std::optional<uint64_t> known_p
   l.pending_signal = 0;
   if (l.at_breakpoint) {
     l.at_breakpoint = false;
-    std::optional<uint64_t> pc = known_pc;
-    if (!pc)
-      if (auto read = x86::read_pc(l.tid))
-        pc = *read;
+    std::optional<uint64_t> pc;
+    if (known)
+      pc = known->rip;
+    else if (auto read = x86::read_pc(l.tid))
+      pc = *read;
     // Still where it hit our int3 (gdb did not move it): execute the original instruction.
     if (pc && *pc == l.breakpoint_pc && int3_inserted(p, *pc)) {
-      if (!step_over_breakpoint(p, l, sig))
+      if (!step_over_breakpoint(p, l, sig, known))
         return; // something else happened during the step; it is pending on l
       sig = 0;
       if (is_stepping(l)) {
@@ -815,8 +816,9 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l, std::optional<uint64_t> known_p
 // Executes the instruction under the int3 at l.breakpoint_pc for thread L.
 // Returns true once it executed (a signal, when given, delivered), false when
 // another event came first (pending on L).
-bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
-  if (signal == 0 && step_over_in_place(p, l)) {
+bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal,
+                                       const user_regs_struct* known) {
+  if (signal == 0 && step_over_in_place(p, l, known)) {
     ++step_over_stats_.in_place;
     return true;
   }
@@ -848,7 +850,7 @@ bool LinuxTarget::step_over_breakpoint(Process& p, Lwp& l, int signal) {
 // other thread has to stop (step_in_place.h). Not with a hardware watchpoint
 // or breakpoint armed (an emulated access would not trigger it) nor when the
 // program set TF itself (the CPU's trap after the instruction is its own).
-bool LinuxTarget::step_over_in_place(Process& p, Lwp& l) {
+bool LinuxTarget::step_over_in_place(Process& p, Lwp& l, const user_regs_struct* known) {
   uint64_t addr = l.breakpoint_pc;
   auto bp = p.breakpoints.find(addr);
   if (p.debug_regs.any_used() || bp == p.breakpoints.end())
@@ -863,8 +865,11 @@ bool LinuxTarget::step_over_in_place(Process& p, Lwp& l) {
     at.insn_len = uint8_t(*got);
   }
   user_regs_struct regs{};
-  if (ptrace(PTRACE_GETREGS, l.tid, nullptr, &regs) != 0 || regs.rip != addr ||
-      (regs.eflags & kEflagsTrap))
+  if (known)
+    regs = *known;
+  else if (ptrace(PTRACE_GETREGS, l.tid, nullptr, &regs) != 0)
+    return false;
+  if (regs.rip != addr || (regs.eflags & kEflagsTrap))
     return false;
   if (execute_in_place(std::span<const uint8_t>(at.insn.data(), at.insn_len), regs, p.pid) !=
       InPlace::Done)

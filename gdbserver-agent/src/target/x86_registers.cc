@@ -178,11 +178,13 @@ bool cpu_has_avx() {
   return (lo & 6) == 6; // SSE and AVX state enabled by the OS
 }
 
-Result<RegisterBlock> read_registers(pid_t tid, bool avx) {
+Result<RegisterBlock> read_registers(pid_t tid, bool avx, user_regs_struct* raw) {
   RegisterBlock block;
   user_regs_struct gpr{};
   if (ptrace(PTRACE_GETREGS, tid, nullptr, &gpr) != 0)
     return ptrace_error("PTRACE_GETREGS", tid);
+  if (raw)
+    *raw = gpr;
   for (const auto& slot : kGprSlots)
     block.set_u64(slot.regno, gpr_field(gpr, slot.offset));
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include "common/register_block.h"
 #include "common/result.h"
@@ -12,7 +13,8 @@ namespace gdbtrace::x86 {
 bool cpu_has_avx();
 
 // GETREGS + GETFPREGS (+ NT_X86_XSTATE for the ymm high halves when AVX).
-Result<RegisterBlock> read_registers(pid_t tid, bool avx);
+// RAW, if given, receives the PTRACE_GETREGS block the general registers came from.
+Result<RegisterBlock> read_registers(pid_t tid, bool avx, user_regs_struct* raw = nullptr);
 // Writes back only the registers marked valid in REGS.
 Result<void> write_registers(pid_t tid, const RegisterBlock& regs, bool avx);
 
