@@ -67,6 +67,7 @@ private:
   using SeqList = std::deque<uint64_t>; // ascending frame sequence numbers
 
   void drop_oldest();
+  void populate_ahead(size_t end);
   long first_in(const SeqList& list, uint64_t from_seq) const;
 
   size_t capacity_;
@@ -78,6 +79,11 @@ private:
   uint64_t first_seq_ = 0; // sequence number of frame 0
   uint64_t created_ = 0;
   uint64_t discarded_ = 0;
+  // Pages of store_'s reservation made present in batches ahead of the write
+  // position (see populate_ahead): [store_.data(), populated_end_).
+  const uint8_t* populated_base_ = nullptr;
+  size_t populated_end_ = 0;
+  bool populate_works_ = true;
   std::unordered_map<uint16_t, SeqList> by_tp_;
   std::map<uint64_t, SeqList> by_pc_;
 };
