@@ -26,6 +26,7 @@ Every process a run starts (server, gdb, tracees, their forks) is killed when th
 python process is a child subreaper, so orphaned tracees are re-parented to it and can be found.
 """
 
+import functools
 import ctypes
 import os
 import re
@@ -80,6 +81,20 @@ def require(testcase, ok: bool, why: str):
 
 
 _collectors = None
+
+
+@functools.lru_cache(maxsize=None)
+def machine_delivers_debug_traps() -> bool:
+    """From the independent oracle tests/programs/dr_probe: some hypervisors accept debug-register
+    writes and never raise the trap. There hardware breakpoints and watchpoints must be refused
+    with the reason (tests then assert that), never accepted and silently never firing."""
+    out = subprocess.run([program("dr_probe")], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0 or out.stdout.strip() not in ("delivered", "not delivered"):
+        raise RuntimeError(f"dr_probe could not tell: rc={out.returncode} {out.stdout!r}")
+    return out.stdout.strip() == "delivered"
+
+
+NO_DEBUG_TRAPS = r"gdbtrace: this machine does not deliver debug-register traps"
 
 
 def available_collectors() -> dict:

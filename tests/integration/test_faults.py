@@ -17,8 +17,9 @@ import time
 import unittest
 from pathlib import Path
 
-from gdbtest import (GdbTestCase, Server, Tracee, available_collectors, descendants, kill_new_processes,
-                     process_state, program, require, run_gdb, tracer_pid)
+from gdbtest import (NO_DEBUG_TRAPS, GdbTestCase, Server, Tracee, available_collectors, descendants,
+                     kill_new_processes, machine_delivers_debug_traps, process_state, program, require,
+                     run_gdb, tracer_pid)
 
 # Trace tick() with the ptrace collector, plus a user breakpoint that is never reached (loop runs
 # without a heartbeat file; its int3 must go too), and let the program run: gdb waits in `continue`
@@ -187,6 +188,13 @@ class StubSignalled(GdbTestCase):
         # gdb's hardware breakpoint in a function the program calls every 10 ms (its condition never
         # true): the crash path must stop the running thread to clear its debug registers, or the
         # detached program dies of SIGTRAP at its next call.
+        if not machine_delivers_debug_traps():
+            # No debug register is ever set on such a machine: the hbreak is refused, saying why.
+            run = run_gdb(["break main", "continue", "hbreak nanosleep", "continue", "delete",
+                           "continue"], program="loop", args=("-", 2), extended=False)
+            for pattern in (r"Cannot insert hardware breakpoint", NO_DEBUG_TRAPS, r"exited normally"):
+                self.assertOutput(run, pattern)
+            return
         self.attached_case("SEGV", expect_crash=True, extra=["hbreak nanosleep if ticks < 0"])
 
 

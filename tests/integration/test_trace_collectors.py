@@ -9,7 +9,8 @@ probe_me(100 + id, k) for k < 5; then done())."""
 import re
 import unittest
 
-from gdbtest import GdbTestCase, available_collectors, require, run_gdb
+from gdbtest import (NO_DEBUG_TRAPS, GdbTestCase, available_collectors, machine_delivers_debug_traps,
+                     require, run_gdb)
 
 N, THREADS = 6, 2
 
@@ -96,6 +97,16 @@ class BreakpointAtProbeSite(GdbTestCase):
         require(self, bool(kernel), "no in-kernel collector here")
         # gdb inserts breakpoints when it resumes, i.e. after tstart armed the probe, so the stub
         # must put this one in a debug register (an int3 under a uprobe would never report).
+        if not machine_delivers_debug_traps():
+            # No debug register will ever fire here: the breakpoint is refused with the reason
+            # and the tracepoint still collects every hit.
+            run = run_gdb(["monitor gdbtrace backend " + kernel[0], "break done", "trace probe_me",
+                           "actions", "collect i", "end", "tstart", "break probe_me", "continue",
+                           "delete 3", "continue", "tstop", "tstatus"], program="trace_loop", args=(N,))
+            for pattern in (r"Cannot insert breakpoint 3", NO_DEBUG_TRAPS, r"Breakpoint 1, done",
+                            rf"Collected {N} trace frames"):
+                self.assertOutput(run, pattern)
+            return
         run = run_gdb(["monitor gdbtrace backend " + kernel[0], "break done",
                        "trace probe_me", "actions", "collect i", "end", "tstart",
                        "break probe_me", "continue", "print i", "x/i $pc", "continue", "print i",
@@ -113,6 +124,18 @@ class BreakpointAtProbeSite(GdbTestCase):
         require(self, bool(kernel), "no in-kernel collector here")
         # always-inserted: gdb's int3 is in the program before tstart; the kernel's uprobe would adopt
         # it and consume every trap there, so the stub moves it into a debug register first.
+        if not machine_delivers_debug_traps():
+            # No debug register will ever fire here: tstart refuses the tracepoint, saying why,
+            # and gdb's breakpoint keeps working.
+            run = run_gdb(["set breakpoint always-inserted on", "monitor gdbtrace backend " + kernel[0],
+                           "break done", "break probe_me", "trace probe_me", "actions", "collect i",
+                           "end", "tstart", "continue", "print i", "tstop", "tstatus"],
+                          program="trace_loop", args=(N,))
+            for pattern in (r"tracepoint 3: \w+ cannot share the address with gdb's breakpoint",
+                            r"does not deliver debug-register traps", r"Breakpoint 2, probe_me \(i=0, j=0\)",
+                            r"\$1 = 0", r"Collected 0 trace frames"):
+                self.assertOutput(run, pattern)
+            return
         run = run_gdb(["set breakpoint always-inserted on", "monitor gdbtrace backend " + kernel[0],
                        "break done", "break probe_me", "trace probe_me", "actions", "collect i", "end",
                        "tstart", "continue", "print i", "continue", "print i", "delete 2", "continue",

@@ -128,7 +128,7 @@ Result<void> GdbServer::make_room_for_kernel_probe(Pid pid, uint64_t address) {
     return ok();
   // The debug register goes in first, so the breakpoint never lapses.
   if (auto r = target_.insert_breakpoint(pid, BreakpointType::Hardware, address, 1); !r)
-    return make_error(r.error().code, "gdb's breakpoint there (no debug register is free for it: " +
+    return make_error(r.error().code, "gdb's breakpoint there (it needs a debug register: " +
                                           r.error().message + ")");
   if (auto r = target_.remove_breakpoint(pid, BreakpointType::Software, address, 1); !r) {
     (void)target_.remove_breakpoint(pid, BreakpointType::Hardware, address, 1);
@@ -136,6 +136,16 @@ Result<void> GdbServer::make_room_for_kernel_probe(Pid pid, uint64_t address) {
   }
   bp->via_debug_register = true;
   return ok();
+}
+
+// gdb shows only "Could not insert hardware breakpoints" (or "Cannot access
+// memory") for a refused Z packet; the reason, a machine that never raises
+// debug-register traps, reaches its console at the next resume, once.
+void GdbServer::explain_refused_debug_register(const Error& error) {
+  if (error.code != ENODEV || told_no_debug_traps_)
+    return;
+  told_no_debug_traps_ = true;
+  console("gdbtrace: " + error.message + "\n");
 }
 
 GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
@@ -182,8 +192,10 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
   if (z->type == 0 && engine_ && !breakpoints_.contains(pid, z->type, z->address))
     if (auto conflict = engine_->software_breakpoint_conflict(z->address)) {
       auto r = target_.insert_breakpoint(pid, BreakpointType::Hardware, z->address, z->kind);
-      if (!r)
-        return "E." + *conflict + " (and no debug register is free: " + r.error().message + ")";
+      if (!r) {
+        explain_refused_debug_register(r.error());
+        return "E." + *conflict + " (it needs a debug register: " + r.error().message + ")";
+      }
       bp.via_debug_register = true;
       breakpoints_.add(pid, z->type, z->address, std::move(bp));
       return "OK";
@@ -198,8 +210,10 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
     // "Not supported" is an empty reply: gdb then falls back (e.g. rwatch -> awatch).
     if (!r && (r.error().code == EOPNOTSUPP || r.error().code == ENOSYS))
       return "";
-    if (!r)
+    if (!r) {
+      explain_refused_debug_register(r.error());
       return "E." + r.error().message;
+    }
   }
   breakpoints_.add(pid, z->type, z->address, std::move(bp));
   return "OK";

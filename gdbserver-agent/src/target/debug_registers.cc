@@ -1,11 +1,14 @@
 #include "target/debug_registers.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstddef>
 #include <cstring>
 #include <string>
 #include <sys/ptrace.h>
 #include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace gdbtrace {
@@ -164,6 +167,57 @@ uint64_t read_dr6(pid_t tid) {
 
 void clear_dr6(pid_t tid) {
   ptrace(PTRACE_POKEUSER, tid, (void*)dr_offset(6), nullptr);
+}
+
+} // namespace gdbtrace
+
+namespace gdbtrace {
+namespace {
+
+// The probe child's breakpoint target: a real call the compiler cannot drop.
+__attribute__((noinline)) void debug_register_probe_target() {
+  asm volatile("" ::: "memory");
+}
+
+bool probe_debug_register_traps() {
+  pid_t child = fork();
+  if (child < 0)
+    return true; // cannot tell: keep hardware breakpoints on, as before
+  if (child == 0) {
+    // Only async-signal-safe calls here: the parent may have threads.
+    if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) == 0) {
+      raise(SIGSTOP);
+      debug_register_probe_target();
+    }
+    _exit(0);
+  }
+  int status = 0;
+  bool trapped = false;
+  if (waitpid(child, &status, __WALL) == child && WIFSTOPPED(status)) {
+    DebugRegisters regs;
+    auto target = reinterpret_cast<uint64_t>(&debug_register_probe_target);
+    if (regs.insert(DebugAccess::Execute, target, 1) && apply_debug_registers(child, regs) &&
+        ptrace(PTRACE_CONT, child, nullptr, nullptr) == 0 &&
+        waitpid(child, &status, __WALL) == child)
+      trapped = WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP && (read_dr6(child) & 1);
+  }
+  kill(child, SIGKILL);
+  while (waitpid(child, &status, __WALL) == child && !WIFEXITED(status) && !WIFSIGNALED(status)) {
+  }
+  return trapped;
+}
+
+} // namespace
+
+bool debug_register_traps_delivered() {
+  static const bool delivered = probe_debug_register_traps();
+  return delivered;
+}
+
+Error debug_registers_not_delivered_error() {
+  return Error{ENODEV, "this machine does not deliver debug-register traps (its hypervisor accepts "
+                       "DR0-DR7 but never raises them), so a hardware breakpoint or watchpoint "
+                       "would never fire; for watchpoints use 'set can-use-hw-watchpoints 0'"};
 }
 
 } // namespace gdbtrace

@@ -32,6 +32,14 @@ Result<void> apply_debug_registers(pid_t tid, const DebugRegisters& regs);
 uint64_t read_dr6(pid_t tid);
 void clear_dr6(pid_t tid);
 
+// Whether this machine delivers debug-register traps at all. Some hypervisors
+// accept DR0-DR7 writes but never raise the #DB (stock gdb and gdbserver then
+// miss every hardware watchpoint silently). Found out once per process by a
+// forked child stopping at a DR0 execute breakpoint (~1 ms), then cached.
+bool debug_register_traps_delivered();
+// The error a hardware breakpoint/watchpoint request gets on such a machine.
+Error debug_registers_not_delivered_error();
+
 constexpr uint64_t kDr6SingleStep = 1u << 14;
 
 } // namespace gdbtrace

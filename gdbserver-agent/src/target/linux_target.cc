@@ -565,6 +565,8 @@ Result<void> LinuxTarget::insert_breakpoint(Pid pid, BreakpointType type, uint64
   if (type == BreakpointType::ReadWatch)
     return make_error(EOPNOTSUPP, "x86 debug registers cannot watch reads only "
                                   "(use an access watchpoint)");
+  if (!debug_register_traps_delivered())
+    return debug_registers_not_delivered_error();
   DebugRegisters next = p->debug_regs;
   DebugAccess access = type == BreakpointType::Hardware     ? DebugAccess::Execute
                        : type == BreakpointType::WriteWatch ? DebugAccess::Write

@@ -1,5 +1,9 @@
 #include "target_test_util.h"
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -74,6 +78,20 @@ void EventWaiter::pump(std::chrono::milliseconds duration) {
     io_.restart();
     io_.run_one_for(std::chrono::milliseconds(20));
   }
+}
+
+bool machine_delivers_debug_traps() {
+  static const int answer = [] {
+    FILE* f = popen(DR_PROBE_PATH, "r");
+    char line[64] = {};
+    bool read = f && fgets(line, sizeof line, f);
+    int rc = f ? pclose(f) : -1;
+    if (!read || rc != 0)
+      return -1;
+    return std::strncmp(line, "delivered", 9) == 0 ? 1 : 0;
+  }();
+  EXPECT_NE(answer, -1) << DR_PROBE_PATH << " could not tell";
+  return answer == 1;
 }
 
 } // namespace gdbtrace::test

@@ -16,6 +16,12 @@ std::string program_path(const std::string& name);
 // Address of SYMBOL in the (non-PIE) executable PATH, 0 if absent.
 uint64_t symbol_address(const std::string& path, const std::string& symbol);
 
+// Whether this machine raises x86 debug-register traps, from the independent
+// oracle tests/programs/dr_probe (some hypervisors accept DR writes and never
+// trap): tests of hardware breakpoints/watchpoints expect the stub's refusal
+// where it does not.
+bool machine_delivers_debug_traps();
+
 // Runs the io_context until the target reports an event or TIMEOUT passes.
 class EventWaiter {
 public:
