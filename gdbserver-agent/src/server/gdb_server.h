@@ -62,7 +62,6 @@ public:
   bool has_processes() const { return !target_.processes().empty(); }
   // An in-kernel collector is about to probe ADDRESS: a software breakpoint of
   // gdb's there moves into a debug register (TraceEngine::Hooks::before_kernel_probe).
-  void explain_refused_debug_register(const Error& error);
   Result<void> make_room_for_kernel_probe(Pid pid, uint64_t address);
   // Kills the processes we started and detaches from attached ones (server exit).
   void detach_or_kill_all();
@@ -183,6 +182,8 @@ private:
   std::set<Pid> killed_;                     // exits of these are not reported
   std::map<Tid, StopEvent> stopped_threads_; // non-stop: last stop of each stopped thread
   std::deque<std::string> console_queue_;
+  // A refused hardware request's reason reaches gdb's console once (handlers_state.cc).
+  void explain_refused_debug_register(const Error& error);
   bool told_no_debug_traps_ = false;
   std::vector<bool> program_signals_;
   std::set<Pid> created_; // started by us (killed at exit)
