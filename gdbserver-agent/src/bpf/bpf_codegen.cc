@@ -9,6 +9,7 @@
 #include "abi/tframe.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
+#include "bpf/bpf_record.h"
 #include "bpf/bpf_rings.h"
 
 namespace gdbtrace::bpf {
@@ -31,7 +32,6 @@ int16_t slot(uint32_t i) {
 // Frame bytes, named after abi/tframe.h (BPF immediates are 32-bit).
 constexpr int32_t kHeader = GT_TFRAME_HEADER_SIZE;
 constexpr int16_t kSizeField = GT_TFRAME_SIZE_OFFSET;
-constexpr int32_t kRegsHeader = GT_TFRAME_REGS_HEADER;
 constexpr int32_t kMemHeader = GT_TFRAME_MEM_HEADER;
 constexpr int16_t kMemAddr = GT_TFRAME_MEM_ADDR_OFFSET;
 constexpr int16_t kMemLen = GT_TFRAME_MEM_LEN_OFFSET;
@@ -461,9 +461,12 @@ Result<void> Generator::load_register(uint8_t dst, unsigned regno) {
   return ok();
 }
 
+// The compact register block (bpf_record.h): the tag, then a u64 per register
+// the uprobe can read; the collector spreads them over the 'R' block.
 void Generator::registers_block() {
   uint32_t n = opts_.regblock_size;
   out_.registers.assign(GT_NUM_REGS_AVX, false);
+  out_.compact_registers.clear(); // `collect $regs` twice writes the same block twice
   bool fsbase = register_available(GT_FS_BASE, opts_);
   if (fsbase) {
     (void)load_register(R4, GT_FS_BASE); // the helper calls clobber r1-r5: read it first
@@ -471,26 +474,25 @@ void Generator::registers_block() {
   }
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_REGS));
-  // Ring-buffer memory is reused: clear the block, then fill what pt_regs has.
-  for (uint32_t i = 0; i + 8 <= n; i += 8)
-    a_.emit(st_imm(BPF_DW, R1, int16_t(kRegsHeader + i), 0));
+  a_.emit(st_imm(BPF_B, R1, 0, kCompactRegsTag));
+  int32_t at = 1;
   for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++) {
     if (gt_reg_offset(r) + gt_reg_size(r) > n)
       continue;
     if (r == GT_FS_BASE && fsbase) {
       a_.emit(ldx(BPF_DW, R2, R10, kAddr));
     } else if (pt_regs_offset(r) >= 0) {
-      (void)load_register(R2, r);
+      (void)load_register(R2, r); // narrower registers are zero-extended
     } else {
       continue;
     }
-    uint8_t size = gt_reg_size(r) == 8 ? BPF_DW : BPF_W;
-    a_.emit(stx(size, R1, int16_t(kRegsHeader + gt_reg_offset(r)), R2));
+    a_.emit(stx(BPF_DW, R1, int16_t(at), R2));
+    at += 8;
     out_.registers[r] = true;
+    out_.compact_registers.push_back(r);
   }
-  a_.emit(alu64_imm(BPF_ADD, R8, int32_t(kRegsHeader + n)));
-  out_.frame_max += kRegsHeader + n;
+  a_.emit(alu64_imm(BPF_ADD, R8, at));
+  out_.frame_max += uint32_t(at);
 }
 
 // --- memory blocks ---

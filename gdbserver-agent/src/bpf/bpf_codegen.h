@@ -4,7 +4,8 @@
 // The program: check the enabled flag, evaluate the condition, count the hit
 // (atomically; beyond the pass count nothing is collected), reserve a frame of
 // the tracepoint's maximum size in the ring buffer, write the blocks in action
-// order in gdb's tfile layout, store the real size in the header, submit.
+// order in gdb's tfile layout (registers in the compact block of bpf_record.h),
+// store the real size in the header, submit.
 // Agent expressions are compiled with a static stack layout (the AX verifier
 // proved one stack depth per instruction and AgentExpr::depth holds it): AX
 // slot i lives at a fixed BPF stack offset. Programs with backward jumps, printf or registers a
@@ -60,6 +61,8 @@ struct Program {
   std::vector<bpf_insn> insns;
   uint32_t frame_max = 0;      // ring-buffer reservation per hit
   std::vector<bool> registers; // remote regnums the 'R' block fills
+  // Remote regnums of the record's compact register block, in order (bpf_record.h).
+  std::vector<unsigned> compact_registers;
 };
 
 // pt_regs offset of remote register REGNO, or -1 when a uprobe cannot read it.
