@@ -36,7 +36,30 @@ void TraceBuffer::reserve_for_run() {
     store_.reserve(want);
   } catch (const std::bad_alloc&) {
     // Address space refused (huge size, strict overcommit): grow on demand as before.
+    return;
   }
+  prepare_at_start();
+}
+
+// QTStart runs while gdb holds the tracee stopped: the first kPreparedAtStart
+// bytes of the buffer are made present and written once now, so the frames of
+// most runs land in memory that costs nothing more to write. A page's first
+// write is what costs (the kernel's fault or populate, and on a
+// shadow-paging hypervisor a second trap at the first user write after it):
+// ~1 us per 823-byte frame on the paravirtualised VM of docs/benchmarks.md,
+// ~40 ns once written, and during a run that CPU is taken from the tracee's
+// threads. Bounded, so a 1 GB buffer costs 64 MB at start, not 1 GB; beyond it
+// populate_ahead prepares batches as frames arrive.
+void TraceBuffer::prepare_at_start() {
+  constexpr size_t kPreparedAtStart = 64 << 20;
+  size_t bytes = std::min(store_.capacity(), kPreparedAtStart);
+  populate_ahead(bytes);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  // Reserved storage, not yet elements: raw bytes the appends overwrite. (Where
+  // MADV_POPULATE_WRITE is missing, these writes fault the pages in.)
+  auto* base = reinterpret_cast<volatile uint8_t*>(store_.data());
+  for (size_t at = 0; at < bytes; at += page)
+    base[at] = 0;
 }
 
 void TraceBuffer::set_capacity(size_t bytes) {

@@ -24,7 +24,8 @@ public:
   explicit TraceBuffer(size_t capacity = kDefaultSize) : capacity_(capacity) {}
 
   void clear();
-  // Called at QTStart: reserves the whole buffer so appends never reallocate.
+  // Called at QTStart: reserves the whole buffer so appends never reallocate,
+  // and prepares its first pages (prepare_at_start).
   void reserve_for_run();
   void set_capacity(size_t bytes); // also clears
   void set_circular(bool circular) { circular_ = circular; }
@@ -68,6 +69,7 @@ private:
 
   void drop_oldest();
   void populate_ahead(size_t end);
+  void prepare_at_start();
   long first_in(const SeqList& list, uint64_t from_seq) const;
 
   size_t capacity_;

@@ -162,12 +162,39 @@ long resident_kb() {
 // (one madvise instead of a page fault per page), but only a batch ahead: a
 // 512 MB buffer that holds a few frames must not make the stub 512 MB larger.
 // Frames written across many batches read back intact.
+// QTStart prepares the first 64 MB (written once while the tracee is stopped),
+// never the whole reservation.
+TEST(TraceBuffer, PreparesTheFirstPagesAtStartOnly) {
+  long before = resident_kb();
+  ASSERT_GT(before, 0);
+  TraceBuffer big(1024u << 20);
+  big.reserve_for_run();
+  long grown = resident_kb() - before;
+  EXPECT_GE(grown, 60 * 1024) << "the first 64 MB were not prepared at start";
+  EXPECT_LT(grown, 80 * 1024) << "start made far more than 64 MB of a 1 GB buffer resident";
+
+  TraceBuffer small(1u << 20);
+  before = resident_kb();
+  small.reserve_for_run();
+  EXPECT_LT(resident_kb() - before, 2 * 1024) << "a 1 MB buffer made more than itself resident";
+  std::vector<uint8_t> frame(100, 0x5a);
+  ASSERT_TRUE(small.append(frame, 2, 0x2000));
+  EXPECT_EQ(small.frame(0)[99], 0x5a);
+}
+
 TEST(TraceBuffer, PreparesPagesOnlyABatchAhead) {
   TraceBuffer buf(512u << 20);
   buf.reserve_for_run();
+  std::vector<uint8_t> frame(823);
+  // Fill what start prepared: writing it makes nothing more resident.
   long before = resident_kb();
   ASSERT_GT(before, 0);
-  std::vector<uint8_t> frame(823);
+  const size_t prepared = (64u << 20) / frame.size();
+  for (size_t i = 0; i < prepared; ++i)
+    ASSERT_TRUE(buf.append(frame, 1, 0x1000));
+  EXPECT_LT(resident_kb() - before, 4 * 1024) << "the pages prepared at start were not kept";
+
+  before = resident_kb();
   ASSERT_TRUE(buf.append(frame, 1, 0x1000));
   long after_one = resident_kb();
   EXPECT_LT(after_one - before, 16 * 1024) << "one frame made the buffer resident far ahead";
@@ -180,9 +207,9 @@ TEST(TraceBuffer, PreparesPagesOnlyABatchAhead) {
     ASSERT_TRUE(buf.append(frame, 1, 0x1000));
   }
   EXPECT_LT(resident_kb() - before, (40 + 16) * 1024);
-  ASSERT_EQ(buf.frame_count(), n);
+  ASSERT_EQ(buf.frame_count(), prepared + n);
   for (size_t i : {size_t(1), n / 3, n / 2, n - 1}) {
-    auto got = buf.frame(long(i));
+    auto got = buf.frame(long(prepared + i));
     ASSERT_EQ(got.size(), frame.size());
     EXPECT_EQ(got[0], uint8_t(i * 31));
     EXPECT_EQ(got[frame.size() - 1], uint8_t(i * 31));
