@@ -119,6 +119,31 @@ class BreakpointAtProbeSite(GdbTestCase):
         # The uprobe's int3 is hidden from memory reads (else gdb "skips" it as a permanent one).
         self.assertNotRegex(run.output, r"int3|Target returns error|Error on target|SIGSEGV")
 
+    def test_auto_backend_moves_the_tracepoint_when_no_debug_register_holds_the_breakpoint(self):
+        kernel = [name for name in ("module", "ebpf") if name in available_collectors()]
+        require(self, bool(kernel), "no in-kernel collector here")
+        run = run_gdb(["monitor gdbtrace backend auto", "break done", "trace probe_me", "actions",
+                       "collect i", "end", "tstart", "break probe_me", "continue", "print i", "continue",
+                       "print i", "delete 3", "continue", "tstop", "tstatus", "monitor gdbtrace status",
+                       "tfind 1", "print i"], program="trace_loop", args=(N,))
+        # gdb's breakpoint stops the program either way and no hit goes uncollected.
+        self.assertOrdered(run, [r"Breakpoint 3, probe_me \(i=0, j=0\)", r"\$1 = 0",
+                                 r"Breakpoint 3, probe_me \(i=1, j=3\)", r"\$2 = 1",
+                                 r"Breakpoint 1, done", rf"Collected {N} trace frames",
+                                 r"Found trace frame 1", r"\$3 = 1"])
+        if machine_delivers_debug_traps():  # the breakpoint went into a debug register
+            self.assertOutput(run, rf"tracepoint 2 at 0x[0-9a-f]+: backend {kernel[0]}, hits {N}, "
+                                   rf"frames {N}, drops 0")
+            return
+        # No debug register here (module collectors cannot give up one probe: refused there).
+        if kernel[0] == "module":
+            self.assertOutput(run, r"module removes its probes only all at once")
+            return
+        self.assertOrdered(run, [r"gdbtrace: tracepoint 2 moved from ebpf to the ptrace collector",
+                                 rf"tracepoint 2 at 0x[0-9a-f]+: backend ptrace, hits {N}, frames {N}, "
+                                 rf"drops 0, errors 0"])
+        self.assertNotRegex(run.output, r"Cannot insert breakpoint|Target returns error")
+
     def test_breakpoint_inserted_before_the_probe(self):
         kernel = [name for name in ("module", "ebpf") if name in available_collectors()]
         require(self, bool(kernel), "no in-kernel collector here")

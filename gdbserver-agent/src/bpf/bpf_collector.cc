@@ -100,13 +100,14 @@ public:
   Result<void> size_rings(const TraceContext& ctx);
 
   std::string name() const override { return "ebpf"; }
-  unsigned caps() const override { return kProbesInKernel; }
+  unsigned caps() const override { return kProbesInKernel | kRemovesOneProbe; }
   Result<void> check(const Tracepoint& tp) const override;
   Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override;
   void begin_install_batch() override { batch_ = true; }
   Result<void> end_install_batch() override;
   Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override;
   void remove_all() override;
+  Result<CollectorStats> uninstall(uint32_t tp_number, uint64_t address) override;
   void drain() override;
   CollectorStats stats(uint32_t tp_number) const override;
   std::optional<int64_t> tsv_value(uint32_t number) const override;
@@ -749,6 +750,33 @@ StatsSlot BpfCollector::read_stats(uint32_t slot) const {
     sum.emulated += s.emulated;
   }
   return sum;
+}
+
+Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t address) {
+  if (!draining_)
+    drain(); // its frames so far, and its drops counted toward the pass count
+  CollectorStats removed;
+  bool found = false;
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (it->tp != tp_number || it->address != address) {
+      ++it;
+      continue;
+    }
+    __atomic_store_n(&control(it->slot).enabled, 0, __ATOMIC_RELEASE);
+    removed += probe_stats(*it);
+    found = true;
+    it = probes_.erase(it); // closing its link removes the uprobe from the tracee
+  }
+  if (!found)
+    return make_error(ENOENT,
+                      "tracepoint " + std::to_string(tp_number) + " has no eBPF probe there");
+  // Copies replaced by keep_definition_order counted for the same tracepoint.
+  if (auto r = replaced_stats_.find(tp_number); r != replaced_stats_.end()) {
+    removed += r->second;
+    replaced_stats_.erase(r);
+  }
+  set_emulating_probes(); // the probe that emulated the instruction may be gone
+  return removed;
 }
 
 CollectorStats BpfCollector::probe_stats(const Probe& p) const {

@@ -188,17 +188,22 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
   }
   // An in-kernel collector's uprobe owns the int3 at a probed address and
   // would swallow the trap of a software breakpoint there: use a debug
-  // register instead (it fires before the instruction, uprobe or not).
+  // register instead (it fires before the instruction, uprobe or not). Where
+  // none can hold it (a machine without debug traps, all four in use), the
+  // tracepoints there move to the ptrace collector, which shares the int3.
   if (z->type == 0 && engine_ && !breakpoints_.contains(pid, z->type, z->address))
     if (auto conflict = engine_->software_breakpoint_conflict(z->address)) {
       auto r = target_.insert_breakpoint(pid, BreakpointType::Hardware, z->address, z->kind);
-      if (!r) {
-        explain_refused_debug_register(r.error());
-        return "E." + *conflict + " (it needs a debug register: " + r.error().message + ")";
+      if (r) {
+        bp.via_debug_register = true;
+        breakpoints_.add(pid, z->type, z->address, std::move(bp));
+        return "OK";
       }
-      bp.via_debug_register = true;
-      breakpoints_.add(pid, z->type, z->address, std::move(bp));
-      return "OK";
+      if (auto moved = engine_->move_to_trap_collector(z->address); !moved) {
+        explain_refused_debug_register(r.error());
+        return "E." + *conflict + " (it needs a debug register: " + r.error().message + "; " +
+               moved.error().message + ")";
+      }
     }
   // gdb re-sends Z0 for an inserted breakpoint to update its conditions (and
   // after shared libraries load): keep where it lives, or its z0 would later

@@ -36,6 +36,11 @@ public:
   // Append one complete frame. Returns false if the buffer is full and not circular
   // (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame) = 0;
+  // Hands the frames in-kernel collectors produced so far to the buffer. A
+  // collector that builds its frame in the stub calls it first, so frames of
+  // tracepoints split across collectors stay in hit order (kernel frames wait
+  // in their rings until a drain).
+  virtual void drain_kernel_frames() {}
   virtual uint32_t register_block_size() const = 0; // 560 or 816
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.
@@ -83,6 +88,8 @@ public:
     // Probes are kernel uprobes: the int3 at a probed address belongs to the
     // kernel, which would swallow the trap of a gdb software breakpoint there.
     kProbesInKernel = 1u << 0,
+    // uninstall() removes one tracepoint's probe during a run.
+    kRemovesOneProbe = 1u << 1,
   };
 
   virtual ~Collector() = default;
@@ -108,6 +115,13 @@ public:
   virtual Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) = 0;
   // Remove every probe (QTStop, QTinit, process exit). Must leave no trace in the tracee.
   virtual void remove_all() = 0;
+  // Remove TP_NUMBER's probe at ADDRESS during a run, after handing its frames
+  // to the engine (the engine moves the tracepoint to another collector).
+  // Returns the probe's counts, which stats() no longer includes. Only
+  // collectors with kRemovesOneProbe implement it.
+  virtual Result<CollectorStats> uninstall(uint32_t tp_number, uint64_t address) {
+    return make_error(EOPNOTSUPP, name() + " cannot remove one probe during a run");
+  }
   // Move frames produced so far into the engine (kernel collectors drain their buffer).
   virtual void drain() {}
   virtual CollectorStats stats(uint32_t tp_number) const = 0;

@@ -183,6 +183,7 @@ private:
       }
     }
     // A frame the full buffer refuses is the engine's drop, counted there.
+    ctx_->drain_kernel_frames();
     return ctx_->append_frame(frame.finish());
   }
 

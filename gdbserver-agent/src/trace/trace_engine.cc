@@ -176,7 +176,7 @@ const TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) con
   return const_cast<Impl*>(this)->first_with_number(number);
 }
 
-Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
+Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude) {
   // With stacks on, collectors see the tracepoint with the stack snapshot
   // actions added; gdb's definition (upload, re-definition checks) stays as sent.
   const Tracepoint effective =
@@ -185,6 +185,8 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry) {
   std::string why_not;
   for (auto& c : collectors) {
     if (!preferred_backend.empty() && c->name() != preferred_backend)
+      continue;
+    if (c->caps() & exclude)
       continue;
     auto ok = c->check(tp);
     if (!ok) {
@@ -254,6 +256,12 @@ std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& 
   bool nop5 = *n == sizeof kNop5 && std::equal(text.begin(), text.end(), kNop5);
   text.resize(nop5 ? sizeof kNop5 : 1);
   return text;
+}
+
+void TraceEngine::Impl::drain_kernel_frames() {
+  for (auto& c : collectors)
+    if (c->caps() & Collector::kProbesInKernel)
+      c->drain();
 }
 
 void TraceEngine::Impl::drain_all() {
@@ -347,6 +355,82 @@ std::string TraceEngine::Impl::fallback_text() const {
 
 bool TraceEngine::frame_selected() const {
   return impl_->current_frame >= 0;
+}
+
+Result<void> TraceEngine::move_to_trap_collector(uint64_t address) {
+  return impl_->move_to_trap_collector(address);
+}
+
+// gdb wants a software breakpoint where the kernel collects a tracepoint, and
+// the machine has no debug-register traps to put it elsewhere: the
+// tracepoints at ADDRESS go to a collector that traps with ptrace, which
+// shares the int3 with gdb's breakpoint as gdbserver does. Everything is
+// checked before anything is removed, so a refusal leaves the run as it was.
+Result<void> TraceEngine::Impl::move_to_trap_collector(uint64_t address) {
+  std::vector<TracepointEntry*> moving;
+  for (auto& e : tracepoints)
+    if (e->installed && e->collector && e->tp.address == address &&
+        (e->collector->caps() & Collector::kProbesInKernel))
+      moving.push_back(e.get());
+  if (moving.empty())
+    return ok();
+  auto refuse = [](const TracepointEntry& e, const std::string& why) {
+    return make_error(EBUSY, "tracepoint " + std::to_string(e.tp.number) + " cannot move to the " +
+                                 "ptrace collector: " + why);
+  };
+  if (!preferred_backend.empty())
+    return refuse(*moving[0],
+                  "'monitor gdbtrace backend " + preferred_backend + "' chose its collector");
+  bool trap_collector = false;
+  for (auto& c : collectors)
+    trap_collector |= !(c->caps() & Collector::kProbesInKernel);
+  if (!trap_collector)
+    return refuse(*moving[0], "there is none");
+  for (auto* e : moving) {
+    if (!(e->collector->caps() & Collector::kRemovesOneProbe))
+      return refuse(*e, e->collector->name() + " removes its probes only all at once");
+    if (uses_kept_tsvs(e->tp))
+      return refuse(*e, "it uses trace state variables, which " + e->collector->name() +
+                            " keeps in the kernel for this run");
+  }
+  drain_all();
+  for (auto* e : moving) {
+    auto removed = e->collector->uninstall(e->tp.number, address);
+    if (!removed) // cannot happen for kRemovesOneProbe collectors
+      return refuse(*e, removed.error().message);
+    e->earlier += *removed;
+    e->installed = false;
+    e->original_text.clear();
+  }
+  for (auto* e : moving) {
+    std::string from = e->collector->name();
+    e->collector = nullptr;
+    if (auto r = install(*e, Collector::kProbesInKernel); !r) {
+      console("gdbtrace: " + r.error().message + "; it collects no more in this run\n");
+      return r;
+    }
+    console("gdbtrace: tracepoint " + std::to_string(e->tp.number) + " moved from " + from +
+            " to the " + e->collector->name() +
+            " collector for the rest of the run: gdb's breakpoint at its address needs the int3\n");
+  }
+  return ok();
+}
+
+bool TraceEngine::Impl::uses_kept_tsvs(const Tracepoint& tp) const {
+  auto kept = [this](const AgentExpr& x) {
+    for (const auto* list : {&x.tsvs_read, &x.tsvs_written})
+      for (uint32_t n : *list)
+        if (auto it = tsvs.find(n); it == tsvs.end() || !it->second.builtin)
+          return true;
+    return false;
+  };
+  if (tp.has_condition && kept(tp.condition))
+    return true;
+  for (const auto* list : {&tp.actions, &tp.step_actions})
+    for (const auto& a : *list)
+      if (auto* x = std::get_if<CollectExpr>(&a); x && kept(x->expr))
+        return true;
+  return false;
 }
 
 std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t address) const {

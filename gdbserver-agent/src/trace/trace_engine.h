@@ -187,6 +187,12 @@ public:
   // nullopt. While an in-kernel collector probes an address, the kernel's
   // uprobe consumes the int3 trap there, so gdb's breakpoint would never report.
   std::optional<std::string> software_breakpoint_conflict(uint64_t address) const;
+  // Moves the tracepoints an in-kernel collector probes at ADDRESS to the
+  // ptrace collector for the rest of the run (counts carried over), so gdb's
+  // software breakpoint can go there, or says why not (an explicit `monitor
+  // gdbtrace backend`, a collector that cannot remove one probe, trace state
+  // variables kept in the kernel). Used where no debug register can hold it.
+  Result<void> move_to_trap_collector(uint64_t address);
 
   // Puts back, in BYTES read from process PID at ADDRESS, the program's own
   // bytes where an in-kernel collector's uprobe changed them. Without this gdb

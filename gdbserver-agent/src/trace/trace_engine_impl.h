@@ -27,6 +27,9 @@ struct TracepointEntry {
   // its trampoline): memory reads show these instead, as gdbserver hides its
   // own breakpoints. Empty for the ptrace collector (the target hides those).
   std::vector<uint8_t> original_text;
+  // Counts of the collector that served this tracepoint earlier in the run
+  // (TraceEngine::move_to_trap_collector); report_for adds them.
+  CollectorStats earlier;
   // gdb re-sends an identical definition (e.g. after shared libraries load):
   // the following packets are compared with what we have instead of appended.
   bool redefining = false;
@@ -56,6 +59,7 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame) override;
+  void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
@@ -76,7 +80,12 @@ struct TraceEngine::Impl : TraceContext {
   TraceReport make_report() const;
 
   // --- run control ---
-  Result<void> install(TracepointEntry& entry);
+  // Offers ENTRY to each collector in turn, except those with any of the
+  // capability bits in EXCLUDE.
+  Result<void> install(TracepointEntry& entry, unsigned exclude = 0);
+  Result<void> move_to_trap_collector(uint64_t address);
+  // Whether TP reads or writes a trace state variable other than the builtin clock.
+  bool uses_kept_tsvs(const Tracepoint& tp) const;
   // After ENTRY was installed during a run: gdb moved its number from a PLT stub
   // to the function itself, so the stub location stops collecting (once per call).
   void retire_plt_locations(const TracepointEntry& entry);
@@ -132,7 +141,7 @@ struct TraceEngine::Impl : TraceContext {
   std::string stop_text;
   uint32_t stop_tp = 0;
   bool disconnected_tracing = false;
-  uint32_t stack_bytes = 0; // `monitor gdbtrace stacks`: 0 = off
+  uint32_t stack_bytes = 0;  // `monitor gdbtrace stacks`: 0 = off
   uint64_t buffer_limit = 0; // set_buffer_limit: 0 = half of this machine's memory
   int64_t start_time = 0, stop_time = 0;
   std::string user, notes, stop_note;

@@ -257,6 +257,8 @@ Result<void> TraceEngine::start() {
       return r;
     }
   m.counters.clear();
+  for (auto& e : m.tracepoints)
+    e->earlier = {};
   m.buffer.reserve_for_run();
   // Collectors may report frames from install() on: be running while installing.
   m.running = true;
@@ -384,7 +386,8 @@ TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
     r.errors = it->second.malformed;
   }
   if (e.collector) {
-    CollectorStats cs = e.collector->stats(e.tp.number);
+    CollectorStats cs = e.earlier;
+    cs += e.collector->stats(e.tp.number);
     r.hits = cs.hits;
     r.emulated = cs.emulated;
     r.drops += cs.drops;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <asio.hpp>
+#include <map>
 #include <random>
 
 #include "common/hex.h"
@@ -614,8 +615,10 @@ class FakeKernelCollector : public Collector {
 public:
   std::vector<std::vector<uint8_t>> pending;
   TraceContext* ctx = nullptr;
+  bool removes_one = false;          // offers uninstall() (kRemovesOneProbe), like eBPF
+  std::map<uint32_t, uint64_t> hits; // per installed tracepoint number
   std::string name() const override { return "fakekernel"; }
-  unsigned caps() const override { return kProbesInKernel; }
+  unsigned caps() const override { return kProbesInKernel | (removes_one ? kRemovesOneProbe : 0); }
   Result<void> check(const Tracepoint& tp) const override {
     if (tp.step_count)
       return make_error(EINVAL, "while-stepping needs the ptrace collector");
@@ -631,12 +634,26 @@ public:
   }
   Result<void> set_enabled(uint32_t, uint64_t, bool) override { return {}; }
   void remove_all() override {}
+  Result<CollectorStats> uninstall(uint32_t tp, uint64_t) override {
+    if (!removes_one)
+      return Collector::uninstall(tp, 0);
+    drain();
+    CollectorStats s;
+    s.hits = hits[tp];
+    hits.erase(tp);
+    return s;
+  }
   void drain() override {
     for (auto& f : pending)
       ctx->append_frame(f);
     pending.clear();
   }
-  CollectorStats stats(uint32_t) const override { return {}; }
+  CollectorStats stats(uint32_t tp) const override {
+    CollectorStats s;
+    if (auto it = hits.find(tp); it != hits.end())
+      s.hits = it->second;
+    return s;
+  }
 };
 } // namespace
 
@@ -746,6 +763,63 @@ TEST_F(EngineTest, GarbageNeverCrashes) {
       p.push_back("0123456789abcdefXRMSL:,-;"[rng() % 25]);
     (void)packets.dispatch(p);
   }
+}
+
+// gdb's breakpoint where the kernel collects, and no debug register for it:
+// the tracepoints there move to ptrace with their frames and counts, or the
+// engine says why not and changes nothing.
+TEST_F(KernelEngineTest, TracepointsMoveToTheTrapCollectorOnlyWhenEverythingAllows) {
+  auto* k = use_kernel_engine(true);
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  k->hits[1] = 5;
+  FrameBuilder f(1);
+  auto regs = make_regs(0x401000);
+  f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+  auto bytes = f.finish();
+  k->pending.emplace_back(bytes.begin(), bytes.end());
+
+  auto refused = engine->move_to_trap_collector(0x401000);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("fakekernel removes its probes only all at once"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_TRUE(engine->software_breakpoint_conflict(0x401000));
+  EXPECT_EQ(target.trace_bps.count(0x401000), 0u);
+
+  k->removes_one = true;
+  monitor("gdbtrace backend fakekernel");
+  refused = engine->move_to_trap_collector(0x401000);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("chose its collector"), std::string::npos)
+      << refused.error().message;
+  EXPECT_TRUE(engine->software_breakpoint_conflict(0x401000));
+  monitor("gdbtrace backend auto");
+
+  ASSERT_TRUE(engine->move_to_trap_collector(0x401000));
+  EXPECT_FALSE(engine->software_breakpoint_conflict(0x401000));
+  EXPECT_EQ(target.trace_bps.count(0x401000), 1u);       // the ptrace collector's breakpoint
+  EXPECT_TRUE(engine->move_to_trap_collector(0x402000)); // nothing there: nothing to do
+  EXPECT_NE(console.find("tracepoint 1 moved from fakekernel to the ptrace collector"),
+            std::string::npos)
+      << console;
+  EXPECT_NE(send("qTStatus").find("tframes:1;"), std::string::npos); // drained before the move
+  auto report = engine->report();
+  ASSERT_EQ(report.tracepoints.size(), 1u);
+  EXPECT_EQ(report.tracepoints[0].backend, "ptrace");
+  EXPECT_EQ(report.tracepoints[0].hits, 5u); // the kernel's hits carried over
+}
+
+TEST_F(KernelEngineTest, TracepointsUsingTraceStateVariablesStayInTheKernel) {
+  auto* k = use_kernel_engine(true);
+  k->removes_one = true;
+  // getv $9: the kernel collector keeps $9 for this run; ptrace would start from the initial value.
+  define(
+      {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:X4,2e000927", "QTDV:9:0:0:79", "QTStart"});
+  auto refused = engine->move_to_trap_collector(0x401000);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("trace state variables"), std::string::npos)
+      << refused.error().message;
+  EXPECT_TRUE(engine->software_breakpoint_conflict(0x401000));
 }
 
 TEST_F(KernelEngineTest, MalformedFramesFromACollectorAreRefusedAndCounted) {
