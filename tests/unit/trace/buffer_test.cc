@@ -186,13 +186,14 @@ TEST(TraceBuffer, PreparesPagesOnlyABatchAhead) {
   TraceBuffer buf(512u << 20);
   buf.reserve_for_run();
   std::vector<uint8_t> frame(823);
-  // Fill what start prepared: writing it makes nothing more resident.
+  // Fill what start prepared: writing it makes nothing more resident but the
+  // frame index (~48 bytes a frame, ~4 MB here; more under ASan).
   long before = resident_kb();
   ASSERT_GT(before, 0);
   const size_t prepared = (64u << 20) / frame.size();
   for (size_t i = 0; i < prepared; ++i)
     ASSERT_TRUE(buf.append(frame, 1, 0x1000));
-  EXPECT_LT(resident_kb() - before, 4 * 1024) << "the pages prepared at start were not kept";
+  EXPECT_LT(resident_kb() - before, 16 * 1024) << "the pages prepared at start were not kept";
 
   before = resident_kb();
   ASSERT_TRUE(buf.append(frame, 1, 0x1000));
