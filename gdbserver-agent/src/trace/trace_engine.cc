@@ -258,10 +258,17 @@ std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& 
   return text;
 }
 
+// Only collectors serving a tracepoint now: this runs at every ptrace hit.
 void TraceEngine::Impl::drain_kernel_frames() {
-  for (auto& c : collectors)
-    if (c->caps() & Collector::kProbesInKernel)
-      c->drain();
+  for (auto& c : collectors) {
+    if (!(c->caps() & Collector::kProbesInKernel))
+      continue;
+    for (const auto& e : tracepoints)
+      if (e->installed && e->collector == c.get()) {
+        c->drain();
+        break;
+      }
+  }
 }
 
 void TraceEngine::Impl::drain_all() {
