@@ -240,7 +240,7 @@ class DuringRun(GdbTestCase):
                                   "enable 3", "trace step_me", "actions", "collect a", "end",
                                   "continue", "tstop", "tstatus", "tfind tracepoint 3", "print i",
                                   "tfind tracepoint 3", "print i", "tfind tracepoint 3", "print i",
-                                  "tfind none", "tfind tracepoint 5", "print $pc"],
+                                  "tfind none", "tfind tracepoint 5", "print $pc", "monitor gdbtrace status"],
                       program="trace_loop", args=(5,))
         self.assertOrdered(run, [r"Breakpoint 2, step_me \(a=1\)",
                                  r"Breakpoint 4, step_me \(a=3\)",
@@ -251,7 +251,8 @@ class DuringRun(GdbTestCase):
                                  r"Found trace frame 3, tracepoint 5",
                                  r"\$4 = \(void \(\*\)\(\)\) 0x[0-9a-f]+ <step_me\+\d+>"])
         if moved:
-            self.assertOutput(run, r"gdbtrace: tracepoint 5 moved from ebpf to the ptrace collector")
+            self.assertOutput(run, r"tracepoint 5 at 0x[0-9a-f]+: backend ptrace, .*\(moved from ebpf during "
+                                   r"the run: gdb's breakpoint here needs the int3\)")
 
 
 class Redefinition(GdbTestCase):

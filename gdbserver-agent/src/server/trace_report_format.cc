@@ -81,7 +81,8 @@ std::string format_report_text(const TraceReport& r) {
            (t.backend.empty() ? std::string("-") : t.backend) + ", hits " + std::to_string(t.hits) +
            ", frames " + std::to_string(t.frames) + ", drops " + std::to_string(t.drops) +
            ", errors " + std::to_string(t.errors) +
-           (t.emulated ? ", emulated " + std::to_string(t.emulated) : std::string()) + "\n";
+           (t.emulated ? ", emulated " + std::to_string(t.emulated) : std::string()) +
+           (t.note.empty() ? std::string() : " (" + t.note + ")") + "\n";
   return out;
 }
 

@@ -183,6 +183,11 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
       stack_bytes ? with_stack_actions(entry.tp, stack_bytes) : Tracepoint{};
   const Tracepoint& tp = stack_bytes ? effective : entry.tp;
   std::string why_not;
+  // A collector declined because gdb's own breakpoint holds the address: not
+  // worth a console line (every hit there traps for that breakpoint anyway,
+  // and gdb's testsuite expects `Continuing.` right before `Breakpoint N`);
+  // `monitor gdbtrace status` names it.
+  std::string breakpoint_note;
   for (auto& c : collectors) {
     if (!preferred_backend.empty() && c->name() != preferred_backend)
       continue;
@@ -207,8 +212,7 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     if (c->caps() & Collector::kProbesInKernel) {
       if (hooks.before_kernel_probe)
         if (auto r = hooks.before_kernel_probe(traced_pid, tp.address); !r) {
-          why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
-                     r.error().message;
+          breakpoint_note = c->name() + " cannot share the address with " + r.error().message;
           continue;
         }
       entry.original_text = text_under_probe(entry);
@@ -221,12 +225,15 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     if (!why_not.empty())
       console("tracepoint " + std::to_string(tp.number) + ": " + why_not + "; using " + c->name() +
               "\n");
+    entry.collector_note = breakpoint_note;
     entry.collector = c.get();
     entry.installed = true;
     return ok;
   }
   if (collectors.empty())
     return make_error(ENOSYS, "no trace collector is available");
+  if (!breakpoint_note.empty())
+    why_not += (why_not.empty() ? "" : "; ") + breakpoint_note;
   if (why_not.empty())
     return make_error(ENOENT, "backend '" + preferred_backend + "' is not available");
   return make_error(EINVAL, "tracepoint " + std::to_string(tp.number) + ": " + why_not);
@@ -416,9 +423,9 @@ Result<void> TraceEngine::Impl::move_to_trap_collector(uint64_t address) {
       console("gdbtrace: " + r.error().message + "; it collects no more in this run\n");
       return r;
     }
-    console("gdbtrace: tracepoint " + std::to_string(e->tp.number) + " moved from " + from +
-            " to the " + e->collector->name() +
-            " collector for the rest of the run: gdb's breakpoint at its address needs the int3\n");
+    // No console line, as at install (see there): the status says it.
+    e->collector_note =
+        "moved from " + from + " during the run: gdb's breakpoint here needs the int3";
   }
   return ok();
 }

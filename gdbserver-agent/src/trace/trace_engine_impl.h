@@ -30,6 +30,9 @@ struct TracepointEntry {
   // Counts of the collector that served this tracepoint earlier in the run
   // (TraceEngine::move_to_trap_collector); report_for adds them.
   CollectorStats earlier;
+  // Why this tracepoint is not with the collector it would have had (gdb's
+  // breakpoint at its address); shown by `monitor gdbtrace status`.
+  std::string collector_note;
   // gdb re-sends an identical definition (e.g. after shared libraries load):
   // the following packets are compared with what we have instead of appended.
   bool redefining = false;

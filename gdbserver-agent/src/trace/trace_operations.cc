@@ -379,6 +379,7 @@ TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
   r.enabled = e.tp.enabled;
   r.fast = e.tp.fast;
   r.backend = e.collector ? e.collector->name() : "";
+  r.note = e.collector_note;
   if (auto it = counters.find(e.tp.number); it != counters.end()) {
     r.frames = it->second.frames;
     r.bytes = it->second.bytes;

@@ -37,6 +37,7 @@ struct TracepointReport {
   std::string backend; // collector name, "" before it was ever installed
   uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
   uint64_t emulated = 0; // the collector's: hits that skipped the kernel's single-step
+  std::string note;      // why not the collector it would have had, or ""
 };
 
 struct TraceReport {
