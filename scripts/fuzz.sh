@@ -6,6 +6,9 @@
 # Builds into build-fuzz/ (or $FUZZ_BUILD_DIR) with clang, ASan and UBSan; runs each target on a copy
 # of its seed corpus (tests/fuzz/corpus/<name>/) and fails on any crash, sanitizer report or broken
 # property. Crash inputs are kept as build-fuzz/crash-<target>-*. Extra libFuzzer flags: FUZZ_FLAGS.
+# Long runs: FUZZ_WORKERS=N runs N processes on the one corpus (distinct seeds, -reload=0: with a large
+# corpus libFuzzer's periodic re-read was 16 % of the time), logs fuzz_<target>.<i>.log, and prints the
+# executions of all of them; libFuzzer's own -jobs cannot serve fuzz_server_packets (it chroots).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$repo/build-fuzz}
@@ -58,15 +61,38 @@ for t in $selected; do
   mkdir -p "$corpus"
   [ -d "$repo/tests/fuzz/corpus/$t" ] && cp -n "$repo/tests/fuzz/corpus/$t"/* "$corpus"/ 2>/dev/null || true
   echo "=== fuzz_$t: ${secs}s"
-  # shellcheck disable=SC2086
-  if ! GDBTRACE_FUZZ_WORKDIR=$build "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
-      ${FUZZ_FLAGS:-} "$corpus" 2>"$build/fuzz_$t.log"; then
-    tail -60 "$build/fuzz_$t.log"
-    echo "fuzz_$t: FAILED (inputs: $build/crash-$t-*)"
-    rc=1
-  else
-    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$t.log" | tr '\n' ' '
-    echo
+  workers=${FUZZ_WORKERS:-1}
+  if [ "$workers" -le 1 ]; then
+    # shellcheck disable=SC2086
+    if ! GDBTRACE_FUZZ_WORKDIR=$build "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
+        ${FUZZ_FLAGS:-} "$corpus" 2>"$build/fuzz_$t.log"; then
+      tail -60 "$build/fuzz_$t.log"
+      echo "fuzz_$t: FAILED (inputs: $build/crash-$t-*)"
+      rc=1
+    else
+      grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$t.log" | tr '\n' ' '
+      echo
+    fi
+    continue
   fi
+  pids=()
+  for i in $(seq 1 "$workers"); do
+    # shellcheck disable=SC2086
+    GDBTRACE_FUZZ_WORKDIR=$build "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
+      -seed=$((RANDOM * 1000 + i)) -reload=0 -artifact_prefix="$build/crash-$t-w$i-" ${FUZZ_FLAGS:-} \
+      "$corpus" 2>"$build/fuzz_$t.$i.log" &
+    pids+=($!)
+  done
+  total=0
+  for i in $(seq 1 "$workers"); do
+    if ! wait "${pids[$((i - 1))]}"; then
+      tail -60 "$build/fuzz_$t.$i.log"
+      echo "fuzz_$t worker $i: FAILED (inputs: $build/crash-$t-w$i-*)"
+      rc=1
+    fi
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz_$t.$i.log")
+    total=$((total + ${n:-0}))
+  done
+  echo "fuzz_$t: $total executions in $workers workers"
 done
 exit $rc
