@@ -7,10 +7,13 @@ Tracee: tests/programs/trace_loop.c (probe_me(i, 3*i) for i < N; THREADS threads
 probe_me(100 + id, k) for k < 5; then done())."""
 
 import re
+import shutil
+import tempfile
 import unittest
+from pathlib import Path
 
 from gdbtest import (NO_DEBUG_TRAPS, GdbTestCase, available_collectors, machine_delivers_debug_traps,
-                     require, run_gdb)
+                     program, require, run_gdb)
 
 N, THREADS = 6, 2
 
@@ -122,10 +125,16 @@ class BreakpointAtProbeSite(GdbTestCase):
     def test_auto_backend_moves_the_tracepoint_when_no_debug_register_holds_the_breakpoint(self):
         kernel = [name for name in ("module", "ebpf") if name in available_collectors()]
         require(self, bool(kernel), "no in-kernel collector here")
+        # A private copy of the program: a uprobe is per file and offset, so an eBPF tracepoint that a
+        # test running in parallel holds on trace_loop's probe_me would take the int3 trap this
+        # test's ptrace breakpoint writes there (the kernel single-steps it as a uprobe hit).
+        private = Path(tempfile.mkdtemp(prefix="gdbtrace-move-")) / "trace_loop"
+        shutil.copy2(program("trace_loop"), private)
+        self.addCleanup(shutil.rmtree, private.parent, True)
         run = run_gdb(["monitor gdbtrace backend auto", "break done", "trace probe_me", "actions",
                        "collect i", "end", "tstart", "break probe_me", "continue", "print i", "continue",
                        "print i", "delete 3", "continue", "tstop", "tstatus", "monitor gdbtrace status",
-                       "tfind 1", "print i"], program="trace_loop", args=(N,))
+                       "tfind 1", "print i"], program=str(private), args=(N,))
         # gdb's breakpoint stops the program either way and no hit goes uncollected.
         self.assertOrdered(run, [r"Breakpoint 3, probe_me \(i=0, j=0\)", r"\$1 = 0",
                                  r"Breakpoint 3, probe_me \(i=1, j=3\)", r"\$2 = 1",
