@@ -140,11 +140,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // poisons and scrubs the whole default 5 MB reservation at every QTStart and
   // free, which made most of the execution time; it also reaches "buffer full".
   (void)engine.set_buffer_size(kFuzzBufferSize);
-  // A machine of 8 MB: QTBuffer:size beyond it is clamped as on any machine, but
-  // the buffer QTStart then reserves stays small (a 12 GB reservation, half of
-  // this VM, was reported as out-of-memory; with a 128 MB limit ASan's poisoning
-  // of each freed reservation's shadow was 40 % of the run time).
-  engine.set_buffer_limit(4 << 20);
+  // A machine of 512 KB: QTBuffer:size beyond it is clamped as on any machine,
+  // but the buffer QTStart then reserves stays small (a 12 GB reservation, half
+  // of this VM, was reported as out-of-memory; with a 128 MB limit ASan's
+  // poisoning of each freed reservation's shadow was 40 % of the run time, and
+  // with 4 MB the pages QTStart prepares (TraceBuffer::prepare_at_start) cut
+  // the execution rate to a quarter).
+  engine.set_buffer_limit(512 << 10);
   engine.add_collector(make_ptrace_collector(target));
   ServerOptions options;
   options.multi = true;
