@@ -147,14 +147,15 @@ def free_port():
 class Server:
     """gdbtrace-server or stock gdbserver on a TCP port (the tracee's stdout lands in its log)."""
 
-    def __init__(self, kind, argv, wrapper=()):
+    def __init__(self, kind, argv, wrapper=(), env=None):
         self.kind = kind
         self.port = free_port()
         self.log_path = os.path.join(WORK, f"server-{self.port}.log")
         binary = GDBSERVER if kind == "gdbserver" else SERVER
         cmd = [binary, "--once", *wrapper, f":{self.port}", *argv]
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})})
         for _ in range(200):
             if "Listening on port" in open(self.log_path).read():
                 break

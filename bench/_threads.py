@@ -50,10 +50,11 @@ def script(prog, port, trace_cmd, site, backend, tfile):
     return "\n".join(lines) + "\n"
 
 
-def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=(), cond=""):
+def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=(), cond="",
+            env=None):
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
-    server = B.Server(kind, [prog, str(threads), str(n)], wrapper)
+    server = B.Server(kind, [prog, str(threads), str(n)], wrapper, env)
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf")
     text = B.gdb(script(prog, server.port, trace_cmd, site, backend, tfile))
     server.stop()
@@ -115,6 +116,13 @@ def main():
     ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
     for t in THREADS:
         session("gdbtrace-ebpf", "gdbtrace", prog, t, n_fast, base, backend="ebpf")
+    # Sustained: rings of 1 MB per CPU (GDBTRACE_BPF_RINGBUF_MB) pass their half-full wake-up mark
+    # every ~1,800 frames, so the stub drains all through the run, as in a stream of frames longer
+    # than the rings. Above, the rings (sized from the 200 MB buffer) hold a thread's 25,000 frames
+    # and the stub drains when they pass half full, when gdb asks, or at its one-second heartbeat.
+    for t in THREADS:
+        session("gdbtrace-ebpf-sustained", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
+                env={"GDBTRACE_BPF_RINGBUF_MB": "1"})
     # The same with a condition that is never true: the hit path alone (no frame, no ring buffer).
     for t in THREADS:
         session("gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf", cond=" if i < 0")

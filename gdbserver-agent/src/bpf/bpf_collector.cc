@@ -41,12 +41,11 @@ using bpf::StatsSlot;
 constexpr uint32_t kTimestampTsv = 1;
 
 // Bytes of each CPU's ring for a trace buffer of BUFFER bytes: the rings stage
-// frames until the stub's next drain (a wake-up at an eighth full, else every
-// 50 ms), so together they hold half the buffer, within [1 MB, 128 MB] per CPU
-// (1 MB: above the largest frame; a big buffer gets big rings because a stub
-// starved of CPU on a busy machine — it needs ~0.8 µs per `collect $regs`
-// frame — falls behind a tracee producing ~800 MB/s, and what the rings cannot
-// hold is dropped). Pages are touched only as the rings fill.
+// frames until the stub's next drain (a wake-up at half full, else the
+// engine's one-second heartbeat), so together they hold half the buffer, within [1 MB, 128 MB] per
+// CPU (1 MB: above the largest frame; a big buffer gets big rings because a stub starved of CPU on
+// a busy machine — it needs ~0.8 µs per `collect $regs` frame — falls behind a tracee producing
+// ~800 MB/s, and what the rings cannot hold is dropped). Pages are touched only as the rings fill.
 // GDBTRACE_BPF_RINGBUF_MB overrides.
 size_t ring_bytes_for(size_t buffer, size_t ncpu) {
   auto pow2_ceil = [](size_t n) {
@@ -278,9 +277,13 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   o.task_fsbase_offset = support_.task_fsbase_offset;
   o.timestamp_tsv = kTimestampTsv;
   o.sleepable = support_.sleepable;
-  // Early enough that a stub slow to get a CPU still drains before the ring is
-  // full; only the crossing frame wakes it, so this costs one wake-up per 1/8 ring.
-  o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 8);
+  // Half full, as the module: the other half is the headroom for a stub slow
+  // to get a CPU (a 32 MB ring's 16 MB is ~400 ms of the fastest producer in
+  // docs/benchmarks.md, 290-byte `collect $regs, *p` records at ~150 k/s per
+  // CPU; the stub drains ~3x faster than two such CPUs fill their rings). A
+  // lower mark gives the same drain work in smaller batches, each taking a
+  // CPU from the tracee mid-burst. Only the crossing frame wakes the stub.
+  o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 2);
   if (ctx)
     o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
   return o;

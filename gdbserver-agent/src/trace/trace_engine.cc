@@ -11,7 +11,15 @@
 namespace gdbtrace {
 
 namespace {
-constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
+// Kernel collectors stage frames in their rings and wake the stub when a ring
+// passes a fill mark (half full, eBPF and module alike), and everything that
+// reads frames or counts (qTStatus, qTP, qTBuffer, tfind, tsave, tstop, a
+// ptrace hit) drains first; this heartbeat only bounds how long a trickle of
+// frames waits. Every drain takes a CPU from the tracee's threads (~1 us per
+// `collect $regs` frame on the VM of docs/benchmarks.md): at 50 ms, a burst of
+// hits from two threads on two CPUs paid a third of that cost during the
+// burst, at one second it is paid when the burst has passed or the ring needs it.
+constexpr auto kDrainPeriod = std::chrono::seconds(1);
 constexpr uint32_t kTimestampTsv = 1; // gdbserver's builtin $trace_timestamp
 } // namespace
 

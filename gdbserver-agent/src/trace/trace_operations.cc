@@ -423,6 +423,7 @@ Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_
   // gdb sums qTP over a tracepoint's locations: report on the first one only.
   if (e != impl_->first_with_number(number))
     return TracepointCounts{};
+  impl_->drain_all(); // its bytes count frames the engine holds
   auto r = impl_->report_for(*e);
   return TracepointCounts{r.hits, r.bytes};
 }
