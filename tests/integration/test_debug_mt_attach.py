@@ -138,5 +138,48 @@ class AttachToChurnMi(GdbTestCase):
             kill_new_processes(before)
 
 
+class InterruptTwoProcesses(GdbTestCase):
+    """All-stop ^C with two processes running: the SIGINT is reported for the process attached last,
+    as gdbserver's (it signals that one's process group), so gdb stays on that inferior and a
+    `detach` right after detaches it (gdb.threads/detach-step-over.exp's sequence)."""
+
+    def test_mi_interrupt_reports_the_process_attached_last(self):
+        before = descendants()
+        first, last = Churn(), Churn()  # `last` starts later: the higher pid
+        try:
+            with Server("multi") as server:
+                with MiSession(program("mt_churn"), server) as mi:
+                    mi.send("-gdb-set mi-async on")
+                    mi.send("-gdb-set schedule-multiple on")
+                    self.assertEqual(mi.send(f"-target-select extended-remote {server.address}").cls,
+                                     "connected")
+                    mark = len(mi.records)
+                    self.assertEqual(mi.send(f"-target-attach {last.tracee.pid}").cls, "done")
+                    mi.wait_stopped(mark)
+                    self.assertEqual(mi.send("-add-inferior").cls, "done")
+                    self.assertEqual(mi.send('-interpreter-exec console "inferior 2"').cls, "done")
+                    mark = len(mi.records)
+                    self.assertEqual(mi.send(f"-target-attach {first.tracee.pid}").cls, "done")
+                    mi.wait_stopped(mark)
+                    for _ in range(2):
+                        mark = len(mi.records)
+                        self.assertEqual(mi.send("-exec-continue --all").cls, "running")
+                        time.sleep(0.3)
+                        mi.send("-exec-interrupt --all")
+                        stop = mi.wait_stopped(mark)
+                        self.assertEqual(stop.results.get("signal-name"), "SIGINT", stop.line)
+                        thread = stop.results.get("thread-id")
+                        info = mi.send(f"-thread-info {thread}").results["threads"][0]
+                        self.assertIn(f"Thread {first.tracee.pid}.", info.get("target-id", ""), info)
+                    self.assertEqual(mi.send("-target-detach").cls, "done")
+                    self.assertEqual(tracer_pid(first.tracee.pid), 0, "the attached-last process")
+                    self.assertNotEqual(tracer_pid(last.tracee.pid), 0, "detached the wrong process")
+            self.assertTrue(first.advancing(), "the detached process does not run on")
+        finally:
+            first.close()
+            last.close()
+            kill_new_processes(before)
+
+
 if __name__ == "__main__":
     unittest.main()

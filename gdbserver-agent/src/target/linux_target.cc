@@ -215,6 +215,7 @@ Result<Pid> LinuxTarget::create_inferior(const LaunchSpec& spec) {
   Process& p = add_process(*pid, false);
   Lwp& l = p.lwps[*pid];
   l.tid = *pid;
+  interrupt_pid_ = *pid;
   if (!non_stop_)
     reported_ = true;
   return *pid;
@@ -226,6 +227,7 @@ Result<void> LinuxTarget::attach(Pid pid) {
   if (!procfs::thread_exists(pid, pid))
     return make_error(ESRCH, "no such process: " + std::to_string(pid));
   Process& p = add_process(pid, true);
+  interrupt_pid_ = pid;
   // Threads may be created while we attach: rescan until two scans in a row
   // see no thread that is new to us (as gdb's linux_proc_attach_tgid_threads),
   // counting one that exited before PTRACE_ATTACH as seen. A thread that

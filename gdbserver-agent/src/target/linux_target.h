@@ -236,6 +236,9 @@ private:
   // first and the interrupt waits for the next resume, as gdbserver's SIGINT
   // stays queued in the process.
   bool interrupt_requested_ = false;
+  // The process started or attached last: an all-stop ^C is reported for it,
+  // as gdbserver's SIGINT goes to that process's group (signal_pid).
+  Pid interrupt_pid_ = 0;
   bool dispatching_ = false, redispatch_ = false, dispatch_posted_ = false;
   // A SIGCHLD came with nothing to reap and a leader could not be checked yet
   // (other threads ran): check at the next statuses (note_zombie_leaders).

@@ -428,17 +428,23 @@ bool LinuxTarget::interrupt_all_stop(std::vector<StopEvent>& out) {
 
 // The thread a ^C stop is reported for: one gdb resumed (a thread it was
 // stepping over a breakpoint must not see another thread stop instead),
-// preferring the leader.
+// preferring the process started or attached last (gdbserver signals that
+// one's process group: gdb then stays on that inferior, and a `detach` after
+// the ^C detaches it — gdb.threads/detach-step-over.exp), then the leader.
 std::optional<StopEvent> LinuxTarget::interrupt_event() const {
   std::optional<StopEvent> any, resumed;
+  int resumed_rank = -1;
   for (const auto& [pid, p] : procs_)
     for (const auto& [tid, l] : p->lwps) {
       if (l.zombie || hidden(*p))
         continue;
       if (!any)
         any = signal_event(pid, tid, SIGINT);
-      if (l.resumed && (!resumed || tid == pid))
+      int rank = (pid == interrupt_pid_ ? 2 : 0) + (tid == pid ? 1 : 0);
+      if (l.resumed && rank > resumed_rank) {
         resumed = signal_event(pid, tid, SIGINT);
+        resumed_rank = rank;
+      }
     }
   return resumed ? resumed : any;
 }
