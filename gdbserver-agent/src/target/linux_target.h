@@ -211,6 +211,7 @@ private:
   void interpret_pending();
   bool interrupt_all_stop(std::vector<StopEvent>& out);
   std::optional<StopEvent> interrupt_event() const;
+  bool interrupt_due() const;
   void place_report(const StopEvent& ev);
   std::optional<StopEvent> take_report();
   bool anything_running() const;

@@ -382,7 +382,7 @@ void LinuxTarget::dispatch() {
             l.resumed = false;
         reported_ = true;
         out.push_back(*ev);
-      } else if (interrupt_requested_) {
+      } else if (interrupt_due()) {
         if (!interrupt_all_stop(out))
           redispatch_ = true; // statuses collected while stopping come first
       } else if (waiting_ && !anything_running()) {
@@ -424,6 +424,28 @@ bool LinuxTarget::interrupt_all_stop(std::vector<StopEvent>& out) {
   if (ev)
     out.push_back(*ev);
   return true;
+}
+
+// A ^C not answered yet waits while gdb single-steps threads of other
+// processes only (a step over a breakpoint): gdbserver's SIGINT waits in the
+// threads of the process started or attached last, so such a step finishes
+// first and the ^C is reported in that process when gdb resumes it
+// (gdb.threads/detach-step-over.exp). Any other resume answers it at once,
+// whichever threads it runs (gdbserver would not see a SIGINT queued in a
+// process gdb keeps stopped; we do not wait for it).
+bool LinuxTarget::interrupt_due() const {
+  if (!interrupt_requested_)
+    return false;
+  bool other_steps_only = false;
+  for (const auto& [pid, p] : procs_)
+    for (const auto& [tid, l] : p->lwps) {
+      if (!l.resumed || l.zombie)
+        continue;
+      if (pid == interrupt_pid_ || l.kind == ResumeKind::Continue)
+        return true;
+      other_steps_only = true;
+    }
+  return !other_steps_only || !procs_.count(interrupt_pid_);
 }
 
 // The thread a ^C stop is reported for: one gdb resumed (a thread it was
@@ -1087,7 +1109,7 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
   if (!non_stop_)
     reported_ = false;
   // An interrupt not answered yet: report it now instead of running anything.
-  if (to_run.empty() || (!non_stop_ && interrupt_requested_)) {
+  if (to_run.empty() || (!non_stop_ && interrupt_due())) {
     // (reports of vanished threads/processes may still be queued)
     post_dispatch();
     return ok();
