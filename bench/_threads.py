@@ -51,7 +51,7 @@ def script(prog, port, trace_cmd, site, backend, tfile):
 
 
 def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=(), cond="",
-            env=None):
+            env=None, emit=True):
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
     server = B.Server(kind, [prog, str(threads), str(n)], wrapper, env)
@@ -63,22 +63,23 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
         f.write(text)
     traced = parse(text)
     total = B.frames_collected(text)
+    row = B.row if emit else quiet_row
     if cond:  # a condition that is never true: no frames, only the hit path
         st = next(iter(B.stub_status(text).values()), {})
         if not traced or st.get("backend") != backend:
-            return B.row(mech, workload, None, column=f"threads{threads}", threads=threads,
+            return row(mech, workload, None, column=f"threads{threads}", threads=threads,
                          reason=B.first_error(text) or "no_run")
-        return B.row(mech, workload + ":never_true", (traced["wall_ns"] - base[threads]["wall_ns"]) / n,
+        return row(mech, workload + ":never_true", (traced["wall_ns"] - base[threads]["wall_ns"]) / n,
                      column=f"threads{threads}", threads=threads, n=n,
                      hits_per_s=round(traced["hits_per_s"]), hits=threads * n, frames=total or 0,
                      condition=cond.strip().replace(" ", ""))
     if not traced or not total:
-        return B.row(mech, workload, None, column=f"threads{threads}", threads=threads, n=n,
+        return row(mech, workload, None, column=f"threads{threads}", threads=threads, n=n,
                      reason=B.first_error(text) or "no_frames")
     status = B.stub_status(text) if backend else {}
     st = next(iter(status.values()), {})
     if backend and st.get("backend") != backend:
-        return B.row(mech, workload, None, column=f"threads{threads}", threads=threads,
+        return row(mech, workload, None, column=f"threads{threads}", threads=threads,
                      reason=f"backend_{st.get('backend')}_not_{backend}")
     try:
         walked, torn, dups = check_tfile(tfile, threads, n)
@@ -86,10 +87,54 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
         walked, torn, dups = None, None, f"tsave_failed:{e}".replace(" ", "_")
     hits = threads * n
     per_hit = (traced["wall_ns"] - base[threads]["wall_ns"]) / n
-    return B.row(mech, workload, per_hit, column=f"threads{threads}", threads=threads, n=n,
+    return row(mech, workload, per_hit, column=f"threads{threads}", threads=threads, n=n,
                  hits_per_s=round(traced["hits_per_s"]), hits=hits, frames=total,
                  drops=st.get("drops", hits - total), frames_walked=walked, torn=torn, duplicates=dups,
                  complete="yes" if total == hits else "no")
+
+
+def quiet_row(mechanism, workload, ns_per_hit, **notes):
+    """B.row's dict, not printed (a round of the interleaved runs below)."""
+    r = {"mechanism": mechanism, "workload": workload, "ns_per_hit": ns_per_hit}
+    r.update({k: v for k, v in notes.items() if v is not None})
+    return r
+
+
+def floor_session(prog, t, n, base, emit=True):
+    out, hits = B.with_uprobes([(prog, "t_site")], [prog, str(t), str(n)])
+    traced = parse(out or "")
+    row = B.row if emit else quiet_row
+    if not traced:
+        return row("uprobe-tracefs", f"t_site:{t}thr", None, column=f"threads{t}", reason=hits)
+    return row("uprobe-tracefs", f"t_site:{t}thr", (traced["wall_ns"] - base[t]["wall_ns"]) / n,
+               column=f"threads{t}", threads=t, n=n, hits=hits.get("t_site"),
+               hits_per_s=round(traced["hits_per_s"]))
+
+
+def interleaved(runs, rounds):
+    """RUNS: {key: callable(emit) -> row}. Runs them ROUNDS times, one of each per round (so a slow
+    patch of a shared machine hits every mechanism alike), then prints one row per key: the round
+    with the median throughput, noting every round's throughput (runs_hits_per_s) and, for 2
+    threads, each round's own 2-thread scaling (runs_scaling: this round's 2-thread / 1-thread)."""
+    got = {k: [] for k in runs}
+    for _ in range(rounds):
+        for k, fn in runs.items():
+            got[k].append(fn(False))
+    for (mech, t), rows in got.items():
+        ok = [r for r in rows if r.get("hits_per_s")]
+        if not ok:
+            r = rows[-1]
+            B.row(r["mechanism"], r["workload"], None, **{k: v for k, v in r.items()
+                                                          if k not in ("mechanism", "workload", "ns_per_hit")})
+            continue
+        ok.sort(key=lambda r: r["hits_per_s"])
+        med = dict(ok[len(ok) // 2])
+        med["runs_hits_per_s"] = ",".join(str(r["hits_per_s"]) for r in rows if r.get("hits_per_s"))
+        one = got.get((mech, 1))
+        if t == 2 and one:
+            pairs = [(a.get("hits_per_s"), b.get("hits_per_s")) for a, b in zip(one, rows)]
+            med["runs_scaling"] = ",".join(f"{b / a:.2f}" for a, b in pairs if a and b)
+        B.row(med.pop("mechanism"), med.pop("workload"), med.pop("ns_per_hit"), **med)
 
 
 def main():
@@ -104,28 +149,29 @@ def main():
     for t in THREADS:
         B.row("untraced", f"bench_threads:{t}thr", base[t]["wall_ns"] / n_fast, unit="ns_per_iter",
               hits_per_s=round(base[t]["hits_per_s"]), threads=t, n=n_fast)
-    for t in THREADS:
-        out, hits = B.with_uprobes([(prog, "t_site")], [prog, str(t), str(n_fast)])
-        traced = parse(out or "")
-        if not traced:
-            B.row("uprobe-tracefs", f"t_site:{t}thr", None, column=f"threads{t}", reason=hits)
-            continue
-        B.row("uprobe-tracefs", f"t_site:{t}thr", (traced["wall_ns"] - base[t]["wall_ns"]) / n_fast,
-              column=f"threads{t}", threads=t, n=n_fast, hits=hits.get("t_site"),
-              hits_per_s=round(traced["hits_per_s"]))
-    ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
-    for t in THREADS:
-        session("gdbtrace-ebpf", "gdbtrace", prog, t, n_fast, base, backend="ebpf")
+    # The raw floor and the in-kernel rows, interleaved: thread throughput on this shared 2-vCPU
+    # machine moves by +-20 % between back-to-back runs, more than the differences measured.
     # Sustained: rings of 1 MB per CPU (GDBTRACE_BPF_RINGBUF_MB) pass their half-full wake-up mark
     # every ~1,800 frames, so the stub drains all through the run, as in a stream of frames longer
-    # than the rings. Above, the rings (sized from the 200 MB buffer) hold a thread's 25,000 frames
-    # and the stub drains when they pass half full, when gdb asks, or at its one-second heartbeat.
+    # than the rings. gdbtrace-ebpf's rings (sized from the 200 MB buffer) hold a thread's 25,000
+    # frames: the stub drains when they pass half full, when gdb asks, or at its one-second heartbeat.
+    # condfalse: a condition that is never true, the hit path alone (no frame, no ring buffer).
+    runs = {}
     for t in THREADS:
-        session("gdbtrace-ebpf-sustained", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
-                env={"GDBTRACE_BPF_RINGBUF_MB": "1"})
-    # The same with a condition that is never true: the hit path alone (no frame, no ring buffer).
+        runs[("uprobe-tracefs", t)] = lambda emit, t=t: floor_session(prog, t, n_fast, base, emit)
     for t in THREADS:
-        session("gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf", cond=" if i < 0")
+        runs[("gdbtrace-ebpf", t)] = lambda emit, t=t: session(
+            "gdbtrace-ebpf", "gdbtrace", prog, t, n_fast, base, backend="ebpf", emit=emit)
+    for t in THREADS:
+        runs[("gdbtrace-ebpf-sustained", t)] = lambda emit, t=t: session(
+            "gdbtrace-ebpf-sustained", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
+            env={"GDBTRACE_BPF_RINGBUF_MB": "1"}, emit=emit)
+    for t in THREADS:
+        runs[("gdbtrace-ebpf-condfalse", t)] = lambda emit, t=t: session(
+            "gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
+            cond=" if i < 0", emit=emit)
+    interleaved(runs, 1 if B.SMOKE else 5)
+    ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
     if os.environ.get("BENCH_QUICK") == "1":  # the floor and eBPF only
         return
     for t in THREADS:
