@@ -132,5 +132,43 @@ class Reconnect(GdbTestCase):
             self.assertFalse(server.alive(), "server still running after `monitor exit`\n" + run.transcript())
 
 
+class AttachIntoSignal(GdbTestCase):
+    """gdb.threads/attach-into-signal.exp without threads: attaching while a SIGALRM is pending. The
+    attach's stop reports that signal ("received signal SIGALRM", as gdbserver's), and `detach` hands it
+    back (gdb passes SIGALRM by default), so the program's chain of SIGALRMs, which aborts the moment
+    one is lost, runs on after every detach."""
+
+    def test_attach_reports_the_pending_signal_and_detach_passes_it_on(self):
+        before = descendants()
+        tracee = Tracee(program("signal_chain"))
+        try:
+            time.sleep(0.2)
+            pid = tracee.pid
+            # The attach's stop is printed, not returned by gdb.execute: count stop events.
+            loop = "\n".join([
+                "caught = [0]",
+                "def on_stop(ev):",
+                "    if isinstance(ev, gdb.SignalEvent) and ev.stop_signal == 'SIGALRM':",
+                "        caught[0] += 1",
+                "gdb.events.stop.connect(on_stop)",
+                "for attempt in range(200):",
+                f"    gdb.execute('attach {pid}', to_string=True)",
+                "    gdb.execute('detach', to_string=True)",
+                "    if caught[0] == 2:",
+                "        break",
+                "print('caught %d in %d attaches' % (caught[0], attempt + 1))",
+            ])
+            with Server("multi") as server:
+                run = run_gdb(["handle SIGALRM stop print pass", f"python\n{loop}\nend"],
+                              program=program("signal_chain"), server=server, timeout=240)
+            self.assertOutput(run, r"caught 2 in \d+ attaches")
+            time.sleep(0.3)
+            self.assertIn(process_state(pid), ("R", "S"), "the SIGALRM chain broke (abort)")
+            self.assertEqual(tracer_pid(pid), 0)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+
 if __name__ == "__main__":
     unittest.main()

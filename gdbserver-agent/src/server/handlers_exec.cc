@@ -198,6 +198,8 @@ GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
   stop.signal = SIGTRAP;
   general_thread_ = stop.thread;
   if (!non_stop_) {
+    if (auto sig = target_.take_attach_signal(pid))
+      stop.signal = *sig;
     last_stop_ = stop;
     stopped_threads_[pid] = stop;
     return stop_reply(stop);

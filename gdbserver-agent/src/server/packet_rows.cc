@@ -89,6 +89,7 @@ std::vector<PacketRow> GdbServer::rows() {
                         }))
           .advertise("QPassSignals+"),
       PacketRow::prefix("QProgramSignals:", signal_setting([this](std::vector<bool> list) {
+                          target_.set_program_signals(list);
                           program_signals_ = std::move(list);
                         }))
           .advertise("QProgramSignals+"),

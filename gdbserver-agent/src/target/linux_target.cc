@@ -277,6 +277,30 @@ Result<void> LinuxTarget::attach(Pid pid) {
   return ok();
 }
 
+// A signal that reached the leader before the attach's SIGSTOP (it was
+// pending: gdb.threads/attach-into-signal.exp) left the leader in its
+// signal-delivery stop; wait_for_stop kept that status for later. gdbserver
+// reports it as the attach's stop, so gdb prints "received signal" and passes
+// it on at the next resume (its `handle` settings); the SIGSTOP stays expected.
+std::optional<int> LinuxTarget::take_attach_signal(Pid pid) {
+  Process* p = find_process(pid);
+  if (!p)
+    return std::nullopt;
+  auto it = p->lwps.find(pid);
+  if (it == p->lwps.end() || !it->second.raw)
+    return std::nullopt;
+  Lwp& l = it->second;
+  int st = *l.raw;
+  if (!WIFSTOPPED(st) || (st >> 16) != 0)
+    return std::nullopt;
+  int sig = WSTOPSIG(st);
+  if (sig == SIGSTOP || sig == SIGTRAP || sig == (SIGTRAP | 0x80))
+    return std::nullopt;
+  l.raw.reset();
+  l.attach_signal = sig;
+  return sig;
+}
+
 Result<void> LinuxTarget::detach(Pid pid) {
   Process* p = find_process(pid);
   if (!p)
@@ -297,6 +321,8 @@ Result<void> LinuxTarget::detach(Pid pid) {
       if (s != SIGSTOP && s != SIGTRAP && s != (SIGTRAP | 0x80))
         sig = s;
     }
+    if (l.attach_signal && program_signal(l.attach_signal))
+      sig = l.attach_signal; // as gdbserver's get_detach_signal
     if (l.pending_signal)
       sig = l.pending_signal;
     if (l.stop_expected) // cancel the SIGSTOP still queued for it

@@ -52,6 +52,7 @@ struct Lwp {
 
   ResumeKind kind = ResumeKind::Continue;
   int pending_signal = 0; // to deliver on the next real resume
+  int attach_signal = 0;  // reported as the attach's stop, not resumed yet (detach passes it)
   uint64_t range_start = 0, range_end = 0;
 
   bool at_breakpoint = false; // stopped by executing our int3 at breakpoint_pc
@@ -115,6 +116,9 @@ public:
   Result<void> resume(const std::vector<ResumeAction>& actions) override;
   Result<void> interrupt(Pid pid) override;
   bool pause_all() override;
+  void set_program_signals(const std::vector<bool>& host_signals) override {
+    program_signals_ = host_signals;
+  }
   void set_pass_signals(const std::vector<bool>& host_signals_to_pass) override {
     pass_signals_ = host_signals_to_pass;
   }
@@ -143,6 +147,7 @@ public:
   Result<std::string> exec_file(Pid pid) override;
   Result<std::vector<LibraryInfo>> libraries(Pid pid, uint64_t& r_debug_lm_out) override;
   Result<std::string> read_siginfo(ThreadId thread) override;
+  std::optional<int> take_attach_signal(Pid pid) override;
   Result<void> write_siginfo(ThreadId thread, std::string_view data) override;
   Result<uint64_t> tls_address(ThreadId thread, uint64_t offset, uint64_t lm) override;
 
@@ -218,6 +223,12 @@ private:
   bool pass_signal(int sig) const {
     return sig > 0 && sig < (int)pass_signals_.size() && pass_signals_[sig];
   }
+  // Without QProgramSignals, gdb's defaults: everything but SIGTRAP and SIGINT.
+  bool program_signal(int sig) const {
+    if (program_signals_.empty())
+      return sig != SIGTRAP && sig != SIGINT;
+    return sig > 0 && sig < (int)program_signals_.size() && program_signals_[sig];
+  }
 
   asio::io_context& io_;
   std::shared_ptr<int> life_ = std::make_shared<int>(0); // posted handlers check it
@@ -247,6 +258,7 @@ private:
   asio::steady_timer leader_check_{io_};
   bool leader_check_armed_ = false;
   std::vector<bool> pass_signals_;
+  std::vector<bool> program_signals_;
   bool report_thread_events_ = false;
   bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;
   StepOverStats step_over_stats_;

@@ -1097,6 +1097,7 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
         continue;
       l.resumed = true;
       l.kind = a->kind;
+      l.attach_signal = 0; // gdb chose: a->signal passes it or not
       if (a->signal)
         l.pending_signal = a->signal;
       l.range_start = a->range_start;

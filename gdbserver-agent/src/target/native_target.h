@@ -144,6 +144,10 @@ public:
   // Starts the program stopped at its first instruction (after the shell/wrapper exec'd it).
   virtual Result<Pid> create_inferior(const LaunchSpec& spec) = 0;
   virtual Result<void> attach(Pid pid) = 0; // stops all its threads
+  // After attach: the signal the leader stopped with instead of the attach's
+  // SIGSTOP (it had one pending), taken out of the events still to report, so
+  // the attach's stop reply carries it as gdbserver's does. nullopt: none.
+  virtual std::optional<int> take_attach_signal(Pid) { return std::nullopt; }
   virtual Result<void> detach(Pid pid) = 0; // removes our breakpoints, process keeps running
   virtual Result<void> kill(Pid pid) = 0;
   virtual std::vector<Pid> processes() const = 0;
@@ -164,6 +168,9 @@ public:
   // when something was running.
   virtual bool pause_all() = 0;
   virtual void set_pass_signals(const std::vector<bool>& host_signals_to_pass) = 0;
+  // QProgramSignals: signals gdb lets the program have; a detach passes on a
+  // signal gdb was shown but never resumed with only if it is one of them.
+  virtual void set_program_signals(const std::vector<bool>& host_signals) {}
   virtual void set_report_thread_events(bool enabled) = 0;
   // Syscall catching (QCatchSyscalls): empty list with enabled = catch all.
   virtual void set_catch_syscalls(Pid pid, bool enabled, const std::vector<int>& syscalls) = 0;
