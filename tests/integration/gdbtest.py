@@ -712,6 +712,18 @@ class MiSession:
     def wait_stopped(self, since: int, timeout=None) -> MiRecord:
         return self.wait_for("*", "stopped", timeout, since)
 
+    def continue_and_interrupt(self, run_for=0.3, all_threads=False) -> MiRecord:
+        """-exec-continue, RUN_FOR seconds, -exec-interrupt: the *stopped record that follows
+        (asserted to be the ^C's SIGINT by the caller)."""
+        flag = " --all" if all_threads else ""
+        mark = len(self.records)
+        running = self.send("-exec-continue" + flag)
+        if running.cls != "running":
+            raise AssertionError(f"-exec-continue{flag}: {running.line}")
+        time.sleep(run_for)
+        self.send("-exec-interrupt" + flag)
+        return self.wait_stopped(mark)
+
     def console(self) -> str:
         return "".join(rec.cls for rec in self.records if rec.kind in "~@&")
 

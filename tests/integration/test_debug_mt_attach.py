@@ -122,11 +122,7 @@ class AttachToChurnMi(GdbTestCase):
                     threads = mi.send("-thread-info").results["threads"]
                     self.assertGreaterEqual(len(threads), 1, threads)
                     for _ in range(3):
-                        mark = len(mi.records)
-                        self.assertEqual(mi.send("-exec-continue").cls, "running")
-                        time.sleep(0.3)
-                        mi.send("-exec-interrupt")
-                        stop = mi.wait_stopped(mark)
+                        stop = mi.continue_and_interrupt()
                         self.assertEqual(stop.results.get("signal-name"), "SIGINT", stop.line)
                         self.assertEqual(mi.send("-thread-info").cls, "done")
                     self.assertEqual(mi.send("-target-detach").cls, "done")
@@ -162,11 +158,7 @@ class InterruptTwoProcesses(GdbTestCase):
                     self.assertEqual(mi.send(f"-target-attach {first.tracee.pid}").cls, "done")
                     mi.wait_stopped(mark)
                     for _ in range(2):
-                        mark = len(mi.records)
-                        self.assertEqual(mi.send("-exec-continue --all").cls, "running")
-                        time.sleep(0.3)
-                        mi.send("-exec-interrupt --all")
-                        stop = mi.wait_stopped(mark)
+                        stop = mi.continue_and_interrupt(all_threads=True)
                         self.assertEqual(stop.results.get("signal-name"), "SIGINT", stop.line)
                         thread = stop.results.get("thread-id")
                         info = mi.send(f"-thread-info {thread}").results["threads"][0]

@@ -69,11 +69,7 @@ class InterruptDuringStepOver(GdbTestCase):
             mi.send(f"-gdb-set breakpoint condition-evaluation {condition_eval}")
             self.assertEqual(mi.send("-break-insert -c \"iteration < 0\" hit").cls, "done")
             for _ in range(3):
-                mark = len(mi.records)
-                self.assertEqual(mi.send("-exec-continue").cls, "running")
-                time.sleep(0.4)
-                mi.send("-exec-interrupt")
-                stop = mi.wait_stopped(mark)
+                stop = mi.continue_and_interrupt(run_for=0.4)
                 self.assertEqual(stop.results.get("reason"), "signal-received", stop.line)
                 self.assertEqual(stop.results.get("signal-name"), "SIGINT", stop.line)
                 threads = mi.send("-thread-info").results["threads"]
