@@ -38,12 +38,14 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
-def row(mechanism, workload, ns_per_hit, **notes):
-    """One bench row (bench/README.md). ns_per_hit None -> NA (give reason=...)."""
+def row(mechanism, workload, ns_per_hit, emit=True, **notes):
+    """One bench row (bench/README.md). ns_per_hit None -> NA (give reason=...). emit=False: built,
+    not printed (one round of interleaved runs, printed later)."""
     r = {"mechanism": mechanism, "workload": workload,
          "ns_per_hit": None if ns_per_hit is None else round(float(ns_per_hit), 1)}
     r.update({k: v for k, v in notes.items() if v is not None})
-    print(json.dumps(r), flush=True)
+    if emit:
+        print(json.dumps(r), flush=True)
     return r
 
 

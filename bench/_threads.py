@@ -6,6 +6,7 @@ divided by hits per thread, i.e. the latency one thread sees), drops (hits witho
 frames: the buffer is saved with `tsave` and every frame is checked (rdi = tid, rsi = i, rdx = p, the
 64 bytes at p all = tid << 32 | i; no (tid, i) twice).
 """
+import functools
 import os
 import re
 
@@ -63,7 +64,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
         f.write(text)
     traced = parse(text)
     total = B.frames_collected(text)
-    row = B.row if emit else quiet_row
+    row = functools.partial(B.row, emit=emit)
     if cond:  # a condition that is never true: no frames, only the hit path
         st = next(iter(B.stub_status(text).values()), {})
         if not traced or st.get("backend") != backend:
@@ -93,17 +94,10 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
                  complete="yes" if total == hits else "no")
 
 
-def quiet_row(mechanism, workload, ns_per_hit, **notes):
-    """B.row's dict, not printed (a round of the interleaved runs below)."""
-    r = {"mechanism": mechanism, "workload": workload, "ns_per_hit": ns_per_hit}
-    r.update({k: v for k, v in notes.items() if v is not None})
-    return r
-
-
 def floor_session(prog, t, n, base, emit=True):
     out, hits = B.with_uprobes([(prog, "t_site")], [prog, str(t), str(n)])
     traced = parse(out or "")
-    row = B.row if emit else quiet_row
+    row = functools.partial(B.row, emit=emit)
     if not traced:
         return row("uprobe-tracefs", f"t_site:{t}thr", None, column=f"threads{t}", reason=hits)
     return row("uprobe-tracefs", f"t_site:{t}thr", (traced["wall_ns"] - base[t]["wall_ns"]) / n,
