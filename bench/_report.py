@@ -149,10 +149,10 @@ def column_row(mech, column, script=None):
     return None
 
 
-def floor_scaling_target(m, ratio, t1, torn=0):
+def floor_scaling_target(m, ratio, t1, torn=0, why_not_judged=None):
     """M's 2-thread scaling RATIO against the raw uprobe floor's own in the same run. With
     interleaved rounds (bench/_threads.py), each round's own relative scaling is listed too and the
-    target is judged on their median."""
+    target is judged on their median; WHY_NOT_JUDGED: printed as NA with that reason."""
     f1t, f2t = column_row("uprobe-tracefs", "threads1"), column_row("uprobe-tracefs", "threads2")
     t2, t4 = column_row(m, "threads2"), column_row(m, "threads4")
     if f1t and f2t and f1t.get("hits_per_s") and f2t.get("hits_per_s"):
@@ -166,8 +166,9 @@ def floor_scaling_target(m, ratio, t1, torn=0):
             rel = statistics.median(per)
             rounds = (f"; per round {min(per):.2f}-{max(per):.2f} (median {rel:.2f}) over {len(per)} "
                       f"interleaved rounds")
-        target(rel >= 0.9 and torn == 0,
-               f"{m} 2-thread scaling >= 0.9x the raw floor's own 2-thread scaling (same run): "
+        target(None if why_not_judged else rel >= 0.9 and torn == 0,
+               f"{m} 2-thread scaling >= 0.9x the raw floor's own 2-thread scaling (same run)"
+               f"{' (' + why_not_judged + ')' if why_not_judged else ''}: "
                f"{ratio:.2f}x vs floor {floor_scaling:.2f}x = {ratio / floor_scaling:.2f}{rounds}{four}")
 
 
@@ -177,10 +178,15 @@ for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
         t1, t2 = column_row(m, "threads1"), column_row(m, "threads2")
         if t1 and t2 and t1.get("hits_per_s") and t2.get("hits_per_s"):
             ratio = float(t2["hits_per_s"]) / float(t1["hits_per_s"])
-            target(ratio >= 1.8, f"{m} 2 threads >= 1.8x one thread's throughput: "
+            # Sustained: the stub drains during the run, on the 2 vCPUs both tracee threads keep
+            # busy; the floor has no reader. Reported, not judged (bench/_threads.py).
+            why = ("the stub drains during the run on the CPUs the tracee threads use; informational"
+                   if m.endswith("-sustained") else None)
+            target(None if why else ratio >= 1.8, f"{m} 2 threads >= 1.8x one thread's throughput"
+                   f"{' (' + why + ')' if why else ''}: "
                    f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x")
             if t2.get("frames"):  # with frames (not the never-true condition)
-                floor_scaling_target(m, ratio, t1)
+                floor_scaling_target(m, ratio, t1, why_not_judged=why)
         continue
     # Issue 14's limits per column (x the raw uprobe floor on the same instruction). The single-step
     # site's 1.1x applies where BPF cannot write registers (the host); where it can, the site is
@@ -231,9 +237,15 @@ for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
     emu, step = column_row(m, "regs"), column_row(m + "-emulating", "stepsite") or column_row(m, "stepsite")
     if emu and step and emu["ns_per_hit"] and step["ns_per_hit"] is not None:
         ratio = step["ns_per_hit"] / emu["ns_per_hit"]
-        target(ratio <= 2.0, f"{step['mechanism']} single-step site <= 2x emulated site: {fmt(step['ns_per_hit'])} vs "
+        # Where the eBPF program cannot write pt_regs (kernel < 6.19) the kernel single-steps the
+        # instruction: issue 14 judges that site against the floor on the same instruction (<= 1.1x,
+        # above), this line is informational.
+        single_stepped = "ebpf" in m and not step["mechanism"].endswith("-emulating")
+        target(None if single_stepped else ratio <= 2.0,
+               f"{step['mechanism']} single-step site <= 2x emulated site: {fmt(step['ns_per_hit'])} vs "
                f"{fmt(emu['ns_per_hit'])} ns = {ratio:.2f}x"
-               + (" (eBPF cannot write pt_regs on this kernel: no emulation)" if "ebpf" in m else ""))
+               + (" (eBPF cannot write pt_regs on this kernel: the kernel single-steps; informational)"
+                  if single_stepped else ""))
     if m.endswith("gdbtrace-kmod") and r and r.get("where") == "qemu-tcg-guest":
         # The eBPF collector in the same guest, gdb-driven: the rip-load site against the nop site the
         # kernel emulates itself. From Linux 6.19 (the newest Debian kernel) the program emulates the
