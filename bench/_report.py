@@ -149,10 +149,12 @@ def column_row(mech, column, script=None):
     return None
 
 
-def floor_scaling_target(m, ratio, t1, torn=0, why_not_judged=None):
-    """M's 2-thread scaling RATIO against the raw uprobe floor's own in the same run. With
-    interleaved rounds (bench/_threads.py), each round's own relative scaling is listed too and the
-    target is judged on their median; WHY_NOT_JUDGED: printed as NA with that reason."""
+def floor_scaling_target(m, ratio, t1, torn=0, drops=None, why_not_judged=None):
+    """M's 2-thread scaling RATIO against the raw uprobe floor's own in the same run (issue 14's
+    thread target; an absolute 2-thread/1-thread bound would judge the machine: the floor itself
+    scaled 1.54-1.99x between rounds of one run). With interleaved rounds (bench/_threads.py), each
+    round's own relative scaling is listed too and the target is judged on their median, with zero
+    torn frames; WHY_NOT_JUDGED: printed as NA with that reason."""
     f1t, f2t = column_row("uprobe-tracefs", "threads1"), column_row("uprobe-tracefs", "threads2")
     t2, t4 = column_row(m, "threads2"), column_row(m, "threads4")
     if f1t and f2t and f1t.get("hits_per_s") and f2t.get("hits_per_s"):
@@ -166,10 +168,19 @@ def floor_scaling_target(m, ratio, t1, torn=0, why_not_judged=None):
             rel = statistics.median(per)
             rounds = (f"; per round {min(per):.2f}-{max(per):.2f} (median {rel:.2f}) over {len(per)} "
                       f"interleaved rounds")
+        frames = f"; torn {torn}" + (f", drops {drops}" if drops is not None else "")
         target(None if why_not_judged else rel >= 0.9 and torn == 0,
                f"{m} 2-thread scaling >= 0.9x the raw floor's own 2-thread scaling (same run)"
                f"{' (' + why_not_judged + ')' if why_not_judged else ''}: "
-               f"{ratio:.2f}x vs floor {floor_scaling:.2f}x = {ratio / floor_scaling:.2f}{rounds}{four}")
+               f"{ratio:.2f}x vs floor {floor_scaling:.2f}x = {ratio / floor_scaling:.2f}{rounds}{four}"
+               f"{frames}")
+
+
+def frame_counts(m):
+    """(torn, drops) over every thread row of M."""
+    torn = sum(int(r.get("torn") or 0) for r in rows if r["mechanism"] == m and "torn" in r)
+    drops = sum(int(r.get("drops") or 0) for r in rows if r["mechanism"] == m and "threads" in r)
+    return torn, drops
 
 
 in_kernel = [m for m in mechs if m == "gdbtrace-ebpf" or m.endswith("gdbtrace-kmod")]
@@ -182,11 +193,8 @@ for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
             # busy; the floor has no reader. Reported, not judged (bench/_threads.py).
             why = ("the stub drains during the run on the CPUs the tracee threads use; informational"
                    if m.endswith("-sustained") else None)
-            target(None if why else ratio >= 1.8, f"{m} 2 threads >= 1.8x one thread's throughput"
-                   f"{' (' + why + ')' if why else ''}: "
-                   f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x")
-            if t2.get("frames"):  # with frames (not the never-true condition)
-                floor_scaling_target(m, ratio, t1, why_not_judged=why)
+            torn, drops = frame_counts(m)
+            floor_scaling_target(m, ratio, t1, torn, drops if t2.get("frames") else None, why)
         continue
     # Issue 14's limits per column (x the raw uprobe floor on the same instruction). The single-step
     # site's 1.1x applies where BPF cannot write registers (the host); where it can, the site is
@@ -262,13 +270,7 @@ for m in in_kernel + [m for m in mechs if m.startswith("gdbtrace-ebpf-")]:
     t1, t2 = column_row(m, "threads1"), column_row(m, "threads2")
     if t1 and t2 and t1.get("hits_per_s") and t2.get("hits_per_s"):
         ratio = float(t2["hits_per_s"]) / float(t1["hits_per_s"])
-        torn = sum(int(r.get("torn") or 0) for r in rows if r["mechanism"] == m and "torn" in r)
-        drops = sum(int(r.get("drops") or 0) for r in rows if r["mechanism"] == m and "threads" in r)
-        target(ratio >= 1.8 and torn == 0,
-               f"{m} 2 threads >= 1.8x one thread's throughput, zero torn frames: "
-               f"{fmt(float(t2['hits_per_s']))} vs {fmt(float(t1['hits_per_s']))} hits/s = {ratio:.2f}x, "
-               f"torn {torn}, drops {drops}")
-        floor_scaling_target(m, ratio, t1, torn)
+        floor_scaling_target(m, ratio, t1, *frame_counts(m))
 
 # The ptrace fallback (issue 14): only the hitting thread pauses, so 2 threads >= 1.5x one thread.
 pt1, pt2 = column_row("gdbtrace-ptrace", "threads1"), column_row("gdbtrace-ptrace", "threads2")

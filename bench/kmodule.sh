@@ -15,7 +15,7 @@ n=${2:-20000}
 mkdir -p "$here/results"
 out=$here/results/kmodule-$(date -u +%Y%m%dT%H%M%SZ).txt
 GT_BENCH=$n GT_BENCH_GDB_N=${GT_BENCH_GDB_N:-2000} QEMU_TIMEOUT=${QEMU_TIMEOUT:-900} \
-  GDBTRACE_BUILD=${GDBTRACE_BUILD:-$here/../build-kmod} "$here/../tests/qemu/run.sh" "$series" >"$out.log" 2>&1
+  GDBTRACE_BUILD=${GDBTRACE_BUILD:-${BENCH_BUILD:-$here/../build}} "$here/../tests/qemu/run.sh" "$series" >"$out.log" 2>&1
 rc=$?
 awk '
   /^=== kernel/ { kernel = $3 }
