@@ -8,7 +8,9 @@
  * instruction of >= 5 bytes) go w_step                               first instruction `mov
  * disp(%rip),%rax`: single-stepped lib_site (libbenchsite.so, dlopen'ed before bench_ready()) `nop`
  * then the 7-byte mov, as above Usage: bench_work <n> [site ...]   (default: every site) A debugger
- * stops at bench_ready() (the library is loaded by then) to place its tracepoints. */
+ * stops at bench_ready() (the library is loaded by then) to place its tracepoints.
+ * BENCH_WORK_REPS=<site>:<k>[,<site>:<k>...] runs those phases k * n times (a cheap site's phase
+ * then lasts as long as the others, so one slow patch of a shared machine weighs the same). */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
@@ -75,6 +77,19 @@ static double run_phase(site_fn f, long n, struct blob64* p) {
   return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
 }
 
+// k from BENCH_WORK_REPS for SITE, else 1.
+static long reps_for(const char* site) {
+  const char* spec = getenv("BENCH_WORK_REPS");
+  size_t len = strlen(site);
+  for (const char* at = spec; at && *at;) {
+    if (strncmp(at, site, len) == 0 && at[len] == ':')
+      return atol(at + len + 1) > 0 ? atol(at + len + 1) : 1;
+    at = strchr(at, ',');
+    at = at ? at + 1 : NULL;
+  }
+  return 1;
+}
+
 int main(int argc, char** argv) {
   long n = argc > 1 ? atol(argv[1]) : 100000;
   struct {
@@ -95,7 +110,9 @@ int main(int argc, char** argv) {
       printf("phase=%s missing: %s\n", sites[s].name, dlerror());
       continue;
     }
-    printf("phase=%s n=%ld ns_per_iter=%.1f\n", sites[s].name, n, run_phase(sites[s].fn, n, &blob));
+    long phase_n = n * reps_for(sites[s].name);
+    printf("phase=%s n=%ld ns_per_iter=%.1f\n", sites[s].name, phase_n,
+           run_phase(sites[s].fn, phase_n, &blob));
     fflush(stdout);
   }
   return 0;
