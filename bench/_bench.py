@@ -105,39 +105,63 @@ def tracefs_write(path, text):
         os.close(fd)
 
 
+class RawUprobes:
+    """Raw tracefs uprobes (no fetch args) on every (prog, symbol) of SITES while the `with` block
+    runs; `hits()` reads their counts. `error` names why they could not be placed (None: placed)."""
+
+    group = "gdbtrace_benchpy"
+
+    def __init__(self, sites):
+        self.sites, self.events, self.error, self.tf = sites, {}, None, tracefs()
+
+    def __enter__(self):
+        if not self.tf:
+            self.error = "tracefs_unavailable"
+            return self
+        try:
+            for prog, sym in self.sites:
+                off = file_offset(prog, sym)
+                if off is None:
+                    self.error = f"no_symbol_{sym}"
+                    return self
+                ev = f"{sym}_{os.getpid()}"
+                tracefs_write(f"{self.tf}/uprobe_events", f"p:{self.group}/{ev} {prog}:{off:#x}\n")
+                self.events[sym] = ev
+                tracefs_write(f"{self.tf}/events/{self.group}/{ev}/enable", "1")
+        except OSError as e:
+            self.error = "uprobe_events_rejected:" + str(e).replace(" ", "_")
+        return self
+
+    def hits(self):
+        out = {}
+        for line in open(f"{self.tf}/uprobe_profile"):
+            parts = line.split()
+            for sym, ev in self.events.items():
+                if len(parts) >= 3 and parts[1] == ev:
+                    out[sym] = int(parts[2])
+        return out
+
+    def __exit__(self, *exc):
+        for ev in self.events.values():
+            try:
+                tracefs_write(f"{self.tf}/events/{self.group}/{ev}/enable", "0")
+                tracefs_write(f"{self.tf}/uprobe_events", f"-:{self.group}/{ev}\n")
+            except OSError:
+                pass
+        return False
+
+
 def with_uprobes(sites, argv):
     """Runs argv with raw tracefs uprobes (no fetch args) on every (prog, symbol) of `sites`.
     Returns (tracee stdout, {symbol: hits}) or (None, reason)."""
-    tf = tracefs()
-    if not tf:
-        return None, "tracefs_unavailable"
-    group, events = "gdbtrace_benchpy", {}
-    try:
-        for prog, sym in sites:
-            off = file_offset(prog, sym)
-            if off is None:
-                return None, f"no_symbol_{sym}"
-            ev = f"{sym}_{os.getpid()}"
-            tracefs_write(f"{tf}/uprobe_events", f"p:{group}/{ev} {prog}:{off:#x}\n")
-            events[sym] = ev
-            tracefs_write(f"{tf}/events/{group}/{ev}/enable", "1")
+    with RawUprobes(sites) as probes:
+        if probes.error:
+            return None, probes.error
         out = subprocess.run(argv, capture_output=True, text=True, timeout=900).stdout
-        hits = {}
-        for line in open(f"{tf}/uprobe_profile"):
-            parts = line.split()
-            for sym, ev in events.items():
-                if len(parts) >= 3 and parts[1] == ev:
-                    hits[sym] = int(parts[2])
-        return out, hits
-    except OSError as e:
-        return None, "uprobe_events_rejected:" + str(e).replace(" ", "_")
-    finally:
-        for ev in events.values():
-            try:
-                tracefs_write(f"{tf}/events/{group}/{ev}/enable", "0")
-                tracefs_write(f"{tf}/uprobe_events", f"-:{group}/{ev}\n")
-            except OSError:
-                pass
+        try:
+            return out, probes.hits()
+        except OSError as e:
+            return None, "uprobe_profile_unreadable:" + str(e).replace(" ", "_")
 
 
 def free_port():

@@ -34,6 +34,7 @@ FIRST_TP = 3  # gdb numbers: 1 = break bench_ready, 2 = break exit, then the tra
 # 4 x n (bench_work.c BENCH_WORK_REPS) and lasts as long: at 50,000 hits (90 ms) one slow patch of
 # the host put a single run at 1.69x the floor against 1.23-1.34x for the other four.
 FAST_REPS = {"w_nop5": 4}
+REF = "w_ref"  # bench_work.c: the in-process floor of every floor and eBPF run (same_process_ratios)
 
 
 def site_address(site, trace_cmd):
@@ -85,9 +86,10 @@ def reps_env(reps):
 
 
 def run_once(mech, kind, prog, n, workloads, backend=None, trace_cmd="trace", wrapper=(), tag="",
-             extra=()):
-    """One traced run of `prog n <sites>` under gdb; returns gdb's and the server's output."""
-    sites = [w[0] for w in workloads]
+             extra=(), extra_sites=()):
+    """One traced run of `prog n <sites>` under gdb; returns gdb's and the server's output.
+    EXTRA_SITES: phases run without a tracepoint (REF)."""
+    sites = [w[0] for w in workloads] + list(extra_sites)
     server = B.Server(kind, [prog, str(n), *sites], wrapper)
     text = B.gdb(script(prog, server.port, workloads, backend, trace_cmd, server.proc.pid).replace(
         "kill\n", "".join(x + "\n" for x in extra) + "kill\n"))
@@ -107,12 +109,30 @@ def median_phases(texts):
     return {site: statistics.median(v) for site, v in runs.items()}, runs
 
 
-def run_ratios(runs, floor_runs, base):
-    """Per-run ratios (this run's ns/hit / the same run's floor ns/hit), for interleaved runs."""
+def same_process_ratios(site, ebpf_runs, floor_runs, base):
+    """Per eBPF run: SITE's cost / the raw floor's on the same instruction at the same moment. Each
+    eBPF run also has a raw tracefs uprobe on REF (a `nop` site like the emulated ones, no
+    tracepoint), so REF's cost in that run is the floor in that process; the dedicated floor runs give
+    the factor from REF to SITE (1 for the other `nop` sites; the single-step and nop5 sites differ),
+    also measured within each process. Pairing an eBPF run with the floor run before it instead
+    compared two processes, and this shared host's uprobe cost moves by 20-30 % between two
+    consecutive processes (04:08 run: the floor's w_regs runs 5,336-6,966 ns)."""
+    def cost(runs, s, i):
+        return runs[s][i] - base[s] if s in runs and i < len(runs[s]) else None
+
+    factors = []
+    for j in range(len(floor_runs.get(REF, []))):
+        at, ref = cost(floor_runs, site, j), cost(floor_runs, REF, j)
+        if at and ref and at > 0 and ref > 0:
+            factors.append(at / ref)
+    if not factors:
+        return []
+    factor = statistics.median(factors)
     out = []
-    for x, f in zip(runs, floor_runs):
-        if f - base > 0:
-            out.append((x - base) / (f - base))
+    for i in range(len(ebpf_runs.get(site, []))):
+        ours, ref = cost(ebpf_runs, site, i), cost(ebpf_runs, REF, i)
+        if ours is not None and ref and ref > 0:
+            out.append(ours / (ref * factor))
     return out
 
 
@@ -208,14 +228,19 @@ def main():
     for site, ns in base.items():
         B.row("untraced", f"bench_work:{site}", ns, unit="ns_per_iter", n=n_fast * FAST_REPS.get(site, 1))
 
-    # The raw uprobe floor and the eBPF collector alternate, 3 runs each (medians): on a shared machine
-    # the cost of a uprobe trap drifts by several x within minutes, and the targets are ratios.
+    # The raw uprobe floor and the eBPF collector alternate, RUNS runs each (medians): on a shared
+    # machine the cost of a uprobe trap drifts by several x within minutes, and the targets are
+    # ratios, taken per eBPF run against the floor in the same process (same_process_ratios).
     floor_texts, ebpf_texts, hits = [], [], {}
     for _ in range(B.n(RUNS, 1)):
         out, hits = B.with_uprobes([(prog, s) if s != "lib_site" else (f"{B.PROGRAMS}/libbenchsite.so", s)
-                                    for s in all_sites], [prog, str(n_fast)])
+                                    for s in all_sites + [REF]], [prog, str(n_fast)])
         floor_texts.append(out or "")
-        ebpf_texts.append(run_once("gdbtrace-ebpf", "gdbtrace", prog, n_fast, WORKLOADS, "ebpf"))
+        with B.RawUprobes([(prog, REF)]) as ref:
+            if ref.error:
+                B.log(f"no in-process floor for the eBPF runs: {ref.error}")
+            ebpf_texts.append(run_once("gdbtrace-ebpf", "gdbtrace", prog, n_fast, WORKLOADS, "ebpf",
+                                       extra_sites=[] if ref.error else [REF]))
     traced, runs = median_phases(floor_texts)
     for site, column, *_ in WORKLOADS:
         if site in traced:
@@ -227,7 +252,7 @@ def main():
     _, ebpf_runs = median_phases(ebpf_texts)
     notes = bpf_program_ns(prog, n_fast)
     for site in all_sites:
-        ratios = run_ratios(ebpf_runs.get(site, []), runs.get(site, []), base.get(site, 0))
+        ratios = same_process_ratios(site, ebpf_runs, runs, base)
         if ratios:
             notes.setdefault(site, {}).update(
                 ratio_min=round(min(ratios), 2), ratio_median=round(statistics.median(ratios), 2),

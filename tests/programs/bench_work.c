@@ -36,6 +36,9 @@ EMULATED_SITE(w_args)
 EMULATED_SITE(w_struct)
 EMULATED_SITE(w_cond)
 EMULATED_SITE(w_tsv)
+/* No tracepoint: bench/_workloads.py puts a raw tracefs uprobe here in every traced run, the floor
+ * measured in the same process at the same time. */
+EMULATED_SITE(w_ref)
 
 /* First instruction a 5-byte nop (USDT-style): Linux 6.18+ can replace the uprobe's trap there with
  * a call into a uprobe trampoline (arch_uprobe_optimize). */
@@ -97,7 +100,8 @@ int main(int argc, char** argv) {
     site_fn fn;
   } sites[] = {
       {"w_regs", w_regs}, {"w_args", w_args}, {"w_struct", w_struct},        {"w_cond", w_cond},
-      {"w_tsv", w_tsv},   {"w_step", w_step}, {"lib_site", load_lib_site()}, {"w_nop5", w_nop5}};
+      {"w_tsv", w_tsv},   {"w_step", w_step}, {"lib_site", load_lib_site()}, {"w_nop5", w_nop5},
+      {"w_ref", w_ref}};
   struct blob64 blob = {{0}};
   bench_ready();
   for (size_t s = 0; s < sizeof sites / sizeof sites[0]; s++) {
