@@ -170,8 +170,9 @@ def main():
     # tracee thread mid-run: 2-thread scaling 1.64x against 1.94x with rings that hold the run.
     # Sustained: rings of 1 MB per CPU (GDBTRACE_BPF_RINGBUF_MB) pass their half-full wake-up mark
     # every ~1,800 frames, so the stub drains all through the run, as in a stream of frames longer
-    # than the rings; on 2 vCPUs both busy with tracee threads, that CPU (~0.8 us per frame) is taken
-    # from them, which the floor (no reader) does not pay.
+    # than the rings; on 2 vCPUs both busy with tracee threads, that CPU (0.8-2.8 us per frame, the
+    # more while fresh pages of the trace buffer are first written) is taken from them, which the
+    # floor (no reader) does not pay.
     # condfalse: a condition that is never true, the hit path alone (no frame, no ring buffer).
     kernel_buffer = 1000000000
     runs = {}

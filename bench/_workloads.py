@@ -26,9 +26,9 @@ WORKLOADS = [
 ]
 # Interleaved floor/eBPF runs: each run's own ratio is reported (min/median/max), and a target is met
 # only when the median and the worst run meet it (see _report.py).
-RUNS = int(__import__("os").environ.get("BENCH_RUNS", "5"))
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 # BENCH_QUICK=1: the floor and the eBPF collector only (no trap or fast-tracepoint mechanisms).
-QUICK = __import__("os").environ.get("BENCH_QUICK") == "1"
+QUICK = os.environ.get("BENCH_QUICK") == "1"
 FIRST_TP = 3  # gdb numbers: 1 = break bench_ready, 2 = break exit, then the tracepoints in order
 # Floor and eBPF runs: the nop5 site's hits cost a quarter of the others' (no trap), so its phase runs
 # 4 x n (bench_work.c BENCH_WORK_REPS) and lasts as long: at 50,000 hits (90 ms) one slow patch of
