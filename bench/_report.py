@@ -153,6 +153,22 @@ def column_row(mech, column, script=None):
     return None
 
 
+def scaling_rounds(row):
+    """Each interleaved round's own 2-thread scaling of ROW (bench/_threads.py runs_scaling)."""
+    return [float(x) for x in str(row.get("runs_scaling") or "").split(",") if x]
+
+
+def rounds_text(per):
+    """(median, text) of per-round figures PER."""
+    med = statistics.median(per)
+    return med, f"; per round {min(per):.2f}-{max(per):.2f} (median {med:.2f}) over {len(per)} interleaved rounds"
+
+
+def four_threads(t4, t1):
+    return (f", 4 threads {float(t4['hits_per_s']) / float(t1['hits_per_s']):.2f}x"
+            if t4 and t4.get("hits_per_s") else "")
+
+
 def floor_scaling_target(m, ratio, t1, torn=0, drops=None, why_not_judged=None):
     """M's 2-thread scaling RATIO against the raw uprobe floor's own in the same run (issue 14's
     thread target; an absolute 2-thread/1-thread bound would judge the machine: the floor itself
@@ -163,15 +179,11 @@ def floor_scaling_target(m, ratio, t1, torn=0, drops=None, why_not_judged=None):
     t2, t4 = column_row(m, "threads2"), column_row(m, "threads4")
     if f1t and f2t and f1t.get("hits_per_s") and f2t.get("hits_per_s"):
         floor_scaling = float(f2t["hits_per_s"]) / float(f1t["hits_per_s"])
-        four = (f", 4 threads {float(t4['hits_per_s']) / float(t1['hits_per_s']):.2f}x"
-                if t4 and t4.get("hits_per_s") else "")
+        four = four_threads(t4, t1)
         rel, rounds = ratio / floor_scaling, ""
-        ours, floor = (t2 or {}).get("runs_scaling"), f2t.get("runs_scaling")
-        if ours and floor:
-            per = [float(a) / float(b) for a, b in zip(str(ours).split(","), str(floor).split(","))]
-            rel = statistics.median(per)
-            rounds = (f"; per round {min(per):.2f}-{max(per):.2f} (median {rel:.2f}) over {len(per)} "
-                      f"interleaved rounds")
+        per = [a / b for a, b in zip(scaling_rounds(t2 or {}), scaling_rounds(f2t))]
+        if per:
+            rel, rounds = rounds_text(per)
         frames = f"; torn {torn}" + (f", drops {drops}" if drops is not None else "")
         target(None if why_not_judged else rel >= 0.9 and torn == 0,
                f"{m} 2-thread scaling >= 0.9x the raw floor's own 2-thread scaling (same run)"
@@ -281,13 +293,10 @@ pt1, pt2 = column_row("gdbtrace-ptrace", "threads1"), column_row("gdbtrace-ptrac
 if pt1 and pt2 and pt1.get("hits_per_s") and pt2.get("hits_per_s"):
     ratio = float(pt2["hits_per_s"]) / float(pt1["hits_per_s"])
     pt4 = column_row("gdbtrace-ptrace", "threads4")
-    four = (f", 4 threads {float(pt4['hits_per_s']) / float(pt1['hits_per_s']):.2f}x"
-            if pt4 and pt4.get("hits_per_s") else "")
+    four = four_threads(pt4, pt1)
     judged, rounds = ratio, ""
-    if pt2.get("runs_scaling"):  # interleaved rounds (bench/_threads.py): judged on their median
-        per = [float(x) for x in str(pt2["runs_scaling"]).split(",")]
-        judged = statistics.median(per)
-        rounds = f"; per round {min(per):.2f}-{max(per):.2f} (median {judged:.2f}) over {len(per)} rounds"
+    if scaling_rounds(pt2):  # interleaved rounds (bench/_threads.py): judged on their median
+        judged, rounds = rounds_text(scaling_rounds(pt2))
     target(judged >= 1.5, f"gdbtrace-ptrace 2 threads >= 1.5x one thread's throughput: "
            f"{fmt(float(pt2['hits_per_s']))} vs {fmt(float(pt1['hits_per_s']))} hits/s = {ratio:.2f}x"
            f"{rounds}{four}")
