@@ -157,7 +157,16 @@ Usage: gdbtrace status [-json]"""
 
 
 def _export_tfile(path, data):
+    """Frames written. The stub's own writer when it runs on this host (the file then says which
+    registers no frame holds: <unavailable>, as after `tsave -r`); else header and frames from
+    packets, with every register of a frame's 'R' block, collected or not (as plain `tsave`)."""
     stub = data.stub
+    if not isinstance(stub, TfileSource):
+        open(path, "wb").close()  # the stub fills only an existing, empty file
+        if stub.save_file(path):
+            return int(stub.trace_status()[1].get("tframes", "0"), 16)
+        gdb.write("gdbtrace export: gdbtrace-server runs on another host: registers a frame did not "
+                  "collect read as 0 from %s (`tsave -r` on that host marks them unavailable).\n" % path)
     _running, _fields, status_body = stub.trace_status()
     tsvs = stub.upload_tsvs()
     tps = stub.upload_tracepoints()

@@ -8,6 +8,8 @@ empty reply -- exactly what gdb.RemoteTargetConnection.send_packet does).
   qGdbtrace.frames.file:OFF;HEXPATH -> 'F<n>': the stream from OFF written into the empty file
                                PATH this plugin made (same host only); else E.<why> and the
                                plugin falls back to qGdbtrace.frames
+  qGdbtrace.save.file:HEXPATH -> 'OK': what `tsave -r` writes (the stub's tfile writer) put into
+                               the empty file PATH this plugin made (same host only); else E.<why>
   qGdbtrace.stacks:FIRST,COUNT -> 'm' | 'l' + one text line per trace frame from frame FIRST
                                (at most COUNT), binary-escaped; 'l': the last frame is in it
                                (line format: stacks.py)
@@ -165,6 +167,13 @@ class Stub:
             first += frames
             if last or not frames:
                 return
+
+    def save_file(self, path):
+        """Fills PATH, an empty file this plugin made, with the trace as the stub's `tsave -r`
+        writes it (registers no frame holds stay <unavailable> when read back). False when the
+        stub cannot (another host, an older stub): the caller writes the file itself."""
+        reply = self.request("qGdbtrace.save.file:%s" % binascii.hexlify(os.path.abspath(path).encode()).decode())
+        return reply == b"OK"
 
     # --- standard tracepoint packets ---
 

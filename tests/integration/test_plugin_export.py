@@ -12,7 +12,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gdbtest import GdbTestCase, Server, is_stock_gdbserver, program, run_gdb
+from gdbtest import GdbTestCase, Server, available_collectors, is_stock_gdbserver, program, require, run_gdb
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "gdb-plugin" / "gdbtrace.py"
@@ -129,6 +129,23 @@ class Export(PluginTestCase):
         self.assertOrdered(back, [r"Collected 20 trace frames", r"Found trace frame 5",
                                   r"\$1 = 15", r"\$2 = \{id = 5, value = 2\.5, tag = \"s5",
                                   r"Found trace frame 19", r"\$3 = 19"])
+
+    def test_exported_tfile_keeps_uncollected_registers_unavailable(self):
+        # eBPF frames hold no x87/SSE state: live those registers are <unavailable>, and the exported
+        # file (the stub's own writer when it runs on this host) must not turn them into 0.
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        tf = self.dir / "regs.tf"
+        run = plugin_run(["monitor gdbtrace backend ebpf"] + WORK_TRACEPOINT + RUN_TO_DONE +
+                         ["tfind 3", "print $xmm0", "print $rsp != 0", "tfind none",
+                          "gdbtrace export tfile %s" % tf])
+        self.assertNoPythonErrors(run)
+        self.assertOrdered(run, [r"^\$1 = <unavailable>$", r"^\$2 = 1$",
+                                 r"Exported 20 frames to .*regs\.tf \(tfile\)"])
+        self.assertNoOutput(run, r"runs on another host")
+        back = run_gdb(["target tfile %s" % tf, "tstatus", "tfind 3", "print $xmm0", "print $st0",
+                        "print $rsp != 0"], connect=False)
+        self.assertOrdered(back, [r"Collected 20 trace frames", r"Found trace frame 3",
+                                  r"^\$1 = <unavailable>$", r"^\$2 = <unavailable>$", r"^\$3 = 1$"])
 
     def test_values_agree_with_gdb_tfind(self):
         out = self.dir / "frames.csv"

@@ -23,6 +23,7 @@ GdbServer::GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* en
     trace_ = std::make_unique<TraceProtocol>(*engine_,
                                              [this](const std::string& text) { console(text); });
     packets_.add(trace_->rows());
+    trace_->set_live_process([this] { return current_pid() > 0; });
   }
 }
 
@@ -84,7 +85,7 @@ void GdbServer::attach_connection(std::shared_ptr<rsp::Connection> connection) {
   gdb_features_.clear();
   multiprocess_ = false;
   extended_ = false;
-  in_rcmd_ = false;
+  console_open_ = false;
   cont_thread_ = {0, 0};
   pending_stops_.clear();
   if (trace_)
@@ -153,6 +154,13 @@ GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
   bool in_frame = engine_ && engine_->frame_selected();
   if (row->state == PacketRow::State::Writes && in_frame)
     return kInTraceFrame;
+  if (row->console_before_reply) {
+    console_open_ = true;
+    flush_console();
+    Reply reply = PacketTable::run(*row, packet);
+    console_open_ = false;
+    return reply;
+  }
   if (row->state != PacketRow::State::Reads)
     return PacketTable::run(*row, packet);
 
@@ -232,6 +240,8 @@ void GdbServer::on_target_event(const StopEvent& event) {
   }
 
   if (is_process_exit(event)) {
+    if (trace_)
+      trace_->on_process_exit(event.thread.pid, extended_);
     forget_process(event.thread.pid);
     if (killed_.erase(event.thread.pid))
       return; // gdb asked for it: nothing to report
@@ -341,7 +351,7 @@ void GdbServer::console(const std::string& text) {
 
 // gdb reads 'O' packets only while it waits for a stop reply or a qRcmd answer.
 void GdbServer::flush_console() {
-  if (!conn_ || !(in_rcmd_ || (waiting_for_stop_ && !non_stop_)))
+  if (!conn_ || !(console_open_ || (waiting_for_stop_ && !non_stop_)))
     return;
   while (!console_queue_.empty()) {
     std::string text = std::move(console_queue_.front());

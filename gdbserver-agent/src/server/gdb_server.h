@@ -167,7 +167,8 @@ private:
   bool multiprocess_ = false;
   bool extended_ = false;
   bool non_stop_ = false;
-  bool in_rcmd_ = false;
+  // gdb reads 'O' packets now: qRcmd, or a row marked prints_console().
+  bool console_open_ = false;
   bool exit_requested_ = false;
   ThreadId general_thread_{0, 0};
   ThreadId cont_thread_{0, 0};

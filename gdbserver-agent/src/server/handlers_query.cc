@@ -187,7 +187,7 @@ GdbServer::Reply GdbServer::handle_rcmd(std::string_view hex_command) {
   auto command = hex::decode_string(hex_command);
   if (!command)
     return "E.malformed qRcmd packet";
-  in_rcmd_ = true;
+  console_open_ = true;
   flush_console();
   MonitorResult result = run_monitor_command(*command, engine_);
   if (result.set_debug)
@@ -206,7 +206,7 @@ GdbServer::Reply GdbServer::handle_rcmd(std::string_view hex_command) {
   // As gdbserver: a failed or unknown command prints why (help text) and answers E01.
   if (!result.error.empty())
     console(result.error + "\n");
-  in_rcmd_ = false;
+  console_open_ = false;
   if (result.exit)
     exit_requested_ = true;
   return result.error.empty() ? "OK" : "E01";

@@ -109,6 +109,29 @@ static std::string gdbtrace_stacks(std::string_view args, TraceEngine& engine) {
   return describe();
 }
 
+// `monitor gdbtrace help` (and a bare `monitor gdbtrace`): every subcommand,
+// then which collectors this server has, so the first thing a user types
+// also says which collector tracepoints will get.
+static std::string gdbtrace_help(TraceEngine& engine) {
+  std::string out = "gdbtrace monitor commands:\n"
+                    "  gdbtrace help\n"
+                    "    This list, and the collectors this server can use\n"
+                    "  gdbtrace status\n"
+                    "    The trace run: buffer use, and per tracepoint location its collector,\n"
+                    "    hits, frames, drops and errors\n"
+                    "  gdbtrace backend [module|ebpf|ptrace|auto]\n"
+                    "    Show the collectors, or choose the one tracepoints installed from now on\n"
+                    "    use (auto: the first that accepts each tracepoint)\n"
+                    "  gdbtrace stacks [on [BYTES] | off]\n"
+                    "    Also record the registers and BYTES of stack (default " +
+                    std::to_string(kDefaultStackBytes) +
+                    ") at every hit,\n"
+                    "    for `gdbtrace stacks` and flame graphs in the gdb plugin\n"
+                    "gdb settings that apply: set trace-buffer-size, set circular-trace-buffer,\n"
+                    "set disconnected-tracing. Plugin commands: `help gdbtrace` in gdb.\n\n";
+  return out + gdbtrace_backend("", engine);
+}
+
 // `monitor gdbtrace ...`; nullopt when COMMAND is not one (e.g. "gdbtracex").
 static std::optional<std::string> gdbtrace_command(std::string_view command, TraceEngine& engine) {
   std::string_view s = trim_spaces(command);
@@ -118,15 +141,15 @@ static std::optional<std::string> gdbtrace_command(std::string_view command, Tra
   if (!s.empty() && s.front() != ' ')
     return std::nullopt;
   s = trim_spaces(s);
+  if (s.empty() || s == "help")
+    return gdbtrace_help(engine);
   if (s.starts_with("backend"))
     return gdbtrace_backend(trim_spaces(s.substr(7)), engine);
   if (s == "status")
     return format_report_text(engine.report());
   if (s.starts_with("stacks") && (s.size() == 6 || s[6] == ' '))
     return gdbtrace_stacks(trim_spaces(s.substr(6)), engine);
-  return std::string("gdbtrace: unknown command; use: monitor gdbtrace backend "
-                     "[NAME|auto] | monitor gdbtrace status | monitor gdbtrace stacks "
-                     "on [BYTES] | off\n");
+  return "gdbtrace: unknown command '" + std::string(s) + "'\n\n" + gdbtrace_help(engine);
 }
 
 Result<DebugFormat> parse_debug_format(std::string_view options) {

@@ -38,14 +38,18 @@ struct PacketRow {
   std::string_view features; // ";"-separated qSupported entries, e.g. "QTBuffer:size+"
   State state = State::None;
   PacketHandler handler;
+  // gdb reads this packet's reply with remote_get_noisy_reply, which prints
+  // 'O' console packets that come before the reply (most QT*/qT* packets):
+  // console text produced while it is handled reaches gdb at once.
+  bool console_before_reply = false;
 
   // Rows read as sentences: PacketRow::prefix("vFile:", h).binary(),
   // PacketRow::exact("QTStart", h), PacketRow::prefix("m", h).reads_state().
   static PacketRow exact(std::string_view name, PacketHandler handler) {
-    return {name, Match::Exact, false, {}, State::None, std::move(handler)};
+    return {name, Match::Exact, false, {}, State::None, std::move(handler), false};
   }
   static PacketRow prefix(std::string_view name, PacketHandler handler) {
-    return {name, Match::Prefix, false, {}, State::None, std::move(handler)};
+    return {name, Match::Prefix, false, {}, State::None, std::move(handler), false};
   }
   PacketRow advertise(std::string_view qsupported_features) && {
     features = qsupported_features;
@@ -57,6 +61,10 @@ struct PacketRow {
   }
   PacketRow reads_state() && {
     state = State::Reads;
+    return std::move(*this);
+  }
+  PacketRow prints_console() && {
+    console_before_reply = true;
     return std::move(*this);
   }
   PacketRow writes_state() && {

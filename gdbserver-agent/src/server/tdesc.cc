@@ -141,6 +141,27 @@ const char* kSseTypes = R"(    <vector id="v8bf16" type="bfloat16" count="8"/>
 
 } // namespace
 
+std::vector<std::string> registers_tfile_cannot_show(bool with_avx,
+                                                     const std::vector<bool>& present) {
+  std::vector<unsigned> gdb_order;
+  for (unsigned r = GT_RAX; r <= GT_MXCSR; ++r)
+    gdb_order.push_back(r);
+  if (with_avx)
+    for (unsigned r = GT_YMM0H; r < GT_NUM_REGS_AVX; ++r)
+      gdb_order.push_back(r);
+  gdb_order.insert(gdb_order.end(), {GT_FS_BASE, GT_GS_BASE, GT_ORIG_RAX});
+  std::vector<std::string> lost;
+  bool past_absent = false;
+  for (unsigned r : gdb_order) {
+    bool is_present = present.empty() || (r < present.size() && present[r]);
+    if (!is_present)
+      past_absent = true;
+    else if (past_absent)
+      lost.push_back(kRegs[r].name);
+  }
+  return lost;
+}
+
 std::string target_xml(bool with_avx, const std::vector<bool>& present) {
   auto number = remote_numbers(with_avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX, present);
   std::string out = "<?xml version=\"1.0\"?>\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n"

@@ -15,4 +15,13 @@ namespace gdbtrace {
 // 'R' blocks and gdb's tfile reader shows them as <unavailable>, not as 0.
 std::string target_xml(bool with_avx, const std::vector<bool>& present = {});
 
+// The registers PRESENT names that gdb 13 still cannot show from such a file:
+// its tfile reader (tracefile-tfile.c, tfile_target::fetch_registers) walks
+// the registers in gdb's own order (amd64: core, x87, SSE, AVX, fs_base and
+// gs_base, orig_rax last) and stops at the first one beyond the 'R' block, so
+// a register after an absent one reads <unavailable> even though the file
+// holds it (kernel collectors' frames lack ds/es/fs/gs, so their $fs_base).
+std::vector<std::string> registers_tfile_cannot_show(bool with_avx,
+                                                     const std::vector<bool>& present);
+
 } // namespace gdbtrace

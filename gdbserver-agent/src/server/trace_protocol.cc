@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
+#include "abi/amd64_regs.h"
 #include "common/hex.h"
+#include "server/tdesc.h"
 #include "server/trace_report_format.h"
 #include "server/trace_requests.h"
 #include "trace/frame.h"
@@ -220,6 +224,30 @@ Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
   return "F" + hex::u64(bytes.size() - offset);
 }
 
+// qGdbtrace.save.file:HEXPATH -> OK | E.<why>
+// What `tsave -r` writes (the stub's tfile writer: registers no frame holds
+// stay <unavailable>), into PATH, an empty file the plugin made on this host
+// for `gdbtrace export tfile`. As qGdbtrace.frames.file: only an existing,
+// empty regular file is written (no create, no symlink); a stub on another
+// host has no such file and refuses, and the plugin writes the file itself.
+Reply gdbtrace_save_file(TraceEngine& engine, std::string_view args) {
+  std::string path;
+  if (!hex::decode_string(args, path) || path.empty() || path[0] != '/' ||
+      path.find('\0') != std::string::npos)
+    return "E.qGdbtrace.save.file: want qGdbtrace.save.file:HEXPATH";
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return "E.qGdbtrace.save.file: " + std::string(std::strerror(errno));
+  struct stat st {};
+  Reply reply = "OK";
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
+    reply = "E.qGdbtrace.save.file: not an empty regular file";
+  else if (auto saved = engine.save("/proc/self/fd/" + std::to_string(fd)); !saved)
+    reply = error_reply(saved.error());
+  ::close(fd);
+  return reply;
+}
+
 } // namespace
 
 std::vector<PacketRow> TraceProtocol::rows() {
@@ -246,21 +274,21 @@ std::vector<PacketRow> TraceProtocol::rows() {
       PacketRow::prefix("QTDisable:",
                         [this](const Packet& p) { return qtenable(engine_, p.args, false); }),
       PacketRow::exact("QTStart", bind(&T::qtstart)),
-      PacketRow::exact("QTStop", bind(&T::qtstop)),
+      PacketRow::exact("QTStop", bind(&T::qtstop)).prints_console(),
       PacketRow::prefix("QTDisconnected:", op(&qtdisconnected)).advertise("DisconnectedTracing+"),
-      PacketRow::prefix("QTFrame:", op(&qtframe)),
+      PacketRow::prefix("QTFrame:", bind(&T::qtframe)).prints_console(),
       PacketRow::prefix("QTBuffer:circular:", op(&qtbuffer_circular)),
       PacketRow::prefix("QTBuffer:size:", op(&qtbuffer_size)).advertise("QTBuffer:size+"),
       PacketRow::prefix("QTNotes:", op(&qtnotes)),
-      PacketRow::prefix("QTSave:", op(&qtsave)),
-      PacketRow::exact("qTStatus", op(&qtstatus)),
+      PacketRow::prefix("QTSave:", bind(&T::qtsave)).prints_console(),
+      PacketRow::exact("qTStatus", bind(&T::qtstatus)).prints_console(),
       PacketRow::prefix("qTP:", op(&qtp)),
       PacketRow::exact("qTfP", [this](const Packet&) { return upload_tracepoint(true); }),
       PacketRow::exact("qTsP", [this](const Packet&) { return upload_tracepoint(false); }),
       PacketRow::exact("qTfV", [this](const Packet&) { return upload_tsv(true); }),
       PacketRow::exact("qTsV", [this](const Packet&) { return upload_tsv(false); }),
       PacketRow::prefix("qTV:", op(&qtv)),
-      PacketRow::prefix("qTBuffer:", op(&qtbuffer)),
+      PacketRow::prefix("qTBuffer:", bind(&T::qtbuffer)).prints_console(),
       // Static tracepoints (markers) are not ours: say so rather than reply empty.
       PacketRow::exact(
           "qTfSTM", [](const Packet&) { return Reply("E.static tracepoints are not supported"); }),
@@ -275,6 +303,7 @@ std::vector<PacketRow> TraceProtocol::rows() {
       PacketRow::exact("qGdbtrace.status", op(&gdbtrace_status)),
       PacketRow::prefix("qGdbtrace.frames:", op(&gdbtrace_frames)).binary(),
       PacketRow::prefix("qGdbtrace.frames.file:", op(&gdbtrace_frames_file)),
+      PacketRow::prefix("qGdbtrace.save.file:", op(&gdbtrace_save_file)),
       PacketRow::prefix("qGdbtrace.stacks:", bind(&T::gdbtrace_stacks)).binary(),
   };
 }
@@ -283,6 +312,9 @@ Reply TraceProtocol::qtstart(const Packet&) {
   auto started = engine_.start();
   if (!started)
     return error_reply(started.error());
+  run_had_location_ = !engine_.report().tracepoints.empty();
+  empty_run_warned_ = false;
+  frames_saved_ = 0;
   // The module list is read now, while the process lives: its frames may be
   // unwound after it exited. Without one, stacks answer with the reason.
   if (engine_.stack_bytes())
@@ -291,7 +323,127 @@ Reply TraceProtocol::qtstart(const Packet&) {
   return "OK";
 }
 
+void TraceProtocol::warn_if_empty_run() {
+  if (!engine_.running() || run_had_location_ || empty_run_warned_ || !console_)
+    return;
+  empty_run_warned_ = true;
+  console_("gdbtrace: this trace run has no tracepoint location, so nothing is collected: gdb "
+           "sent none at tstart (a pending tracepoint gets one only when a library defining "
+           "it loads; `info tracepoints` shows which are <PENDING>)\n");
+}
+
+uint64_t TraceProtocol::frame_count() {
+  return engine_.report().status.frames;
+}
+
+// A name no other file can have, in $TMPDIR (else /tmp), created here so the
+// save cannot follow a link planted at a predictable name.
+static std::optional<std::string> new_trace_file(int pid) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path =
+      std::string(dir && *dir ? dir : "/tmp") + "/gdbtrace-" + std::to_string(pid) + "-XXXXXX.tf";
+  int fd = ::mkstemps(path.data(), 3);
+  if (fd < 0)
+    return std::nullopt;
+  ::close(fd);
+  return path;
+}
+
+void TraceProtocol::on_process_exit(int pid, bool gdb_stays) {
+  if (pid != engine_.traced_pid())
+    return;
+  warn_if_empty_run();
+  frame_note_given_ = false;
+  engine_.on_process_exit(pid); // the run ends here: the frame count is final
+  uint64_t frames = frame_count();
+  if (frames == 0 || frames == frames_saved_)
+    return;
+  std::string what = "gdbtrace: process " + std::to_string(pid) + " ended; its trace (" +
+                     std::to_string(frames) + " frames) ";
+  if (gdb_stays) {
+    // gdb shows a trace frame in the context of a live thread: with the
+    // program gone, tfind answers "No registers." (stock gdbserver too).
+    console_(what + "stays in gdbtrace-server until the next tstart. tstatus and tsave work now; "
+                    "tfind and tdump need a live thread, so save it (`tsave FILE`) and read it "
+                    "with `target tfile FILE`\n");
+    return;
+  }
+  std::optional<std::string> path = new_trace_file(pid);
+  Result<void> saved = path ? engine_.save(*path) : make_error(errno, std::strerror(errno));
+  std::string text =
+      saved ? what + "was saved to " + *path +
+                  " (gdb closes a `target remote` connection when the program ends): read it "
+                  "with `target tfile " +
+                  *path + "`\n"
+            : what + "could not be saved (" + saved.error().message +
+                  ") and is lost with this connection\n";
+  if (saved)
+    frames_saved_ = frames;
+  // gdb may not read the console now (a kill): the server's terminal hears it too.
+  std::fputs(text.c_str(), stderr);
+  console_(text);
+}
+
+// What `tsave -r` cannot keep readable (server/tdesc.h): said on gdb's
+// console, which reads it before the reply.
+Reply TraceProtocol::qtsave(const Packet& p) {
+  Reply reply = ::gdbtrace::qtsave(engine_, p.args);
+  if (!reply || *reply != "OK")
+    return reply;
+  frames_saved_ = frame_count();
+  std::vector<bool> present = engine_.registers_in_every_frame();
+  auto lost = registers_tfile_cannot_show(present.size() > GT_NUM_REGS_NOAVX, present);
+  if (!lost.empty() && console_) {
+    std::string names;
+    for (const auto& name : lost)
+      names += (names.empty() ? "$" : ", $") + name;
+    console_("gdbtrace: the saved file holds " + names +
+             " of every frame, but gdb reads them back as <unavailable>: its tfile reader stops "
+             "at the first register a frame lacks (these frames have no x87/SSE or segment "
+             "selectors); live, and through the plugin, they are available\n");
+  }
+  return reply;
+}
+
+// Plain `tsave` is written by gdb itself from qTBuffer: its 'R' blocks give
+// every register a value, so registers a frame did not collect read back as 0
+// from the file. Say so when that happens (gdb reads the console here), and
+// which save keeps them unavailable.
+Reply TraceProtocol::qtbuffer(const Packet& p) {
+  Reply reply = ::gdbtrace::qtbuffer(engine_, p.args);
+  if (!reply || reply->starts_with("E"))
+    return reply;
+  std::vector<bool> present;
+  if (p.args.starts_with("0,") && console_)
+    present = engine_.registers_in_every_frame();
+  if (std::find(present.begin(), present.end(), false) != present.end())
+    console_("gdbtrace: in a file written by plain `tsave`, registers a frame did not collect "
+             "read as 0 (gdb writes every register of the block); `tsave -r FILE` (or the "
+             "plugin's `gdbtrace export tfile`) writes them as <unavailable>\n");
+  if (*reply == "l")
+    frames_saved_ = frame_count();
+  return reply;
+}
+
+Reply TraceProtocol::qtframe(const Packet& p) {
+  Reply reply = ::gdbtrace::qtframe(engine_, p.args);
+  bool found = reply && reply->starts_with("F") && *reply != "F-1";
+  if (found && console_ && live_process_ && !live_process_() && !frame_note_given_) {
+    frame_note_given_ = true;
+    console_("gdbtrace: no program is running, so gdb has no thread to show this trace frame in "
+             "(it says \"No registers.\"): save the trace (`tsave FILE`) and read it with "
+             "`target tfile FILE`\n");
+  }
+  return reply;
+}
+
+Reply TraceProtocol::qtstatus(const Packet& p) {
+  warn_if_empty_run();
+  return ::gdbtrace::qtstatus(engine_, p.args);
+}
+
 Reply TraceProtocol::qtstop(const Packet&) {
+  warn_if_empty_run();
   // The last look at the module list while the run's process surely lives.
   if (engine_.running() && engine_.stack_bytes())
     (void)unwinder_.refresh_modules(engine_.traced_pid());
@@ -379,7 +531,10 @@ Reply TraceProtocol::qtdp(const Packet& p) {
       console_("gdbtrace: " + def.error().message + "\n");
     return error_reply(def.error());
   }
-  return ok_or_error(engine_.define_tracepoint(std::move(*def)));
+  auto defined = engine_.define_tracepoint(std::move(*def));
+  if (defined && engine_.running())
+    run_had_location_ = true; // installed during the run (a library loaded)
+  return ok_or_error(defined);
 }
 
 // One piece per packet: the header ("T"), then each action ("A"), step action

@@ -37,6 +37,14 @@ public:
   // from load at such stops (gdb's shared-library event breakpoint), and a
   // process that exits takes its /proc/PID/maps with it.
   void on_process_stopped(int pid);
+  // PID exited or was killed; the server forgets it next. The run ends (its
+  // frame count is final) and, if the trace was never saved, gdb hears where
+  // it is: with GDB_STAYS (extended-remote) it stays in the stub until the
+  // next tstart; otherwise gdb closes the connection as soon as it sees the
+  // exit (`target remote`), so the trace is saved to a file first.
+  void on_process_exit(int pid, bool gdb_stays);
+  // Whether gdb has a live process (so a thread to show a trace frame in).
+  void set_live_process(std::function<bool()> live) { live_process_ = std::move(live); }
 
 private:
   // The packets that touch protocol state (the rest are free functions over
@@ -48,9 +56,30 @@ private:
   Reply qtstart(const Packet&);
   Reply qtstop(const Packet&);
   Reply gdbtrace_stacks(const Packet& p);
+  Reply qtstatus(const Packet& p);
+  Reply qtsave(const Packet& p);
+  Reply qtbuffer(const Packet& p);
+  Reply qtframe(const Packet& p);
+  uint64_t frame_count();
+
+  // A run in which gdb never sent a tracepoint location (every tracepoint is
+  // pending on a library that has not loaded, or on a name that exists
+  // nowhere) collects nothing. gdb says nothing at tstart, and must not hear
+  // anything there (its pending.exp expects tstart to be silent: the library
+  // may load during the run), so the first of tstatus, tstop and the traced
+  // process's exit says it, once per run.
+  void warn_if_empty_run();
 
   TraceEngine& engine_;
   std::function<void(const std::string&)> console_;
+  // warn_if_empty_run: a location arrived this run / the warning was given.
+  bool run_had_location_ = false, empty_run_warned_ = false;
+  // Frames in the buffer when gdb last saved the trace (QTSave, or plain
+  // tsave reading qTBuffer to its end): more at the process's exit means
+  // unsaved frames.
+  uint64_t frames_saved_ = 0;
+  bool frame_note_given_ = false; // qtframe's "no live thread" note, once per exit
+  std::function<bool()> live_process_;
 
   // qTfP/qTsP: the tracepoint being uploaded and the next piece of it.
   struct TracepointCursor {

@@ -157,6 +157,10 @@ public:
   // The frame stream (concatenated tfile frames, oldest first), after draining.
   std::span<const uint8_t> frame_bytes();
   Result<void> save(const std::string& path);
+  // By remote register number: whether every frame's 'R' block holds that
+  // register (kernel collectors have no x87/SSE/AVX state). What `tsave -r`
+  // keeps; a file keeping the whole block (plain tsave) shows the others as 0.
+  std::vector<bool> registers_in_every_frame() const;
 
   // --- trace frame selection (QTFrame) ---
   std::optional<FrameHit> select_frame(const FrameQuery& query);

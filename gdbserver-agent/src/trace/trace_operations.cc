@@ -571,6 +571,10 @@ Result<void> TraceEngine::save(const std::string& path) {
   return write_tfile(path, contents, frames);
 }
 
+std::vector<bool> TraceEngine::registers_in_every_frame() const {
+  return impl_->registers_in_every_frame();
+}
+
 // ---------------------------------------------------------------- frame selection
 
 std::optional<FrameHit> TraceEngine::select_frame(const FrameQuery& q) {

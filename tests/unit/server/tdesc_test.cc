@@ -128,3 +128,24 @@ TEST(TargetXml, AbsentRegistersNumberedLast) {
   EXPECT_NE(target_xml(true).find("name=\"st0\" bitsize=\"80\" type=\"i387_ext\" regnum=\"24\""),
             std::string::npos);
 }
+
+// gdb's tfile reader walks registers in its own order and stops at the first
+// one beyond the 'R' block: what a file keeps after an absent one is unreadable.
+TEST(Tdesc, RegistersTfileCannotShow) {
+  std::vector<bool> ptrace_frames(GT_NUM_REGS_AVX, true);
+  EXPECT_TRUE(registers_tfile_cannot_show(true, ptrace_frames).empty());
+  EXPECT_TRUE(registers_tfile_cannot_show(true, {}).empty());
+  // A kernel collector's frames: no ds/es/fs/gs selectors, no x87/SSE/AVX.
+  std::vector<bool> kernel_frames(GT_NUM_REGS_AVX, false);
+  for (unsigned r = GT_RAX; r <= GT_SS; ++r)
+    kernel_frames[r] = true;
+  kernel_frames[GT_ORIG_RAX] = kernel_frames[GT_FS_BASE] = true;
+  EXPECT_EQ(registers_tfile_cannot_show(true, kernel_frames),
+            (std::vector<std::string>{"fs_base", "orig_rax"}));
+  // Only x87/SSE/AVX missing: fs_base still follows an absent register.
+  std::vector<bool> no_fpu(GT_NUM_REGS_NOAVX, true);
+  for (unsigned r = GT_ST0; r <= GT_MXCSR; ++r)
+    no_fpu[r] = false;
+  EXPECT_EQ(registers_tfile_cannot_show(false, no_fpu),
+            (std::vector<std::string>{"fs_base", "gs_base", "orig_rax"}));
+}

@@ -476,6 +476,11 @@ TEST_F(EngineTest, StatusJsonAndMonitor) {
   EXPECT_NE(monitor("gdbtrace backend").find("ptrace: "), std::string::npos);
   EXPECT_NE(monitor("gdbtrace backend nosuch").find("no backend 'nosuch'"), std::string::npos);
   EXPECT_NE(monitor("gdbtrace frob").find("gdbtrace: unknown command"), std::string::npos);
+  for (const char* help : {"gdbtrace help", "gdbtrace", "gdbtrace frob"}) {
+    std::string text = monitor(help);
+    for (const char* sub : {"gdbtrace status", "gdbtrace backend", "gdbtrace stacks", "ptrace: "})
+      EXPECT_NE(text.find(sub), std::string::npos) << help << ": " << text;
+  }
   EXPECT_NE(monitor("gdbtracex").find("error: Unknown gdbtrace command"), std::string::npos);
 }
 
