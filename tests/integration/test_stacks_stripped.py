@@ -8,7 +8,8 @@ unstripped copy must name each one, and the path through them must be the one th
 takes (main -> path_a -> common -> leaf 300 times, path_b 700 times). The output must say which
 module had no symbols and give its build-id, the Perfetto export must keep the build-id, and
 with DEBUGINFOD_URLS (gdb's environment only, not the stub's) pointing at a local debuginfod
-serving the unstripped copy, the names must come back."""
+serving the unstripped copy, the names must come back. Then Debian's stripped /usr/bin/sort into
+a tracepoint on libc's read: its offsets must be call sites in the file."""
 
 import json
 import os
@@ -51,6 +52,14 @@ def addr2line(tool, path, offsets):
     return out[0::2]  # -f: function line, then file:line
 
 
+def call_instructions(path):
+    """{address of the last byte of each call instruction: its text} from objdump -d of PATH."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True,
+                         check=True).stdout
+    insns = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"^\s*([0-9a-f]+):\t(.*)$", out, re.M)]
+    return {end - 1: text for (start, text), (end, _) in zip(insns, insns[1:]) if text.startswith("call")}
+
+
 @needs_gdbtrace
 class StrippedStacksTestCase(GdbTestCase):
     BACKEND = None
@@ -58,7 +67,7 @@ class StrippedStacksTestCase(GdbTestCase):
     def setUp(self):
         require(self, self.BACKEND in available_collectors(),
                 f"no {self.BACKEND} collector in this server (collectors: {available_collectors()})")
-        for tool in ("strip", "readelf", "addr2line", "eu-addr2line", "debuginfod", "debuginfod-find"):
+        for tool in ("strip", "readelf", "objdump", "addr2line", "eu-addr2line", "debuginfod"):
             require(self, shutil.which(tool) is not None, f"{tool} is not installed (scripts/packages.txt)")
         self.tmp = tempfile.TemporaryDirectory(prefix="gdbtrace-stripped-")
         self.dir = Path(self.tmp.name)
@@ -149,6 +158,40 @@ class StrippedStacksTestCase(GdbTestCase):
         self.assertEqual(paths.get("main;path_a;common;leaf"), 300, paths)
         self.assertEqual(paths.get("main;path_b;common;leaf"), 700, paths)
         self.assertNoOutput(run, r"bench_stacks\+0x")
+
+    def test_debian_sort_into_a_traced_libc_function(self):
+        # Debian's own stripped /usr/bin/sort (no debug info installed for it) reading its input:
+        # a tracepoint on libc's read, pending until libc loads. sort's frames are sort+0xOFFSET;
+        # with no unstripped copy to ask, each OFFSET must lie in a call instruction that ends at
+        # OFFSET + 1 (a return address - 1), which neither a runtime address nor a file offset of
+        # a later segment would.
+        sort = "/usr/bin/sort"
+        symbols = subprocess.run(["readelf", "-SW", sort], capture_output=True, text=True, check=True).stdout
+        require(self, " .symtab " not in symbols and " .dynsym " in symbols, "%s is not stripped" % sort)
+        data = self.dir / "input.txt"
+        data.write_text("".join("%d\n" % ((i * 7919) % 200003) for i in range(200000)))
+        run = run_gdb(["source %s" % PLUGIN, "set trace-buffer-size %d" % (32 << 20),
+                       "monitor gdbtrace backend %s" % self.BACKEND, "monitor gdbtrace stacks on",
+                       "trace read", "tstart", "continue", "monitor gdbtrace status", "tstop",
+                       "gdbtrace stacks -all -top 5"],
+                      program=sort, args=["-o", str(self.dir / "sorted.txt"), str(data)], timeout=120,
+                      gdb_args=["-iex", "set breakpoint pending on", "-iex", "set debuginfod enabled off"])
+        self.assertNoOutput(run, r"Python Exception|Traceback|Error occurred in Python")
+        self.assertOutput(run, r"tracepoint 1 at 0x[0-9a-f]+: backend %s, hits [1-9]" % self.BACKEND)
+        self.assertOutput(run, r"module %s has only dynamic symbols \(stripped\): frames in it are sort\+0xOFFSET "
+                               r".*build-id %s" % (sort, build_id(sort)))
+        paths = re.findall(r"^\s+\d+\s+[\d.]+%\s+(read <- .*)$", run.output, re.M)
+        self.assertTrue(paths, run.transcript())
+        calls = call_instructions(sort)
+        for path in paths:
+            names = path.split(" <- ")
+            self.assertIn("__libc_start_main", names, path)
+            offsets = [int(n[len("sort+0x"):], 16) for n in names if n.startswith("sort+0x")]
+            self.assertGreaterEqual(len(offsets), 3, path)  # sort's reader, main, _start
+            for offset in offsets:
+                self.assertIn(offset, calls, "sort+0x%x is not in a call instruction: %s" % (offset, path))
+            # The innermost of sort's frames calls into libc's stdio.
+            self.assertIn("fread_unlocked", calls[offsets[0]], path)
 
     def wait_indexed(self, url):
         """Until the local debuginfod at URL serves the unstripped copy (it indexes -F in the
