@@ -8,7 +8,7 @@ Lines, as gdbtrace-server sends them (numbers hex):
                                               names of a pc (before the first F line using it)
   F<frame> T<tracepoint> <status>[:<error>] {TAB <pc>}
 innermost frame first; status is ok, truncated, nostack or error. symbols is full, dynamic
-(only .dynsym) or none; offset is the pc looked up (a return address - 1) in the module's own
+(only .dynsym), none or unreadable (no offsets then); offset is the pc looked up (a return address - 1) in the module's own
 ELF addresses, empty when unknown. A pc no symbol names is shown as module+0xOFFSET, which
 addr2line / eu-addr2line / llvm-symbolizer resolve on the unstripped file (docs/stacks.md).
 """
@@ -110,7 +110,9 @@ def parse_symbol_line(line, symbols, modules, symbolizer=None):
         if mod is None:
             raise ValueError("module %s of pc %s has no M line" % (mid, pc))
     offset = int(offset, 16) if offset else None
-    if not function and mod is not None and offset is not None and symbolizer is not None:
+    # A module with a full .symtab gains no function names from its debug info: not fetched.
+    if not function and mod is not None and offset is not None and symbolizer is not None \
+            and mod.symbols != "full":
         function = symbolizer(mod, offset) or ""
     symbols[int(pc, 16)] = (function, module, source, mod, offset)
 
@@ -197,6 +199,10 @@ def format_unnamed(modules):
     how to name them later (build-id for debuginfod, the ELF address for addr2line)."""
     lines = []
     for path, mod in sorted(modules.items()):
+        if mod.symbols == "unreadable":
+            lines.append("  module %s could not be read by the stub (deleted or replaced since it was "
+                         "mapped): frames in it are %s@0xPC, runtime addresses" % (path, mod.name))
+            continue
         what = {"none": "has no symbols", "dynamic": "has only dynamic symbols (stripped)"}.get(
             mod.symbols, "has symbols that do not cover every frame")
         lines.append("  module %s %s: frames in it are %s+0xOFFSET (ELF address; "

@@ -72,11 +72,21 @@ class StackLineTest(unittest.TestCase):
             asked.append((mod.build_id, offset))
             return {0x11a1: "leaf"}.get(offset)
 
-        lines = ["M0 abcd;dynamic;/opt/app/prog", "S5555555551a2 ;prog;;0;11a1", "S5555555552a2 ;prog;;0;12a1",
-                 "S555555555300 main;prog;;0;12ff", "F0 T1 ok\t5555555551a2\t5555555552a2\t555555555300"]
+        lines = ["M0 abcd;dynamic;/opt/app/prog", "M1 ef01;full;/lib/libc.so.6", "S5555555551a2 ;prog;;0;11a1",
+                 "S5555555552a2 ;prog;;0;12a1", "S555555555300 main;prog;;0;12ff", "S7f0000 ;libc.so.6;;1;2000",
+                 "F0 T1 ok\t5555555551a2\t5555555552a2\t555555555300\t7f0000"]
         [s] = stacks.parse_lines(lines, symbolizer)
-        self.assertEqual(s.names(), ["main", "prog+0x12a1", "leaf"])
-        self.assertEqual(asked, [("abcd", 0x11a1), ("abcd", 0x12a1)])  # named pcs are not asked
+        self.assertEqual(s.names(full=True), ["libc.so.6+0x2000", "main", "prog+0x12a1", "leaf"])
+        # Named pcs are not asked, nor modules whose .symtab the stub already had.
+        self.assertEqual(asked, [("abcd", 0x11a1), ("abcd", 0x12a1)])
+
+    def test_unreadable_module_keeps_runtime_addresses_and_says_why(self):
+        s = parse(["M0 ;unreadable;/opt/app/gone.so", "S7f0010 ;gone.so;;0;", "F0 T1 ok\t7f0010"])
+        self.assertEqual(s.names(), ["gone.so@0x7f0010"])
+        counts = stacks.StackCounts()
+        counts.add(s)
+        self.assertIn("module /opt/app/gone.so could not be read by the stub (deleted or replaced since it "
+                      "was mapped): frames in it are gone.so@0xPC, runtime addresses", stacks.format_top(counts, 1))
 
     def test_malformed(self):
         for bad in ([""], ["F0 T1"], ["X0 T1 ok"], ["F0 T1 ok\t401000"], ["S401000 leaf", "F0 T1 ok\t401000"],

@@ -82,12 +82,12 @@ class StrippedStacksTestCase(GdbTestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def traced(self, after, gdb_env=None):
+    def traced(self, after, gdb_env=None, before_tstart=()):
         """The stub runs the stripped copy; gdb has the unstripped one (same build-id) and traces
         leaf with stacks on; then AFTER. GDB_ENV: variables set for gdb only."""
         commands = ["source %s" % PLUGIN, "set trace-buffer-size %d" % (128 << 20),
                     "monitor gdbtrace backend %s" % self.BACKEND, "monitor gdbtrace stacks on",
-                    "trace leaf", "tstart", "continue", "monitor gdbtrace status", "tstop"] + list(after)
+                    "trace leaf"] + list(before_tstart) + ["tstart", "continue", "monitor gdbtrace status", "tstop"] + list(after)
         with Server("once", program=self.stripped) as server:
             saved = dict(os.environ)
             os.environ.update(gdb_env or {})
@@ -214,6 +214,16 @@ class StrippedStacksEbpf(StrippedStacksTestCase):
 
 class StrippedStacksPtrace(StrippedStacksTestCase):
     BACKEND = "ptrace"
+
+    def test_deleted_module_keeps_runtime_addresses_and_says_why(self):
+        # The running program's file is removed before tstart: the stub cannot read it, so there
+        # is neither a name nor an ELF address to give, and the output says so. (ptrace only: the
+        # eBPF collector cannot place a uprobe in a deleted file, and says that at tstart.)
+        run = self.traced(["gdbtrace stacks -top 2"], before_tstart=["shell rm %s" % self.stripped])
+        self.assertOutput(run, r"module %s \(deleted\) could not be read by the stub \(deleted or replaced "
+                               r"since it was mapped\): frames in it are bench_stacks \(deleted\)@0xPC, runtime "
+                               r"addresses" % re.escape(self.stripped))
+        self.assertOutput(run, r"1001\s+100\.0%\s+bench_stacks \(deleted\)@0x[0-9a-f]+ <- \[unwind error\]")
 
 
 del StrippedStacksTestCase

@@ -307,7 +307,8 @@ Reply TraceProtocol::qtstop(const Packet&) {
 //   first F line using a pc (once per reply); offset: the looked-up address in
 //   the module's ELF addresses (StackEntry::offset), empty when unknown;
 //   M<module id> <build-id>;<symbols>;<path>   before the first S line naming
-//   the module (once per reply); symbols: full, dynamic or none (ModuleInfo).
+//   the module (once per reply); symbols: full, dynamic, none or unreadable
+//   (ModuleInfo).
 // status: ok (outermost frame reached), truncated (the snapshot ended),
 // nostack (no registers in the frame), error.
 Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {

@@ -70,11 +70,15 @@ bool has_symtab(Elf* elf) {
   return false;
 }
 
-// "full", "dynamic" or "none" (ModuleInfo::symbols): the tables libdw names a
-// module's pcs from. The separate debug file counts: libdw takes its .symtab.
+// "full", "dynamic", "none" or "unreadable" (ModuleInfo::symbols): the tables
+// libdw names a module's pcs from. The separate debug file counts: libdw takes
+// its .symtab.
 const char* symbol_kind(Dwfl_Module* mod) {
   Dwarf_Addr bias = 0;
-  if (has_symtab(dwfl_module_getelf(mod, &bias)))
+  Elf* elf = dwfl_module_getelf(mod, &bias);
+  if (!elf)
+    return "unreadable";
+  if (has_symtab(elf))
     return "full";
   if (Dwarf* dwarf = dwfl_module_getdwarf(mod, &bias); dwarf && has_symtab(dwarf_getelf(dwarf)))
     return "full";

@@ -30,7 +30,8 @@ struct ModuleInfo {
   std::string build_id; // hex, "" when the file has no NT_GNU_BUILD_ID note
   // "full": a .symtab (in the file, its separate debug file or .gnu_debugdata)
   // names every function; "dynamic": only .dynsym (exported functions);
-  // "none": no symbol table at all.
+  // "none": no symbol table at all; "unreadable": the file could not be opened
+  // (deleted or replaced since it was mapped): no names, no offsets.
   const char* symbols = "none";
 };
 
