@@ -8,9 +8,10 @@ Lines, as gdbtrace-server sends them (numbers hex):
                                               names of a pc (before the first F line using it)
   F<frame> T<tracepoint> <status>[:<error>] {TAB <pc>}
 innermost frame first; status is ok, truncated, nostack or error. symbols is full, dynamic
-(only .dynsym), none or unreadable (no offsets then); offset is the pc looked up (a return address - 1) in the module's own
-ELF addresses, empty when unknown. A pc no symbol names is shown as module+0xOFFSET, which
-addr2line / eu-addr2line / llvm-symbolizer resolve on the unstripped file (docs/stacks.md).
+(only .dynsym), none or unreadable (no offsets then); offset is the pc looked up (a return
+address - 1) in the module's own ELF addresses, empty when unknown. A pc no symbol names is
+shown as module+0xOFFSET, which addr2line / eu-addr2line / llvm-symbolizer resolve on the
+unstripped file (docs/stacks.md).
 """
 
 import collections
@@ -237,9 +238,9 @@ class StackTable:
     def add(self, stack, full=False):
         if stack.status == "nostack":
             return
-        for entry in stack.entries:
-            if entry[4] is not None:
-                self.modules.setdefault(entry[4].path, entry[4])
+        for _pc, _function, _module, _source, mod, _offset in stack.entries:
+            if mod is not None:
+                self.modules.setdefault(mod.path, mod)
         parent = None
         names = stack.names(full)
         for name in names:
