@@ -879,13 +879,36 @@ def count_stacks(tp=None, full=False):
     check_gdbtrace(stub)
     tp_map = tracepoint_map(stub, tracepoint_defs()) if tp is not None else {}
     counts = stacks_mod.StackCounts(full=full)
+    symbolizer = _symbolizer()
     try:
-        for stack in stacks_mod.parse_lines(stub.iter_stacks()):
+        for stack in stacks_mod.parse_lines(stub.iter_stacks(), symbolizer):
             if tp is None or tp_map.get(stack.tp, stack.tp) == tp:
                 counts.add(stack)
     except ValueError as e:
         raise StubError("qGdbtrace.stacks: %s" % e)
+    finally:
+        if symbolizer:
+            symbolizer.close()
+    if symbolizer:
+        counts.notes = [note for _, note in sorted(symbolizer.notes.items())]
     return counts
+
+
+def _demangle(name):
+    if not name.startswith("_Z"):
+        return name
+    try:
+        return gdb.execute("demangle -l c++ -- %s" % name, to_string=True).strip() or name
+    except gdb.error:
+        return name
+
+
+def _symbolizer():
+    """Names for the frames the stub has no symbols for: debuginfod, when DEBUGINFOD_URLS is
+    set in gdb's environment (docs/stacks.md), else None."""
+    from . import debuginfod
+
+    return debuginfod.from_environment(_demangle)
 
 
 def _stack_table():
@@ -897,11 +920,15 @@ def _stack_table():
     if isinstance(stub, TfileSource) or not check_gdbtrace(stub).get("stacks"):
         return None
     table = stacks_mod.StackTable()
+    symbolizer = _symbolizer()
     try:
-        for stack in stacks_mod.parse_lines(stub.iter_stacks()):
+        for stack in stacks_mod.parse_lines(stub.iter_stacks(), symbolizer):
             table.add(stack)
     except ValueError as e:
         raise StubError("qGdbtrace.stacks: %s" % e)
+    finally:
+        if symbolizer:
+            symbolizer.close()
     return table
 
 
@@ -923,7 +950,10 @@ Usage: gdbtrace stacks [TP] [-top N] [-folded FILE] [-all]
   -all        keep the callers of main (the C runtime's start code)
 Needs `monitor gdbtrace stacks on` before tstart: each hit then records the registers and a
 stack snapshot, which gdbtrace-server unwinds with the modules' DWARF CFI (libdw). A stack the
-snapshot cannot hold entirely starts with [truncated]."""
+snapshot cannot hold entirely starts with [truncated]. A frame no symbol names is
+module+0xOFFSET (an ELF address of the module: `eu-addr2line -e FILE 0xOFFSET` names it), and
+the output says which modules had no symbols, with their build-ids; with DEBUGINFOD_URLS set,
+their names are fetched from debuginfod by build-id."""
 
     USAGE = "gdbtrace stacks [TP] [-top N] [-folded FILE] [-all]"
 
@@ -982,6 +1012,8 @@ The SVG is self-contained (open it in a browser: hover for counts, click to zoom
                     raise UserError("gdbtrace flamegraph: no frame has a stack (use `monitor gdbtrace "
                                     "stacks on` before tstart)")
                 paths = [(list(p), n) for p, n in counts.paths.items()]
+                for note in counts.notes + stacks_mod.format_unnamed(counts.unnamed):
+                    gdb.write(note.strip() + "\n")
                 title = "gdbtrace: %s%s" % (program_name() or "tracee",
                                             "" if tp is None else ", tracepoint %d" % tp)
             with open(path + ".part", "w") as f:

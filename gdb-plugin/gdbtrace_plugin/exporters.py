@@ -215,11 +215,17 @@ class PerfettoExporter(Exporter):
         self.pid = self.meta.get("pid") or 1
         self._threads = set()
         self.last_ts = 0
-        self.out.write('{"displayTimeUnit":"ms","otherData":%s,"traceEvents":[\n' % json.dumps({
+        other = {
             "generator": "gdbtrace plugin",
             "timestamps": self.meta.get("timestamps_note", ""),
             "program": self.meta.get("program", ""),
-        }))
+        }
+        table = self.meta.get("stacks")
+        if table and table.modules:
+            # The stacks' modules by build-id: what names a frame shown as module+0xOFFSET
+            # later (debuginfod, or addr2line on the unstripped file).
+            other["modules"] = [m.as_json() for _, m in sorted(table.modules.items())]
+        self.out.write('{"displayTimeUnit":"ms","otherData":%s,"traceEvents":[\n' % json.dumps(other))
         self.out.write('{"name":"process_name","ph":"M","pid":%d,"tid":%d,"args":{"name":%s}}' % (
             self.pid, self.pid, json.dumps(self.meta.get("program") or "tracee")))
 

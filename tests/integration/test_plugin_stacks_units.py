@@ -32,7 +32,7 @@ class StackLineTest(unittest.TestCase):
     def test_parse(self):
         s = parse(LEAF)
         self.assertEqual((s.frame, s.tp, s.status, s.error), (0, 1, "ok", ""))
-        self.assertEqual(s.entries[0], (0x401000, "leaf", "prog", "prog.c:3"))
+        self.assertEqual(s.entries[0], (0x401000, "leaf", "prog", "prog.c:3", None, None))
         self.assertEqual(s.names(), ["main", "path_a", "common", "leaf"])
         self.assertEqual(s.names(full=True)[0], "_start")
 
@@ -47,8 +47,50 @@ class StackLineTest(unittest.TestCase):
         s = parse(["S7f0010 ;libx.so;", "S7f0020 ;;", "F0 T1 ok\t7f0010\t7f0020"])
         self.assertEqual(s.names(), ["0x7f0020", "libx.so@0x7f0010"])
 
+    def test_stripped_module_is_module_plus_elf_address(self):
+        lines = ["M0 abcd;dynamic;/opt/app/prog", "M1 ;none;/opt/app/libx.so",
+                 "S5555555551a2 ;prog;;0;11a1", "S555555555300 main;prog;;0;12ff",
+                 "S7f0010 ;libx.so;;1;", "F0 T1 ok\t5555555551a2\t555555555300\t7f0010"]
+        s = parse(lines)
+        self.assertEqual(s.names(full=True), ["libx.so@0x7f0010", "main", "prog+0x11a1"])
+        counts = stacks.StackCounts()
+        counts.add(s)
+        self.assertEqual(sorted(counts.unnamed), ["/opt/app/libx.so", "/opt/app/prog"])
+        text = stacks.format_top(counts, 1)
+        self.assertIn("module /opt/app/prog has only dynamic symbols (stripped): frames in it are "
+                      "prog+0xOFFSET (ELF address; eu-addr2line -e FILE 0xOFFSET), build-id abcd", text)
+        self.assertIn("module /opt/app/libx.so has no symbols: frames in it are libx.so+0xOFFSET", text)
+        table = stacks.StackTable()
+        table.add(s)
+        self.assertEqual([m.as_json() for m in table.modules.values()][0],
+                         {"name": "prog", "path": "/opt/app/prog", "build_id": "abcd", "symbols": "dynamic"})
+
+    def test_symbolizer_names_what_the_stub_could_not(self):
+        asked = []
+
+        def symbolizer(mod, offset):
+            asked.append((mod.build_id, offset))
+            return {0x11a1: "leaf"}.get(offset)
+
+        lines = ["M0 abcd;dynamic;/opt/app/prog", "M1 ef01;full;/lib/libc.so.6", "S5555555551a2 ;prog;;0;11a1",
+                 "S5555555552a2 ;prog;;0;12a1", "S555555555300 main;prog;;0;12ff", "S7f0000 ;libc.so.6;;1;2000",
+                 "F0 T1 ok\t5555555551a2\t5555555552a2\t555555555300\t7f0000"]
+        [s] = stacks.parse_lines(lines, symbolizer)
+        self.assertEqual(s.names(full=True), ["libc.so.6+0x2000", "main", "prog+0x12a1", "leaf"])
+        # Named pcs are not asked, nor modules whose .symtab the stub already had.
+        self.assertEqual(asked, [("abcd", 0x11a1), ("abcd", 0x12a1)])
+
+    def test_unreadable_module_keeps_runtime_addresses_and_says_why(self):
+        s = parse(["M0 ;unreadable;/opt/app/gone.so", "S7f0010 ;gone.so;;0;", "F0 T1 ok\t7f0010"])
+        self.assertEqual(s.names(), ["gone.so@0x7f0010"])
+        counts = stacks.StackCounts()
+        counts.add(s)
+        self.assertIn("module /opt/app/gone.so could not be read by the stub (deleted or replaced since it "
+                      "was mapped): frames in it are gone.so@0xPC, runtime addresses", stacks.format_top(counts, 1))
+
     def test_malformed(self):
         for bad in ([""], ["F0 T1"], ["X0 T1 ok"], ["F0 T1 ok\t401000"], ["S401000 leaf", "F0 T1 ok\t401000"],
+                    ["S401000 leaf;p;;7;10", "F0 T1 ok\t401000"], ["M0 abcd", "F0 T1 nostack"],
                     ["F0 T1 ok\tzz"]):
             with self.assertRaises(ValueError):
                 parse(bad)
@@ -103,7 +145,7 @@ class StacksPacketTest(unittest.TestCase):
 
         lines = list(transport.Stub(send).iter_stacks())
         self.assertEqual(lines, ["F0 T1 nostack", "F1 T1 nostack", "S1 a};m;", "F2 T1 ok\t1"])
-        self.assertEqual(list(stacks.parse_lines(lines))[2].entries, [(1, "a}", "m", "")])
+        self.assertEqual(list(stacks.parse_lines(lines))[2].entries, [(1, "a}", "m", "", None, None)])
         self.assertEqual(len(sent), 2)
 
     def test_errors(self):

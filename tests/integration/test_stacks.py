@@ -112,9 +112,11 @@ class StacksTestCase(GdbTestCase):
             self.assertTrue(any("qsort" in n for n in names[main + 1:-1]), stack)  # libc's own frames
             self.assertIn("__libc_start_main", stack)  # the callers of main, with -all
             self.assertEqual(names[0], "_start", stack)
-        # The packet names the module and, with debug info, the source line.
-        self.assertOutput(run, r"received: \"[ml]S[0-9a-f]+ compare_ints;bench_stacks;bench_stacks\.c:\d+\\x0a"
-                               r".*;libc\.so\.6;.*F0 T1 ok\\x09[0-9a-f]+\\x09")
+        # The packet names the module (path, build-id, a full symbol table) and, with debug info,
+        # the source line; each pc with the module's id and its ELF address.
+        self.assertOutput(run, r"received: \"[ml]M0 [0-9a-f]{40};full;%s\\x0a"
+                               r"S[0-9a-f]+ compare_ints;bench_stacks;bench_stacks\.c:\d+;0;[0-9a-f]+\\x0a"
+                               r".*;libc\.so\.6;.*F0 T1 ok\\x09[0-9a-f]+\\x09" % re.escape(program("bench_stacks")))
 
     def test_gdb_bt_in_a_trace_frame_and_a_saved_tfile(self):
         # The snapshot is ordinary 'R' + 'M' blocks: gdb's own `bt` unwinds a selected trace frame,

@@ -189,7 +189,7 @@ check stacks_two_paths_backend "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module
 if [ -s "$folded" ]; then cp "$folded" "$work/gdb-stacks2.folded"; else echo "(no folded file)" >"$work/gdb-stacks2.folded"; fi
 check stacks_two_paths_a "(^|;)main;path_a;common;leaf 300$" "$work/gdb-stacks2.folded"
 check stacks_two_paths_b "(^|;)main;path_b;common;leaf 700$" "$work/gdb-stacks2.folded"
-check stacks_unwound 'received: "[ml]S[0-9a-f]+ probe_me;gt_loop;.*S[0-9a-f]+ main;gt_loop;.*F0 T3 ok' "$stacks"
+check stacks_unwound 'received: "[ml]M0 [0-9a-f]*;full;[^;]*gt_loop.*S[0-9a-f]+ probe_me;gt_loop;.*S[0-9a-f]+ main;gt_loop;.*F0 T3 ok' "$stacks"
 
 # Tracepoints with actions need a command file (multi-line commands).
 cat >"$work/tracepoints.gdb" <<EOT

@@ -455,8 +455,12 @@ Reply TraceProtocol::qtstop(const Packet&) {
 // about 1 MiB ('l': the range reached the last frame), numbers in hex:
 //   F<frame> T<tracepoint> <status>[:<error>] then, innermost first, a TAB and
 //   the pc of each frame of the stack;
-//   S<pc> <function>;<module>;<file:line>   before the first F line using a pc
-//   (once per reply).
+//   S<pc> <function>;<module>;<file:line>;<module id>;<offset>   before the
+//   first F line using a pc (once per reply); offset: the looked-up address in
+//   the module's ELF addresses (StackEntry::offset), empty when unknown;
+//   M<module id> <build-id>;<symbols>;<path>   before the first S line naming
+//   the module (once per reply); symbols: full, dynamic, none or unreadable
+//   (ModuleInfo).
 // status: ok (outermost frame reached), truncated (the snapshot ended),
 // nostack (no registers in the frame), error.
 Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
@@ -483,6 +487,7 @@ Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
                                     : Reply("E.qGdbtrace.stacks frame beyond the trace data");
   std::string out = "m";
   std::unordered_set<uint64_t> named;
+  std::unordered_set<int> described;
   for (uint64_t n = 0; n < range->length && c.offset < bytes.size() && out.size() < kMaxFramesChunk;
        ++n) {
     FrameView view(bytes.subspan(c.offset), regblock);
@@ -490,9 +495,20 @@ Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
     UnwoundStack stack = unwinder_.unwind(bytes.subspan(c.offset, size), regblock);
     // Each pc's names once per reply ('S' line before the first frame using it):
     // stacks repeat, and the reply crosses gdb's packet path (~20 MB/s).
-    for (const auto& e : stack.entries)
-      if (named.insert(e.pc).second)
-        out += "S" + hex::u64(e.pc) + " " + e.function + ";" + e.module + ";" + e.source + "\n";
+    // Modules by build-id too, so that frames a module has no symbols for can
+    // be named later (debuginfod, addr2line on the unstripped file).
+    for (const auto& e : stack.entries) {
+      if (!named.insert(e.pc).second)
+        continue;
+      if (e.module_id >= 0 && described.insert(e.module_id).second) {
+        const ModuleInfo& m = unwinder_.module(e.module_id);
+        out +=
+            "M" + hex::u64(e.module_id) + " " + m.build_id + ";" + m.symbols + ";" + m.path + "\n";
+      }
+      out += "S" + hex::u64(e.pc) + " " + e.function + ";" + e.module + ";" + e.source + ";" +
+             (e.module_id >= 0 ? hex::u64(e.module_id) : "") + ";" +
+             (e.has_offset ? hex::u64(e.offset) : "") + "\n";
+    }
     out += "F" + hex::u64(c.frame) + " T" + hex::u64(view.tp_number()) + " " +
            stack_status_word(stack.status);
     if (!stack.error.empty())

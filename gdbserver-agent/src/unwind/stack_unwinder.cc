@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -52,6 +53,38 @@ std::string base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
+// Whether ELF holds a full symbol table: .symtab, or .gnu_debugdata (an LZMA
+// .symtab that libdw reads, "MiniDebugInfo").
+bool has_symtab(Elf* elf) {
+  size_t names = 0;
+  if (!elf || elf_getshdrstrndx(elf, &names) != 0)
+    return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr))
+      continue;
+    const char* name = elf_strptr(elf, names, shdr.sh_name);
+    if (shdr.sh_type == SHT_SYMTAB || (name && std::strcmp(name, ".gnu_debugdata") == 0))
+      return true;
+  }
+  return false;
+}
+
+// "full", "dynamic", "none" or "unreadable" (ModuleInfo::symbols): the tables
+// libdw names a module's pcs from. The separate debug file counts: libdw takes
+// its .symtab.
+const char* symbol_kind(Dwfl_Module* mod) {
+  Dwarf_Addr bias = 0;
+  Elf* elf = dwfl_module_getelf(mod, &bias);
+  if (!elf)
+    return "unreadable";
+  if (has_symtab(elf))
+    return "full";
+  if (Dwarf* dwarf = dwfl_module_getdwarf(mod, &bias); dwarf && has_symtab(dwarf_getelf(dwarf)))
+    return "full";
+  return dwfl_module_getsymtab(mod) > 0 ? "dynamic" : "none";
+}
+
 struct MemoryBlock {
   uint64_t address;
   const uint8_t* data;
@@ -79,6 +112,8 @@ struct StackUnwinder::Impl {
   Dwfl* dwfl = nullptr;
   bool attached = false;
   std::unordered_map<uint64_t, StackEntry> symbols; // by lookup pc
+  std::vector<ModuleInfo> module_infos;             // by StackEntry::module_id
+  std::unordered_map<Dwfl_Module*, int> module_ids;
 
   // The frame being unwound (set for the duration of one unwind()).
   Dwarf_Word regs[17] = {};
@@ -98,6 +133,8 @@ struct StackUnwinder::Impl {
     attached = false;
     symbols.clear();
     cfi_known.clear();
+    module_infos.clear();
+    module_ids.clear();
   }
 
   Result<void> rebuild() {
@@ -220,6 +257,12 @@ struct StackUnwinder::Impl {
       const char* name =
           dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, &file, nullptr);
       e.module = base_name(file ? file : name);
+      e.module_id = module_id(mod, name);
+      Dwarf_Addr bias = 0;
+      if (dwfl_module_getelf(mod, &bias)) {
+        e.offset = pc - bias;
+        e.has_offset = true;
+      }
       GElf_Off offset = 0;
       GElf_Sym sym;
       e.function =
@@ -233,6 +276,24 @@ struct StackUnwinder::Impl {
     symbols.emplace(pc, e);
     return e;
   }
+
+  // The id of MOD's ModuleInfo (made at its first pc). NAME: its path in the
+  // maps the module list was reported from.
+  int module_id(Dwfl_Module* mod, const char* name) {
+    auto [it, added] = module_ids.emplace(mod, static_cast<int>(module_infos.size()));
+    if (!added)
+      return it->second;
+    ModuleInfo info;
+    info.path = name ? name : "";
+    info.symbols = symbol_kind(mod); // opens the ELF first: the build-id is read from it
+    const unsigned char* bits = nullptr;
+    GElf_Addr note = 0;
+    int len = dwfl_module_build_id(mod, &bits, &note);
+    if (len > 0)
+      info.build_id = hex::encode(bits, static_cast<size_t>(len));
+    module_infos.push_back(std::move(info));
+    return it->second;
+  }
 };
 
 StackUnwinder::StackUnwinder() : impl_(std::make_unique<Impl>()) {}
@@ -245,6 +306,10 @@ Result<void> StackUnwinder::refresh_modules(int pid) {
   if (*changed || !impl_->attached)
     return impl_->rebuild();
   return ok();
+}
+
+const ModuleInfo& StackUnwinder::module(int id) const {
+  return impl_->module_infos.at(static_cast<size_t>(id));
 }
 
 bool StackUnwinder::has_modules() const {

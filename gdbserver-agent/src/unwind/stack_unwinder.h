@@ -23,11 +23,31 @@
 
 namespace gdbtrace {
 
+// A module (ELF file mapped by the process) that a stack went through: what a
+// symbolizer needs to name its frames later, on another machine.
+struct ModuleInfo {
+  std::string path;     // as /proc/PID/maps names it
+  std::string build_id; // hex, "" when the file has no NT_GNU_BUILD_ID note
+  // "full": a .symtab (in the file, its separate debug file or .gnu_debugdata)
+  // names every function; "dynamic": only .dynsym (exported functions);
+  // "none": no symbol table at all; "unreadable": the file could not be opened
+  // (deleted or replaced since it was mapped): no names, no offsets.
+  const char* symbols = "none";
+};
+
 struct StackEntry {
   uint64_t pc = 0;      // the return address for callers, the hit's pc for the first
   std::string function; // symbol (demangled), "" when none covers the pc
   std::string module;   // file name of the module, "" when the pc is in none
   std::string source;   // "file:line" when debug info exists, else ""
+  int module_id = -1;   // StackUnwinder::module(id); -1 when the pc is in no module
+  // The looked-up address in the module's own ELF addresses (pc - load bias:
+  // what addr2line, eu-addr2line, llvm-symbolizer and the symbol table use):
+  // the hit's pc, or a return address - 1 (inside the call instruction, so it
+  // names the caller even when the call is a function's last instruction).
+  // Valid when module_id >= 0 and the module's ELF file could be read.
+  uint64_t offset = 0;
+  bool has_offset = false;
 };
 
 struct UnwoundStack {
@@ -57,6 +77,10 @@ public:
 
   // FRAME: one trace frame in the tfile layout; REGBLOCK_SIZE: its 'R' block size.
   UnwoundStack unwind(std::span<const uint8_t> frame, uint32_t regblock_size);
+
+  // The module a StackEntry's module_id names (valid until the module list
+  // changes, i.e. until the next refresh_modules).
+  const ModuleInfo& module(int id) const;
 
 private:
   struct Impl;
