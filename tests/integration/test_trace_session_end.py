@@ -5,7 +5,7 @@ says about registers.
 - `monitor gdbtrace help` lists the subcommands and the collectors (`monitor help` points to it).
 - A pending tracepoint on a name that exists nowhere: gdb sends no location and says nothing at
   `tstart` (its own pending.exp wants that silence: the library may load during the run), so the
-  stub says it at the first tstatus, tstop or the program's exit.
+  stub says it at tstop or at the program's exit.
 - The program ends during or after a run: with `target extended-remote` the trace stays in the
   stub (tstatus, tsave work) and gdb is told that tfind needs a saved copy (gdb shows a trace frame
   only in a live thread: "No registers.", stock gdbserver too); with `target remote` gdb closes the
@@ -44,6 +44,9 @@ class EmptyRun(GdbTestCase):
     def test_pending_tracepoint_that_never_resolves_is_reported(self):
         run = run_gdb(["set breakpoint pending on", "trace no_such_function_anywhere", "tstart",
                        "tstatus", "continue"], program="trace_loop", args=(3,))
+        at_stop = run_gdb(["set breakpoint pending on", "trace no_such_function_anywhere", "tstart",
+                           "tstop"], program="trace_loop", args=(3,))
+        self.assertOutput(at_stop, r"^gdbtrace: this trace run has no tracepoint location")
         # gdb prints its own lines on stdout and the stub's console text on stderr.
         self.assertOrdered(run, [r"Tracepoint 1 \(no_such_function_anywhere\) pending",
                                  r"Trace is running on the target", r"exited normally"])

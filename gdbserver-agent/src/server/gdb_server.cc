@@ -154,9 +154,11 @@ GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
   bool in_frame = engine_ && engine_->frame_selected();
   if (row->state == PacketRow::State::Writes && in_frame)
     return kInTraceFrame;
-  if (row->console_before_reply) {
+  // Only text this packet produces goes out before its reply: text queued
+  // earlier keeps waiting for the next stop (as it always did), and new text
+  // waits behind it rather than overtake it.
+  if (row->console_before_reply && console_queue_.empty()) {
     console_open_ = true;
-    flush_console();
     Reply reply = PacketTable::run(*row, packet);
     console_open_ = false;
     return reply;

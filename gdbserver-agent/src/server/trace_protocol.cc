@@ -281,7 +281,7 @@ std::vector<PacketRow> TraceProtocol::rows() {
       PacketRow::prefix("QTBuffer:size:", op(&qtbuffer_size)).advertise("QTBuffer:size+"),
       PacketRow::prefix("QTNotes:", op(&qtnotes)),
       PacketRow::prefix("QTSave:", bind(&T::qtsave)).prints_console(),
-      PacketRow::exact("qTStatus", bind(&T::qtstatus)).prints_console(),
+      PacketRow::exact("qTStatus", op(&qtstatus)),
       PacketRow::prefix("qTP:", op(&qtp)),
       PacketRow::exact("qTfP", [this](const Packet&) { return upload_tracepoint(true); }),
       PacketRow::exact("qTsP", [this](const Packet&) { return upload_tracepoint(false); }),
@@ -435,11 +435,6 @@ Reply TraceProtocol::qtframe(const Packet& p) {
              "`target tfile FILE`\n");
   }
   return reply;
-}
-
-Reply TraceProtocol::qtstatus(const Packet& p) {
-  warn_if_empty_run();
-  return ::gdbtrace::qtstatus(engine_, p.args);
 }
 
 Reply TraceProtocol::qtstop(const Packet&) {

@@ -56,7 +56,6 @@ private:
   Reply qtstart(const Packet&);
   Reply qtstop(const Packet&);
   Reply gdbtrace_stacks(const Packet& p);
-  Reply qtstatus(const Packet& p);
   Reply qtsave(const Packet& p);
   Reply qtbuffer(const Packet& p);
   Reply qtframe(const Packet& p);
@@ -66,8 +65,9 @@ private:
   // pending on a library that has not loaded, or on a name that exists
   // nowhere) collects nothing. gdb says nothing at tstart, and must not hear
   // anything there (its pending.exp expects tstart to be silent: the library
-  // may load during the run), so the first of tstatus, tstop and the traced
-  // process's exit says it, once per run.
+  // may load during the run), nor at qTStatus (gdb asks for it itself before
+  // it sends the location of a library that just loaded), so tstop or the
+  // traced process's exit says it, once per run.
   void warn_if_empty_run();
 
   TraceEngine& engine_;
