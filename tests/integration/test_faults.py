@@ -381,7 +381,7 @@ class ManyTracepoints(GdbTestCase):
         commands += ["tstart", "continue", "tstop", "tstatus", "monitor gdbtrace status"]
         run = run_gdb(commands, program="trace_loop", args=(calls,), timeout=300)
         self.assertOutput(run, rf"Collected {n * calls} trace frames")
-        self.assertEqual(len(re.findall(r"backend ptrace, hits 3, frames 3, drops 0, errors 0",
+        self.assertEqual(len(re.findall(r"backend ptrace, hits 3, frames 3, drops 0, after stop 0, errors 0",
                                         run.output)), n, run.transcript()[-3000:])
 
 
@@ -395,7 +395,7 @@ class Load(GdbTestCase):
                                "tstatus", "monitor gdbtrace status"],
                               program="trace_loop", args=(4, 64), timeout=300)
                 self.assertOutput(run, r"Collected 324 trace frames")
-                self.assertOutput(run, rf"backend {backend}, hits 324, frames 324, drops 0, errors 0")
+                self.assertOutput(run, rf"backend {backend}, hits 324, frames 324, drops 0, after stop 0, errors 0")
 
     def test_full_buffer_bounds_the_stubs_memory(self):
         # A run that fills a 10 MB buffer (ptrace, `collect $regs`, linear: the trace stops when full):
