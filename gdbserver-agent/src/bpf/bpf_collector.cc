@@ -720,7 +720,8 @@ void BpfCollector::handle_record(std::span<const uint8_t> record) {
                        "tracepoint " + std::to_string(e.tp_number) + ": " + ax_strerror(e.status) +
                            " at bytecode offset " + std::to_string(e.pc) +
                            (e.in_condition ? " of its condition" : " of an action") +
-                           " (eBPF collector)");
+                           " (eBPF collector)",
+                       e.tp_number);
     return;
   }
   if (frame.total_size() > size)

@@ -557,14 +557,19 @@ std::string TraceEngine::traceframe_info_xml() const {
   return xml + "</traceframe-info>\n";
 }
 
-void TraceEngine::on_process_exit(Pid pid) {
+void TraceEngine::on_process_exit(Pid pid, const std::string& how) {
   if (impl_->running && pid == impl_->traced_pid)
-    impl_->stop_run(TraceStopReason::Requested, "process " + std::to_string(pid) + " exited");
+    impl_->stop_run(TraceStopReason::Error, "process " + std::to_string(pid) + " " + how);
+}
+
+void TraceEngine::on_process_detach(Pid pid) {
+  if (impl_->running && pid == impl_->traced_pid)
+    impl_->stop_run(TraceStopReason::Requested, "gdb detached from process " + std::to_string(pid));
 }
 
 void TraceEngine::on_process_exec(Pid pid) {
   if (impl_->running && pid == impl_->traced_pid)
-    impl_->stop_run(TraceStopReason::Requested,
+    impl_->stop_run(TraceStopReason::Error,
                     "process " + std::to_string(pid) + " exec'd a new program");
 }
 
