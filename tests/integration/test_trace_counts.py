@@ -6,7 +6,7 @@ the location that took it, and a `tsave -r` file read back in a fresh gdb maps e
 location. For every location hits = frames + drops + hits after the stop (a collector still sees
 hits between a tfull and the removal of its probes). A collection a kernel collector refuses names
 the size that made it refuse. (The stop reason of a process that exits or is killed is checked in
-test_faults.py, TracedProcessFaults.)
+test_faults.py, TraceeGone.)
 
 Tracees: tests/programs/multi_location.c (record() inlined at two call sites: `trace record` has
 two locations, hit 3 and 5 times), tests/programs/trace_loop.c."""
@@ -121,6 +121,19 @@ class CountsAddUp(GdbTestCase):
         self.assertGreater(after_stop, 0, run.transcript())
         # The plugin shows the same identity from qGdbtrace.status.
         self.assertOutput(run, rf"^2\s+0x[0-9a-f]+\s+{backend}\s+{hits}\s+{frames}\s+{drops}\s+{after_stop}\s")
+
+    def test_refused_large_collection_names_its_size(self):
+        # gdb compiles this to bytecode ending in `trace` with a 1000000-byte constant size.
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        run = run_gdb(["monitor gdbtrace backend auto", "trace probe_me", "actions",
+                       "collect *(char*)$rsi@1000000", "end", "tstart",
+                       "monitor gdbtrace status", "tstop"],  # console text waits for a qRcmd
+                      program="trace_loop", args=(1,))
+        self.assertOutput(run, r"tracepoint 1: .*ebpf: the eBPF collector cannot run this tracepoint: "
+                               r"collecting 1000000 bytes in one hit \(trace\): an eBPF frame holds at "
+                               r"most 262144 bytes.*; using ptrace")
+        self.assertNoOutput(run, r"tracenz")
+        self.assertOutput(run, r"tracepoint 1 at 0x[0-9a-f]+: backend ptrace,")
 
 
 if __name__ == "__main__":

@@ -964,9 +964,16 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
       memory_block_const(uint32_t(*known), pc);
       break;
     }
-    uint32_t max = known && *known <= kDynamicTraceMax ? uint32_t(*known) : kDynamicTraceMax;
+    // Refusals name the size asked for and the limit it passes (the engine
+    // shows them on gdb's console when it falls back to another collector).
+    if (known && op == AX_OP_TRACE)
+      return refuse("collecting " + std::to_string(*known) + " bytes in one hit (" + op_name(op) +
+                    "): an eBPF frame holds at most " + std::to_string(kMaxFrameSize) + " bytes");
     if (known && *known > GT_TFRAME_MEM_MAX)
-      return refuse("tracenz longer than 65535 bytes");
+      return refuse("collecting a string of up to " + std::to_string(*known) + " bytes (" +
+                    op_name(op) + "): one memory block holds at most " +
+                    std::to_string(GT_TFRAME_MEM_MAX) + " bytes");
+    uint32_t max = known && *known <= kDynamicTraceMax ? uint32_t(*known) : kDynamicTraceMax;
     int fits = a_.new_label();
     a_.emit(ldx(BPF_DW, R5, R10, slot(d - 1)));
     a_.jump(jmp_imm(BPF_JLE, R5, int32_t(max), 0), fits);
