@@ -123,9 +123,9 @@ public:
     if (!run_active_)
       begin_run(ctx);
     ctx_ = &ctx;
-    if (auto r = define_tsvs(tp, ctx); !r)
-      return r;
     if (auto r = one_location(tp); !r)
+      return r;
+    if (auto r = define_tsvs(tp, ctx); !r)
       return r;
     if (!batch_)
       return add_probe(pid, tp, ctx);

@@ -177,9 +177,10 @@ private:
         std::vector<uint8_t> bytes(m->length);
         auto got = target_.read_memory(pid, addr, bytes);
         if (!got || *got == 0) {
-          if (!m->stack) // a stack piece past the mapping's end is expected
-            ++stats_[{tp.number, tp.address}]
-                  .errors; // like gdbserver: an unreadable range is skipped
+          // Like gdbserver, an unreadable range is skipped; a stack piece past
+          // the mapping's end is expected.
+          if (!m->stack)
+            ++stats_[{tp.number, tp.address}].errors;
           continue;
         }
         bytes.resize(*got);
