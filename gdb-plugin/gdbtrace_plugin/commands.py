@@ -89,7 +89,9 @@ def format_status(status):
         lines.append("No tracepoints on the stub.")
         return "\n".join(lines)
     # No cost/hit column: the stub reports no per-hit timing (bench/ measures it).
-    head = ["tp", "address", "backend", "hits", "frames", "drops", "errors", "bytes"]
+    # hits = frames + drops + after stop (hits the probe saw while the run was stopping; "-": the
+    # source does not say, e.g. a tfile).
+    head = ["tp", "address", "backend", "hits", "frames", "drops", "after stop", "errors", "bytes"]
     rows = []
     for t in tps:
         backend = t.get("backend") or ("-" if not running else "?")
@@ -98,7 +100,7 @@ def format_status(status):
         address = t.get("address", "")
         rows.append([str(t.get("number", "?")), address if isinstance(address, str) else "0x%x" % address,
                      backend, str(t.get("hits", 0)), str(t.get("frames", 0)), str(t.get("drops", 0)),
-                     str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0))])
+                     str(t.get("after_stop", "-")), str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0))])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for t, r in zip(tps, rows):
@@ -123,8 +125,8 @@ def _monitor_backends():
 class StatusCommand(gdb.Command):
     """Show the trace run: backend, hits, frames, drops, errors per tracepoint, buffer use.
 
-Per tracepoint: the collector serving it (module, ebpf, ptrace), hits, frames,
-drops, errors, bytes; buffer use; the stack snapshot size when stacks are on; from
+Per tracepoint location: the collector serving it (module, ebpf, ptrace), hits,
+frames, drops, hits after the stop (hits = frames + drops + after stop), errors, bytes; buffer use; the stack snapshot size when stacks are on; from
 the stub's qGdbtrace.status. (Per-hit cost is measured by bench/, not here.)
 
 Usage: gdbtrace status [-json]"""

@@ -44,10 +44,10 @@ public:
   void drain() override {
     for (auto& f : pending)
       if (ctx)
-        ctx->append_frame(f);
+        ctx->append_frame(f, 0);
     pending.clear();
   }
-  CollectorStats stats(uint32_t) const override { return {}; }
+  CollectorStats stats(uint32_t, uint64_t) const override { return {}; }
 };
 
 // QTSave may only write to /dev/null here: the fuzzer must not litter the disk.

@@ -223,7 +223,7 @@ class BufferAndThreads(EbpfTestCase):
         self.assertEbpf(run)
         # 4 calls from main + 3 threads x 5 calls
         self.assertOutput(run, r"Collected 19 trace frames")
-        self.assertOutput(run, r"hits 19, frames 19, drops 0, errors 0")
+        self.assertOutput(run, r"hits 19, frames 19, drops 0, after stop 0, errors 0")
         ids = set(int(x) for x in re.findall(r"^\$\d+ = (\d+)", run.output, re.M))
         self.assertTrue(ids, run.transcript())
 

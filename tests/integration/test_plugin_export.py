@@ -76,7 +76,7 @@ class Export(PluginTestCase):
         self.assertNoPythonErrors(run)
         self.assertOrdered(run, [r"Trace run: running",
                                  r"Buffer: .* 20 frames",
-                                 r"^tp\s+address\s+backend\s+hits\s+frames\s+drops\s+errors\s+bytes$",
+                                 r"^tp\s+address\s+backend\s+hits\s+frames\s+drops\s+after stop\s+errors\s+bytes$",
                                  r"^1\s+0x[0-9a-f]+\s+(ebpf|ptrace|module)\s+20\s+20\s+0\s+0",
                                  r"Trace run: stopped \(tstop\)",
                                  r"Exported 20 frames to .*out\.csv \(csv\)",

@@ -149,7 +149,7 @@ class BreakpointAtProbeSite(GdbTestCase):
             self.assertOutput(run, r"module removes its probes only all at once")
             return
         self.assertOutput(run, rf"tracepoint 2 at 0x[0-9a-f]+: backend ptrace, hits {N}, frames {N}, "
-                               rf"drops 0, errors 0 \(moved from ebpf during the run: gdb's breakpoint "
+                               rf"drops 0, after stop 0, errors 0 \(moved from ebpf during the run: gdb's breakpoint "
                                rf"here needs the int3\)")
         # gdb's own output stays as with gdbserver: no console line about the move.
         self.assertNotRegex(run.output, r"cannot share|gdbtrace: tracepoint 2")

@@ -131,8 +131,8 @@ check ebpf_store_site_ran "WATCHED: ?1234$" "$bpfout"
 krel=$(sed -n 's/.*generated BPF program per tracepoint (Linux \([0-9]*\.[0-9]*\).*/\1/p' "$bpfout" | head -1)
 if [ -n "$krel" ] && [ "$(printf '%s\n6.19\n' "$krel" | sort -V | head -1)" = 6.19 ]; then
   check ebpf_emulates "common instructions emulated by the program" "$bpfout"
-  check ebpf_load_emulated "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB, drops 0, errors 0, emulated $NB$" "$bpfout"
-  check ebpf_store_not_emulated "tracepoint 4 at 0x[0-9a-f]+: backend ebpf, hits 1, frames 1, drops 0, errors 0$" "$bpfout"
+  check ebpf_load_emulated "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB, drops 0, after stop 0, errors 0, emulated $NB$" "$bpfout"
+  check ebpf_store_not_emulated "tracepoint 4 at 0x[0-9a-f]+: backend ebpf, hits 1, frames 1, drops 0, after stop 0, errors 0$" "$bpfout"
 else
   check ebpf_says_why_not "register writes need Linux 6.19" "$bpfout"
   if grep -q ", emulated [0-9]" "$bpfout"; then echo "FAIL gdb_ebpf_no_emulation: emulated hits before Linux 6.19"; else echo "ok gdb_ebpf_no_emulation"; fi

@@ -36,8 +36,9 @@ constexpr int32_t kMemHeader = GT_TFRAME_MEM_HEADER;
 constexpr int16_t kMemAddr = GT_TFRAME_MEM_ADDR_OFFSET;
 constexpr int16_t kMemLen = GT_TFRAME_MEM_LEN_OFFSET;
 constexpr int32_t kTsvBlock = GT_TFRAME_TSV_SIZE;
-// Every record starts with its stamp (bpf_rings.h); the frame follows it.
-constexpr int16_t kFrame = kRecordStamp;
+// Every record starts with its stamp (bpf_rings.h) and its probe's slot
+// (bpf_layout.h); the frame follows them.
+constexpr int16_t kFrame = kRecordStamp + kRecordSlot;
 
 const char* op_name(uint8_t op) {
   const char* n = ax_op_name(op);
@@ -285,8 +286,8 @@ void Generator::count_hit_and_reserve() {
 }
 
 // r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
-// stamped with the time; FAIL_LABEL when the ring is full. The reservation size
-// is patched in run() once the actions are known.
+// stamped with the time and the probe's slot; FAIL_LABEL when the ring is full. The reservation
+// size is patched in run() once the actions are known.
 void Generator::reserve_record(int fail_label) {
   a_.emit(call(BPF_FUNC_get_smp_processor_id));
   a_.emit(stx(BPF_W, R10, kKey, R0));
@@ -305,6 +306,7 @@ void Generator::reserve_record(int fail_label) {
   a_.emit(mov64_reg(R7, R0));
   a_.emit(call(BPF_FUNC_ktime_get_ns));
   a_.emit(stx(BPF_DW, R7, 0, R0));
+  a_.emit(st_imm(BPF_DW, R7, kRecordStamp, int32_t(opts_.slot)));
 }
 
 Result<void> Generator::action(const TraceAction& act) {
@@ -962,9 +964,16 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
       memory_block_const(uint32_t(*known), pc);
       break;
     }
-    uint32_t max = known && *known <= kDynamicTraceMax ? uint32_t(*known) : kDynamicTraceMax;
+    // Refusals name the size asked for and the limit it passes (the engine
+    // shows them on gdb's console when it falls back to another collector).
+    if (known && op == AX_OP_TRACE)
+      return refuse("collecting " + std::to_string(*known) + " bytes in one hit (" + op_name(op) +
+                    "): an eBPF frame holds at most " + std::to_string(kMaxFrameSize) + " bytes");
     if (known && *known > GT_TFRAME_MEM_MAX)
-      return refuse("tracenz longer than 65535 bytes");
+      return refuse("collecting a string of up to " + std::to_string(*known) + " bytes (" +
+                    op_name(op) + "): one memory block holds at most " +
+                    std::to_string(GT_TFRAME_MEM_MAX) + " bytes");
+    uint32_t max = known && *known <= kDynamicTraceMax ? uint32_t(*known) : kDynamicTraceMax;
     int fits = a_.new_label();
     a_.emit(ldx(BPF_DW, R5, R10, slot(d - 1)));
     a_.jump(jmp_imm(BPF_JLE, R5, int32_t(max), 0), fits);

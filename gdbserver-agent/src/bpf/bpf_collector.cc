@@ -108,7 +108,7 @@ public:
   void remove_all() override;
   Result<CollectorStats> uninstall(uint32_t tp_number, uint64_t address) override;
   void drain() override;
-  CollectorStats stats(uint32_t tp_number) const override;
+  CollectorStats stats(uint32_t tp_number, uint64_t address) const override;
   std::optional<int64_t> tsv_value(uint32_t number) const override;
   std::string describe() const override;
 
@@ -139,7 +139,8 @@ private:
   void account_drops();
   StatsSlot read_stats(uint32_t slot) const;
   CollectorStats probe_stats(const Probe& p) const;
-  Probe* find(uint32_t tp);
+  Probe* find_slot(uint32_t slot);
+  void retire_stats();
 
   asio::io_context& io_;
   bpf::KernelSupport support_;
@@ -164,11 +165,13 @@ private:
     const char* env = getenv("GDBTRACE_BPF_EMULATE");
     return env && std::string(env) == "0";
   }();
+  using Location = std::pair<uint32_t, uint64_t>; // tracepoint number, address
   // Results of the last run, still asked for after the probes are gone.
-  std::map<uint32_t, CollectorStats> retired_stats_;
+  std::map<Location, CollectorStats> retired_stats_;
   std::map<uint32_t, int64_t> retired_tsvs_;
-  // Counts of probes of this run replaced by a copy (keep_definition_order).
-  std::map<uint32_t, CollectorStats> replaced_stats_;
+  // Counts of probes of this run replaced by a copy (keep_definition_order),
+  // and hits whose record arrived after the run stopped.
+  std::map<Location, CollectorStats> replaced_stats_;
   std::vector<uint8_t> expanded_; // the frame handle_record builds from a record
 };
 
@@ -545,7 +548,11 @@ void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) 
   }
   if (copies.empty())
     return;
-  account_drops(); // the originals' dropped hits, before they are retired
+  // The originals' records name their slots, which go away: hand them over
+  // now, and their dropped hits, before they are retired.
+  if (!draining_)
+    drain();
+  account_drops();
   std::vector<UniqueFd> retired;
   std::vector<size_t> gone;
   for (auto& [i, copy] : copies) {
@@ -558,7 +565,7 @@ void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) 
     // The pass-count hits moved with `hits`; the per-CPU counts stay with the slot.
     CollectorStats old = probe_stats(o);
     old.hits -= __atomic_load_n(&from.hits, __ATOMIC_RELAXED);
-    replaced_stats_[o.tp] += old;
+    replaced_stats_[{o.tp, o.address}] += old;
     copy.drops_reported = 0;
     retired.push_back(std::move(o.event));
     gone.push_back(i);
@@ -619,9 +626,9 @@ uint64_t BpfCollector::copy_skips(uint32_t from_slot, uint32_t to_slot) {
   return copied;
 }
 
-Probe* BpfCollector::find(uint32_t tp) {
+Probe* BpfCollector::find_slot(uint32_t slot) {
   for (auto& p : probes_)
-    if (p.tp == tp)
+    if (p.slot == slot)
       return &p;
   return nullptr;
 }
@@ -647,9 +654,6 @@ void BpfCollector::remove_all() {
   // Frames already in the ring belong to this run: hand them over first.
   if (!draining_)
     drain();
-  retired_stats_ = replaced_stats_;
-  for (const auto& p : probes_)
-    retired_stats_[p.tp] += probe_stats(p);
   for (const auto& [number, index] : tsv_slots_)
     retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
   // Closing the links (perf events) removes the uprobes from the tracee and,
@@ -657,13 +661,28 @@ void BpfCollector::remove_all() {
   std::vector<UniqueFd> events;
   for (auto& p : probes_)
     events.push_back(std::move(p.event));
-  probes_.clear();
   bpf::close_concurrently(std::move(events));
+  // No program runs any more: what the rings hold now are hits made while the
+  // engine was stopping the run (they count as hits after the stop).
+  if (!draining_ && rings_) {
+    draining_ = true;
+    rings_.drain([this](std::span<const uint8_t> r) { handle_record(r); });
+    draining_ = false;
+  }
+  retire_stats();
+  probes_.clear();
   run_active_ = false;
-  // Whatever a program still running on another CPU submits now is stale.
+  // Whatever is left is stale.
   discard_ = true;
   if (!draining_ && rings_)
     rings_.discard();
+}
+
+// The run's counts, per location, for the status after the probes are gone.
+void BpfCollector::retire_stats() {
+  retired_stats_ = replaced_stats_;
+  for (const auto& p : probes_)
+    retired_stats_[{p.tp, p.address}] += probe_stats(p);
 }
 
 void BpfCollector::arm_watch() {
@@ -684,10 +703,15 @@ void BpfCollector::arm_watch() {
 }
 
 void BpfCollector::handle_record(std::span<const uint8_t> record) {
+  if (discard_ || !ctx_ || record.size() < bpf::kRecordSlot)
+    return;
+  uint64_t slot = 0;
+  memcpy(&slot, record.data(), sizeof slot);
+  record = record.subspan(bpf::kRecordSlot);
   const uint8_t* data = record.data();
   size_t size = record.size();
-  FrameView frame(record, ctx_ ? ctx_->register_block_size() : 0);
-  if (discard_ || !ctx_ || !frame.has_header())
+  FrameView frame(record, ctx_->register_block_size());
+  if (!frame.has_header())
     return;
   if (frame.tp_number() == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
     bpf::ErrorRecord e;
@@ -696,21 +720,27 @@ void BpfCollector::handle_record(std::span<const uint8_t> record) {
                        "tracepoint " + std::to_string(e.tp_number) + ": " + ax_strerror(e.status) +
                            " at bytecode offset " + std::to_string(e.pc) +
                            (e.in_condition ? " of its condition" : " of an action") +
-                           " (eBPF collector)");
+                           " (eBPF collector)",
+                       e.tp_number);
     return;
   }
   if (frame.total_size() > size)
     return; // cannot happen: the program bounds the size
-  Probe* p = find(frame.tp_number());
-  if (!p || !ctx_->collecting())
-    return; // e.g. after the pass-count frame
+  Probe* p = find_slot(slot);
+  if (!p)
+    return; // a probe already removed (uninstall) or of an earlier run
+  if (!ctx_->collecting()) {
+    // e.g. after the frame that filled the buffer or reached the pass count
+    replaced_stats_[{p->tp, p->address}].after_stop++;
+    return;
+  }
   std::span<const uint8_t> out(data, frame.total_size());
   // A record that does not expand goes in as it is: the engine counts it malformed.
   if (!p->registers.slots.empty() &&
       bpf::expand_record(out, p->registers, ctx_->register_block_size(), expanded_))
     out = expanded_;
-  ctx_->append_frame(out);
-  ctx_->record_hit(frame.tp_number()); // may request a stop (pass count)
+  ctx_->append_frame(out, p->address);
+  ctx_->record_hit(p->tp); // may request a stop (pass count)
 }
 
 void BpfCollector::drain() {
@@ -773,8 +803,8 @@ Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t addr
   if (!found)
     return make_error(ENOENT,
                       "tracepoint " + std::to_string(tp_number) + " has no eBPF probe there");
-  // Copies replaced by keep_definition_order counted for the same tracepoint.
-  if (auto r = replaced_stats_.find(tp_number); r != replaced_stats_.end()) {
+  // Copies replaced by keep_definition_order counted for the same location.
+  if (auto r = replaced_stats_.find({tp_number, address}); r != replaced_stats_.end()) {
     removed += r->second;
     replaced_stats_.erase(r);
   }
@@ -792,18 +822,18 @@ CollectorStats BpfCollector::probe_stats(const Probe& p) const {
   return s;
 }
 
-// A tracepoint's counts: all its probes (one per location, and copies that
-// replaced earlier ones) while the run lives, what they came to after it.
-CollectorStats BpfCollector::stats(uint32_t tp_number) const {
+// A location's counts: its probe (and copies that replaced earlier ones)
+// while the run lives, what they came to after it.
+CollectorStats BpfCollector::stats(uint32_t tp_number, uint64_t address) const {
   if (!run_active_) {
-    auto it = retired_stats_.find(tp_number);
+    auto it = retired_stats_.find({tp_number, address});
     return it != retired_stats_.end() ? it->second : CollectorStats{};
   }
   CollectorStats sum;
-  if (auto it = replaced_stats_.find(tp_number); it != replaced_stats_.end())
+  if (auto it = replaced_stats_.find({tp_number, address}); it != replaced_stats_.end())
     sum = it->second;
   for (const auto& p : probes_)
-    if (p.tp == tp_number)
+    if (p.tp == tp_number && p.address == address)
       sum += probe_stats(p);
   return sum;
 }

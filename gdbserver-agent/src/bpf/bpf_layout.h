@@ -56,6 +56,11 @@ inline uint64_t skip_key(uint32_t tid, uint32_t slot) {
 }
 constexpr uint32_t kMaxSkips = 4096;
 
+// After its stamp (bpf_rings.h), every record holds the slot of the probe that
+// wrote it (u64; a frame names only its tracepoint number, and a number has a
+// probe per location), then the frame or ErrorRecord.
+constexpr uint32_t kRecordSlot = 8;
+
 // A ring-buffer record that is not a frame: u16 marker instead of a tracepoint number.
 constexpr uint16_t kErrorMarker = 0xffff;
 struct __attribute__((packed)) ErrorRecord {

@@ -11,6 +11,7 @@
 #include <asio/posix/stream_descriptor.hpp>
 
 #include "abi/amd64_regs.h"
+#include "common/hex.h"
 #include "kmod/emulation_selftest.h"
 #include "kmod/module_session.h"
 #include "trace/collector_probe_site.h"
@@ -122,6 +123,8 @@ public:
     if (!run_active_)
       begin_run(ctx);
     ctx_ = &ctx;
+    if (auto r = one_location(tp); !r)
+      return r;
     if (auto r = define_tsvs(tp, ctx); !r)
       return r;
     if (!batch_)
@@ -136,6 +139,27 @@ public:
   }
 
   void begin_install_batch() override { batch_ = true; }
+
+  // The module's ring records name only the tracepoint number, not the probe
+  // that made them: with two locations of one number here, the engine could
+  // not tell which location a frame (and its count) belongs to. The engine
+  // then gives the other locations to the next collector.
+  Result<void> one_location(const Tracepoint& tp) const {
+    auto taken = [&](uint32_t number, uint64_t address) {
+      return number == tp.number && address != tp.address;
+    };
+    for (const auto& p : probes_)
+      if (taken(p.tp, p.address))
+        return make_error(EOPNOTSUPP, location_taken(p.address));
+    for (const auto& p : pending_)
+      if (taken(p.tp.number, p.tp.address))
+        return make_error(EOPNOTSUPP, location_taken(p.tp.address));
+    return ok();
+  }
+  static std::string location_taken(uint64_t address) {
+    return "it collects this tracepoint at 0x" + hex::u64(address) +
+           " already, and its records do not say which location made them";
+  }
 
   // The kernel runs the consumers of one uprobe newest first: added highest
   // number first, the tracepoints of one address collect in definition order,
@@ -233,7 +257,7 @@ public:
     drain(); // frames produced so far belong to this run
     for (const auto& p : probes_)
       if (auto st = session_.probe_status(p.id))
-        add_stats(finished_[p.tp], *st);
+        add_stats(finished_[{p.tp, p.address}], *st);
     (void)session_.stop();
     (void)session_.remove_all();
     probes_.clear();
@@ -245,11 +269,17 @@ public:
       return;
     session_.drain([this](std::span<const uint8_t> frame) {
       FrameView view(frame, regblock_size_);
-      if (view.has_header() && ctx_->collecting()) {
-        ctx_->record_hit(view.tp_number());
-        ctx_->append_frame(
-            frame); // a full buffer stops the run (engine); later frames are discarded
+      if (!view.has_header())
+        return true;
+      const Probe* p = probe_of(view.tp_number());
+      if (!p)
+        return true; // a probe of an earlier run
+      if (!ctx_->collecting()) {
+        ++after_stop_[{p->tp, p->address}]; // the run stopped (tfull, a pass count) before this hit
+        return true;
       }
+      ctx_->record_hit(p->tp);
+      ctx_->append_frame(frame, p->address); // a full buffer stops the run (engine)
       return true;
     });
     // The module stops collecting by itself when a pass count is reached.
@@ -259,14 +289,16 @@ public:
         ctx_->request_stop(TraceStopReason::PassCount, {}, st->stop_tp);
   }
 
-  CollectorStats stats(uint32_t tp_number) const override {
+  CollectorStats stats(uint32_t tp_number, uint64_t address) const override {
     CollectorStats s;
-    if (auto it = finished_.find(tp_number); it != finished_.end())
+    if (auto it = finished_.find({tp_number, address}); it != finished_.end())
       s = it->second;
     for (const auto& p : probes_)
-      if (p.tp == tp_number)
+      if (p.tp == tp_number && p.address == address)
         if (auto st = session_.probe_status(p.id))
           add_stats(s, *st);
+    if (auto it = after_stop_.find({tp_number, address}); it != after_stop_.end())
+      s.after_stop = it->second;
     return s;
   }
 
@@ -282,6 +314,13 @@ private:
     uint32_t id, tp;
     uint64_t address;
   };
+  // The probe of a frame: one per number here (one_location).
+  const Probe* probe_of(uint32_t tp_number) const {
+    for (const auto& p : probes_)
+      if (p.tp == tp_number)
+        return &p;
+    return nullptr;
+  }
 
   static void add_stats(CollectorStats& s, const gdbtrace_probe_status& st) {
     s.hits += st.hits;
@@ -325,6 +364,7 @@ private:
   // A new run: counters and TSVs start over from the engine's values.
   void begin_run(TraceContext& ctx) {
     finished_.clear();
+    after_stop_.clear();
     for (uint32_t n : defined_tsvs_)
       (void)session_.define_tsv(n, ctx.get_tsv(n).value_or(0));
     (void)session_.start();
@@ -406,7 +446,8 @@ private:
   bool emulation_checked_ = false, emulate_ = false;
   std::string emulation_note_;
   std::vector<Probe> probes_;
-  std::map<uint32_t, CollectorStats> finished_;
+  std::map<std::pair<uint32_t, uint64_t>, CollectorStats> finished_; // by location
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> after_stop_;     // hits seen after the stop
   std::set<uint32_t> defined_tsvs_;
 };
 

@@ -216,13 +216,15 @@ ThreadId GdbServer::general_thread() const {
   return t;
 }
 
-void GdbServer::forget_process(Pid pid) {
+void GdbServer::forget_process(Pid pid, const std::string& ended) {
   breakpoints_.remove_process(pid);
   std::erase_if(stopped_threads_, [pid](const auto& e) { return e.second.thread.pid == pid; });
   stopped_unreported_.clear(); // tids only; a new attach fills it again
   created_.erase(pid);
-  if (engine_)
-    engine_->on_process_exit(pid);
+  if (engine_ && ended.empty())
+    engine_->on_process_detach(pid);
+  else if (engine_)
+    engine_->on_process_exit(pid, ended);
 }
 
 void GdbServer::on_target_event(const StopEvent& event) {
@@ -242,9 +244,13 @@ void GdbServer::on_target_event(const StopEvent& event) {
   }
 
   if (is_process_exit(event)) {
+    std::string how = event.kind == StopKind::Exited
+                          ? "exited with code " + std::to_string(event.exit_status)
+                          : "was killed by signal " + std::to_string(event.signal) + " (SIG" +
+                                host_signal_name(event.signal) + ")";
     if (trace_)
-      trace_->on_process_exit(event.thread.pid, extended_);
-    forget_process(event.thread.pid);
+      trace_->on_process_exit(event.thread.pid, how, extended_);
+    forget_process(event.thread.pid, how);
     if (killed_.erase(event.thread.pid))
       return; // gdb asked for it: nothing to report
     if (event.kind == StopKind::Exited)

@@ -95,7 +95,8 @@ private:
   std::string stop_reply(const StopEvent& event);
   void flush_console();
   void debug(const std::string& text) const;
-  void forget_process(Pid pid);
+  // ENDED: how the process ended ("exited with code 0"), "" when gdb detached.
+  void forget_process(Pid pid, const std::string& ended);
   ThreadId resolve_thread(ThreadId thread) const;
   ThreadId general_thread() const;
   unsigned num_regs() const;

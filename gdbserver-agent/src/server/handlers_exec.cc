@@ -228,7 +228,7 @@ GdbServer::Reply GdbServer::handle_vkill(std::string_view packet) {
     killed_.erase(pid);
     return "E." + r.error().message;
   }
-  forget_process(pid);
+  forget_process(pid, "was killed by gdb");
   if (last_stop_ && last_stop_->thread.pid == pid)
     last_stop_.reset();
   return "OK";
@@ -243,7 +243,7 @@ GdbServer::Reply GdbServer::handle_kill() {
   for (Pid pid : target_.processes()) {
     killed_.insert(pid);
     (void)target_.kill(pid);
-    forget_process(pid);
+    forget_process(pid, "was killed by gdb");
   }
   last_stop_.reset();
   // Without the extended protocol gdbserver exits after 'k'; 'k' has no reply.
@@ -260,7 +260,7 @@ GdbServer::Reply GdbServer::handle_restart() {
   for (Pid pid : target_.processes()) {
     killed_.insert(pid);
     (void)target_.kill(pid);
-    forget_process(pid);
+    forget_process(pid, "was killed by gdb");
   }
   last_stop_.reset();
   std::fprintf(stderr, "GDBserver restarting\n");
@@ -289,7 +289,7 @@ GdbServer::Reply GdbServer::handle_detach(std::string_view packet) {
     if (auto r = target_.detach(pid); !r)
       return "E." + r.error().message;
     std::fprintf(stderr, "Detaching from process %d\n", pid);
-    forget_process(pid);
+    forget_process(pid, ""); // detached
     if (last_stop_ && last_stop_->thread.pid == pid)
       last_stop_.reset();
   }

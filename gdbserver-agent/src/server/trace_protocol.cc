@@ -349,12 +349,12 @@ static std::optional<std::string> new_trace_file(int pid) {
   return path;
 }
 
-void TraceProtocol::on_process_exit(int pid, bool gdb_stays) {
+void TraceProtocol::on_process_exit(int pid, const std::string& how, bool gdb_stays) {
   if (pid != engine_.traced_pid())
     return;
   warn_if_empty_run();
   frame_note_given_ = false;
-  engine_.on_process_exit(pid); // the run ends here: the frame count is final
+  engine_.on_process_exit(pid, how); // the run ends here: the frame count is final
   uint64_t frames = frame_count();
   if (frames == 0 || frames == frames_saved_)
     return;

@@ -37,12 +37,13 @@ public:
   // from load at such stops (gdb's shared-library event breakpoint), and a
   // process that exits takes its /proc/PID/maps with it.
   void on_process_stopped(int pid);
-  // PID exited or was killed; the server forgets it next. The run ends (its
+  // PID exited or was killed (HOW, as TraceEngine::on_process_exit takes it);
+  // the server forgets it next. The run ends (its
   // frame count is final) and, if the trace was never saved, gdb hears where
   // it is: with GDB_STAYS (extended-remote) it stays in the stub until the
   // next tstart; otherwise gdb closes the connection as soon as it sees the
   // exit (`target remote`), so the trace is saved to a file first.
-  void on_process_exit(int pid, bool gdb_stays);
+  void on_process_exit(int pid, const std::string& how, bool gdb_stays);
   // Whether gdb has a live process (so a thread to show a trace frame in).
   void set_live_process(std::function<bool()> live) { live_process_ = std::move(live); }
 

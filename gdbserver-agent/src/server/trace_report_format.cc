@@ -33,8 +33,10 @@ std::string tracepoint_json(const TracepointReport& t) {
          ",\"enabled\":" + json_bool(t.enabled) + ",\"fast\":" + json_bool(t.fast) +
          ",\"backend\":" + json_string(t.backend) + ",\"hits\":" + std::to_string(t.hits) +
          ",\"frames\":" + std::to_string(t.frames) + ",\"bytes\":" + std::to_string(t.bytes) +
-         ",\"drops\":" + std::to_string(t.drops) + ",\"errors\":" + std::to_string(t.errors) +
-         ",\"emulated\":" + std::to_string(t.emulated) + "}";
+         ",\"drops\":" + std::to_string(t.drops) +
+         ",\"after_stop\":" + std::to_string(t.after_stop) +
+         ",\"errors\":" + std::to_string(t.errors) + ",\"emulated\":" + std::to_string(t.emulated) +
+         "}";
 }
 
 } // namespace
@@ -80,7 +82,7 @@ std::string format_report_text(const TraceReport& r) {
            (t.enabled ? "" : " (disabled)") + ": backend " +
            (t.backend.empty() ? std::string("-") : t.backend) + ", hits " + std::to_string(t.hits) +
            ", frames " + std::to_string(t.frames) + ", drops " + std::to_string(t.drops) +
-           ", errors " + std::to_string(t.errors) +
+           ", after stop " + std::to_string(t.after_stop) + ", errors " + std::to_string(t.errors) +
            (t.emulated ? ", emulated " + std::to_string(t.emulated) : std::string()) +
            (t.note.empty() ? std::string() : " (" + t.note + ")") + "\n";
   return out;

@@ -33,9 +33,11 @@ enum class TraceStopReason { None, Requested, BufferFull, PassCount, Error, Disc
 class TraceContext {
 public:
   virtual ~TraceContext() = default;
-  // Append one complete frame. Returns false if the buffer is full and not circular
-  // (the engine then stops the run with tfull).
-  virtual bool append_frame(std::span<const uint8_t> frame) = 0;
+  // Append one complete frame, collected by the probe at ADDRESS (the
+  // tracepoint location that fired: a frame names only its tracepoint number,
+  // and a number has one location per address). Returns false if the buffer is
+  // full and not circular (the engine then stops the run with tfull).
+  virtual bool append_frame(std::span<const uint8_t> frame, uint64_t address) = 0;
   // Hands the frames in-kernel collectors produced so far to the buffer. A
   // collector that builds its frame in the stub calls it first, so frames of
   // tracepoints split across collectors stay in hit order (kernel frames wait
@@ -51,8 +53,10 @@ public:
   // kernel collectors keep their own and report through Collector::tsv_value).
   virtual std::optional<int64_t> get_tsv(uint32_t number) = 0;
   virtual void set_tsv(uint32_t number, int64_t value) = 0;
-  virtual int64_t trace_timestamp() = 0;           // $trace_timestamp (µs)
-  virtual void record_hit(uint32_t tp_number) = 0; // counts hits; enforces pass counts
+  virtual int64_t trace_timestamp() = 0; // $trace_timestamp (µs)
+  // Counts a hit toward TP_NUMBER's pass count (the pass count is the
+  // tracepoint's, over all its locations); may request the tpasscount stop.
+  virtual void record_hit(uint32_t tp_number) = 0;
   // A while-stepping tracepoint finished its steps for one hit: its pass count is
   // checked here (as gdbserver does), not at record_hit, so the steps are not cut off.
   virtual void while_stepping_done(uint32_t tp_number) {}
@@ -64,18 +68,25 @@ public:
   virtual void console(const std::string& text) = 0; // agent printf / notices to gdb's console
 };
 
-// What only the collector sees, per tracepoint number: every hit (also those
-// that produced no frame), frames lost before they reached the engine (a full
-// kernel ring), evaluation errors. Frames and bytes in the trace buffer, and
-// frames the buffer refused, are the engine's to count (TracepointReport).
+// What only the collector sees, per tracepoint location (number, address):
+// every hit (also those that produced no frame), frames lost before they
+// reached the engine (a full kernel ring), hits it saw after the run stopped
+// or a stop was pending (tfull, tpasscount, terror: the probe was still in
+// until the engine removed it; no frame is made for them), evaluation errors.
+// Frames and bytes in the trace buffer, and frames the buffer refused, are the
+// engine's to count (TracepointReport), so that for every location
+//   hits = frames + drops + after_stop
+// (a hit whose actions failed to evaluate also counts in errors, and made no frame).
 struct CollectorStats {
   uint64_t hits = 0, drops = 0, errors = 0;
+  uint64_t after_stop = 0;
   uint64_t emulated = 0; // hits whose probed instruction the probe emulated (no single-step)
   CollectorStats& operator+=(const CollectorStats& o) {
     hits += o.hits;
     emulated += o.emulated;
     drops += o.drops;
     errors += o.errors;
+    after_stop += o.after_stop;
     return *this;
   }
 };
@@ -124,7 +135,8 @@ public:
   }
   // Move frames produced so far into the engine (kernel collectors drain their buffer).
   virtual void drain() {}
-  virtual CollectorStats stats(uint32_t tp_number) const = 0;
+  // The counts of TP_NUMBER's probe at ADDRESS (one location; gdb sums them).
+  virtual CollectorStats stats(uint32_t tp_number, uint64_t address) const = 0;
   // Current value of a TSV the collector keeps itself (kernel side), if any.
   virtual std::optional<int64_t> tsv_value(uint32_t number) const { return std::nullopt; }
   // One line for `monitor gdbtrace backend` / status (e.g. "eBPF: kernel single-steps, no reg

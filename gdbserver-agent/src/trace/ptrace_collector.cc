@@ -65,8 +65,8 @@ public:
     stepping_.clear();
   }
 
-  CollectorStats stats(uint32_t number) const override {
-    auto it = stats_.find(number);
+  CollectorStats stats(uint32_t number, uint64_t address) const override {
+    auto it = stats_.find({number, address});
     return it == stats_.end() ? CollectorStats{} : it->second;
   }
 
@@ -100,20 +100,30 @@ private:
     if (it == sites_.end())
       return false;
     for (const Tracepoint& tp : it->second.tps) {
-      if (!tp.enabled || !ctx_->collecting())
+      if (!tp.enabled)
         continue;
+      // After the run stopped (tfull, a pass count, an error: the engine
+      // removes the traps once this callback returns) a hit is still a hit,
+      // counted as one after the stop; it makes no frame.
+      bool stopped = !ctx_->collecting();
       if (tp.has_condition) {
         AxTargetScope cond_scope = eval_scope(thread.pid, regs, nullptr);
         uint64_t value = 0;
         int rc = ax_eval_on_target(tp.condition, cond_scope, &value);
         if (rc != AX_OK) {
-          fail(tp.number, std::string("condition: ") + ax_strerror(rc));
+          if (!stopped)
+            fail(tp, std::string("condition: ") + ax_strerror(rc));
           continue;
         }
         if (!value)
           continue;
       }
-      ++stats_[tp.number].hits;
+      CollectorStats& st = stats_[{tp.number, tp.address}];
+      ++st.hits;
+      if (stopped) {
+        ++st.after_stop;
+        continue;
+      }
       ctx_->record_hit(tp.number);
       if (!collect(thread.pid, tp, tp.actions, regs))
         continue;
@@ -159,7 +169,7 @@ private:
         uint64_t addr = uint64_t(m->offset);
         if (m->basereg >= 0) {
           if (!regs.valid.test(unsigned(m->basereg))) {
-            ++stats_[tp.number].errors;
+            ++stats_[{tp.number, tp.address}].errors;
             continue;
           }
           addr += regs.get_u64(unsigned(m->basereg));
@@ -167,8 +177,10 @@ private:
         std::vector<uint8_t> bytes(m->length);
         auto got = target_.read_memory(pid, addr, bytes);
         if (!got || *got == 0) {
-          if (!m->stack)                // a stack piece past the mapping's end is expected
-            ++stats_[tp.number].errors; // like gdbserver: an unreadable range is skipped
+          // Like gdbserver, an unreadable range is skipped; a stack piece past
+          // the mapping's end is expected.
+          if (!m->stack)
+            ++stats_[{tp.number, tp.address}].errors;
           continue;
         }
         bytes.resize(*got);
@@ -177,14 +189,14 @@ private:
         uint64_t ignored = 0;
         int rc = ax_eval_on_target(x->expr, scope, &ignored);
         if (rc != AX_OK) {
-          fail(tp.number, std::string("action: ") + ax_strerror(rc));
+          fail(tp, std::string("action: ") + ax_strerror(rc));
           return false;
         }
       }
     }
     // A frame the full buffer refuses is the engine's drop, counted there.
     ctx_->drain_kernel_frames();
-    return ctx_->append_frame(frame.finish());
+    return ctx_->append_frame(frame.finish(), tp.address);
   }
 
   // Agent expressions at a hit see the thread's registers and memory, the
@@ -194,17 +206,17 @@ private:
                          ctx_,    frame};
   }
 
-  void fail(uint32_t number, const std::string& what) {
-    ++stats_[number].errors;
-    ctx_->request_stop(TraceStopReason::Error, "tracepoint " + std::to_string(number) + " " + what,
-                       number);
+  void fail(const Tracepoint& tp, const std::string& what) {
+    ++stats_[{tp.number, tp.address}].errors;
+    ctx_->request_stop(TraceStopReason::Error,
+                       "tracepoint " + std::to_string(tp.number) + " " + what, tp.number);
   }
 
   NativeTarget& target_;
   TraceContext* ctx_ = nullptr;
   std::map<uint64_t, Site> sites_;
   std::map<Tid, std::vector<Stepping>> stepping_;
-  std::map<uint32_t, CollectorStats> stats_;
+  std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_; // by location
 };
 
 } // namespace

@@ -38,25 +38,25 @@ uint32_t TraceEngine::Impl::num_regs() const {
   return target.has_avx() ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
 }
 
-bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
+bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame, uint64_t address) {
   if (!running || frame.size() < kFrameHeaderSize)
     return false;
   FrameView view(frame, register_block_size());
   uint16_t tp = view.tp_number();
+  auto& c = counters[{tp, address}];
   // Collectors' frames come from kernel rings: one that does not parse would
   // break every tfile reader downstream (qTBuffer and tsave are byte copies).
   if (view.total_size() != frame.size() || !view.for_each([](const FrameBlock&) { return true; })) {
-    ++counters[tp].malformed;
+    ++c.malformed;
     return false;
   }
-  // tfind pc/range use the frame's pc: the 'R' block's rip, else the tracepoint address.
+  // tfind pc/range use the frame's pc: the 'R' block's rip, else the location
+  // that collected it (a number with several locations has one address each).
   uint64_t pc = 0;
   if (auto r = view.registers())
     pc = get_le<uint64_t>(r->data + gt_reg_offset(GT_RIP));
   if (!pc)
-    if (auto* e = first_with_number(tp))
-      pc = e->tp.address;
-  auto& c = counters[tp];
+    pc = address;
   if (!buffer.append(frame, tp, pc)) {
     ++c.buffer_drops;
     request_stop(TraceStopReason::BufferFull, {}, 0);
@@ -94,10 +94,9 @@ int64_t TraceEngine::Impl::trace_timestamp() {
 void TraceEngine::Impl::record_hit(uint32_t tp_number) {
   if (!running)
     return;
-  auto& c = counters[tp_number];
-  ++c.pass_hits;
+  uint64_t hits = ++pass_hits[tp_number];
   auto* e = first_with_number(tp_number);
-  if (e && e->tp.pass_count && e->tp.step_count == 0 && c.pass_hits >= e->tp.pass_count)
+  if (e && e->tp.pass_count && e->tp.step_count == 0 && hits >= e->tp.pass_count)
     request_stop(TraceStopReason::PassCount, {}, tp_number);
 }
 
@@ -105,7 +104,7 @@ void TraceEngine::Impl::while_stepping_done(uint32_t tp_number) {
   if (!running)
     return;
   auto* e = first_with_number(tp_number);
-  if (e && e->tp.pass_count && counters[tp_number].pass_hits >= e->tp.pass_count)
+  if (e && e->tp.pass_count && pass_hits[tp_number] >= e->tp.pass_count)
     request_stop(TraceStopReason::PassCount, {}, tp_number);
 }
 
@@ -494,16 +493,10 @@ RegisterBlock TraceEngine::frame_registers() const {
         regs.valid.set(i);
     return regs;
   }
-  // No 'R' block: like gdbserver, the tracepoint address stands in for the pc
-  // (an enabled location's: a retired PLT stub location collects no more).
-  const TracepointEntry* located = impl_->first_with_number(view.tp_number());
-  for (const auto& e : impl_->tracepoints)
-    if (e->tp.number == view.tp_number() && e->tp.enabled) {
-      located = e.get();
-      break;
-    }
-  if (located)
-    regs.set_u64(GT_RIP, located->tp.address);
+  // No 'R' block: like gdbserver, the tracepoint address stands in for the pc:
+  // that of the location that collected the frame (append_frame kept it), so
+  // a frame of a number with several locations is shown where it was taken.
+  regs.set_u64(GT_RIP, impl_->buffer.frame_pc(impl_->current_frame));
   return regs;
 }
 
@@ -564,14 +557,19 @@ std::string TraceEngine::traceframe_info_xml() const {
   return xml + "</traceframe-info>\n";
 }
 
-void TraceEngine::on_process_exit(Pid pid) {
+void TraceEngine::on_process_exit(Pid pid, const std::string& how) {
   if (impl_->running && pid == impl_->traced_pid)
-    impl_->stop_run(TraceStopReason::Requested, "process " + std::to_string(pid) + " exited");
+    impl_->stop_run(TraceStopReason::Error, "process " + std::to_string(pid) + " " + how);
+}
+
+void TraceEngine::on_process_detach(Pid pid) {
+  if (impl_->running && pid == impl_->traced_pid)
+    impl_->stop_run(TraceStopReason::Requested, "gdb detached from process " + std::to_string(pid));
 }
 
 void TraceEngine::on_process_exec(Pid pid) {
   if (impl_->running && pid == impl_->traced_pid)
-    impl_->stop_run(TraceStopReason::Requested,
+    impl_->stop_run(TraceStopReason::Error,
                     "process " + std::to_string(pid) + " exec'd a new program");
 }
 

@@ -180,9 +180,19 @@ public:
   Result<void> prefer_backend(std::string_view name);
 
   // --- lifecycle notifications from the server ---
-  void on_process_exit(Pid pid);
+  // The traced process PID ended; HOW says how, for people ("exited with code
+  // 0", "was killed by SIGKILL", "was killed by gdb"). The run stops with
+  // terror "process PID HOW": gdb's tstatus has no reason word for a process
+  // that went away (stock gdbserver keeps the run "running" with nothing left
+  // to trace), and "stopped by a tstop command" would name a command nobody
+  // gave; gdb shows it as "Trace stopped by an error (process PID HOW)."
+  void on_process_exit(Pid pid, const std::string& how);
+  // gdb detached from PID: the run stops as gdbserver stops it at a detach
+  // (stop_tracing with gdb connected: tstop), with the note "gdb detached from process PID".
+  void on_process_detach(Pid pid);
   // The traced process exec'd: its tracepoint addresses mean nothing in the
-  // new image, so the run stops (frames kept, the reason in tstatus).
+  // new image, so the run stops (frames kept, the reason in tstatus, as terror
+  // for the reason given at on_process_exit).
   void on_process_exec(Pid pid);
   // gdb went away. With disconnected tracing on, the run continues; else it stops.
   void on_disconnect();

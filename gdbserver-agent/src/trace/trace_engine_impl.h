@@ -48,20 +48,23 @@ struct TsvEntry {
   bool builtin = false; // $trace_timestamp: value comes from the clock
 };
 
-// What the engine itself counts per tracepoint number. Hits, probe-side drops
-// and errors belong to the collector (Collector::stats); see TracepointReport.
+// A tracepoint location: gdb defines one number at N addresses (one QTDP each).
+using Location = std::pair<uint32_t, uint64_t>; // number, address
+
+// What the engine itself counts per tracepoint location. Hits, probe-side
+// drops, hits after the stop and errors belong to the collector
+// (Collector::stats); see TracepointReport.
 struct EngineCounters {
   uint64_t frames = 0, bytes = 0; // accepted into the trace buffer
   uint64_t buffer_drops = 0;      // refused by a full, non-circular buffer
   uint64_t malformed = 0;         // refused: blocks do not parse (a collector's bug)
-  uint64_t pass_hits = 0;         // record_hit() calls this run: drives pass counts only
 };
 
 struct TraceEngine::Impl : TraceContext {
   Impl(asio::io_context& io, NativeTarget& target, Hooks hooks);
 
   // --- TraceContext (collectors call these) ---
-  bool append_frame(std::span<const uint8_t> frame) override;
+  bool append_frame(std::span<const uint8_t> frame, uint64_t address) override;
   void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
@@ -93,6 +96,8 @@ struct TraceEngine::Impl : TraceContext {
   // to the function itself, so the stub location stops collecting (once per call).
   void retire_plt_locations(const TracepointEntry& entry);
   std::vector<bool> registers_in_every_frame() const;
+  // The numbers a saved trace file gives the further locations of numbers with several (save()).
+  std::map<Location, uint16_t> file_numbers() const;
   // What install() saves in entry.original_text before a uprobe goes in.
   std::vector<uint8_t> text_under_probe(const TracepointEntry& entry);
   // An installed tracepoint at ADDRESS other than EXCEPT, or null.
@@ -125,7 +130,10 @@ struct TraceEngine::Impl : TraceContext {
 
   std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
   std::map<uint32_t, TsvEntry> tsvs;
-  std::map<uint32_t, EngineCounters> counters; // by tracepoint number
+  std::map<Location, EngineCounters> counters;
+  // record_hit() calls this run, per number: a pass count is the tracepoint's,
+  // over all its locations.
+  std::map<uint32_t, uint64_t> pass_hits;
   std::map<uint32_t, std::vector<bool>> register_availability;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;

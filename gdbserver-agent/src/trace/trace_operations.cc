@@ -4,7 +4,10 @@
 #include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
@@ -39,6 +42,7 @@ void TraceEngine::reset() {
   m.tracepoints.clear();
   m.readonly_regions.clear();
   m.counters.clear();
+  m.pass_hits.clear();
   m.register_availability.clear();
   std::erase_if(m.tsvs, [](const auto& kv) { return !kv.second.builtin; });
   m.buffer.clear();
@@ -257,6 +261,7 @@ Result<void> TraceEngine::start() {
       return r;
     }
   m.counters.clear();
+  m.pass_hits.clear();
   for (auto& e : m.tracepoints)
     e->earlier = {};
   m.buffer.reserve_for_run();
@@ -371,7 +376,8 @@ Pid TraceEngine::traced_pid() const {
 
 // ---------------------------------------------------------------- reading back
 
-// Counts are kept per tracepoint number: every location of a number shows them.
+// Counts are kept per location: gdb's `info tracepoints` sums qTP over a
+// number's locations, and the status views show each location's own.
 TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
   TracepointReport r;
   r.number = e.tp.number;
@@ -380,7 +386,7 @@ TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
   r.fast = e.tp.fast;
   r.backend = e.collector ? e.collector->name() : "";
   r.note = e.collector_note;
-  if (auto it = counters.find(e.tp.number); it != counters.end()) {
+  if (auto it = counters.find({e.tp.number, e.tp.address}); it != counters.end()) {
     r.frames = it->second.frames;
     r.bytes = it->second.bytes;
     r.drops = it->second.buffer_drops;
@@ -388,11 +394,12 @@ TracepointReport TraceEngine::Impl::report_for(const TracepointEntry& e) const {
   }
   if (e.collector) {
     CollectorStats cs = e.earlier;
-    cs += e.collector->stats(e.tp.number);
+    cs += e.collector->stats(e.tp.number, e.tp.address);
     r.hits = cs.hits;
     r.emulated = cs.emulated;
     r.drops += cs.drops;
     r.errors += cs.errors;
+    r.after_stop = cs.after_stop;
   }
   return r;
 }
@@ -420,9 +427,6 @@ Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_
   auto* e = impl_->find(number, address);
   if (!e)
     return not_defined(number, address);
-  // gdb sums qTP over a tracepoint's locations: report on the first one only.
-  if (e != impl_->first_with_number(number))
-    return TracepointCounts{};
   impl_->drain_all(); // its bytes count frames the engine holds
   auto r = impl_->report_for(*e);
   return TracepointCounts{r.hits, r.bytes};
@@ -484,12 +488,10 @@ TfileContents TraceEngine::Impl::tfile_contents() const {
   for (const auto& e : tracepoints) {
     TfileTracepoint t;
     t.tp = &e->tp;
-    // As in qTP, a number's counts go with its first location only.
-    if (e.get() == first_with_number(e->tp.number)) {
-      auto r = report_for(*e);
-      t.hits = r.hits;
-      t.frame_bytes = r.bytes;
-    }
+    // Each location its own counts, as in qTP (gdb sums them per number).
+    auto r = report_for(*e);
+    t.hits = r.hits;
+    t.frame_bytes = r.bytes;
     c.tracepoints.push_back(t);
   }
   return c;
@@ -516,15 +518,18 @@ std::vector<bool> TraceEngine::Impl::registers_in_every_frame() const {
 }
 
 // The frame stream with each 'R' block cut down to the PRESENT registers, in
-// g-packet order (the layout of target_description(PRESENT)).
-static std::vector<uint8_t> keep_registers(std::span<const uint8_t> stream, uint32_t regblock_size,
-                                           const std::vector<bool>& present) {
+// g-packet order (the layout of target_description(PRESENT)), and each frame's
+// tracepoint number replaced by NUMBER_OF(frame index, number).
+static std::vector<uint8_t>
+rewrite_frames(std::span<const uint8_t> stream, uint32_t regblock_size,
+               const std::vector<bool>& present,
+               const std::function<uint16_t(long, uint16_t)>& number_of) {
   std::vector<uint8_t> out;
-  while (stream.size() >= kFrameHeaderSize) {
+  for (long index = 0; stream.size() >= kFrameHeaderSize; ++index) {
     FrameView view(stream, regblock_size);
     if (view.total_size() > stream.size())
       break;
-    FrameBuilder frame(view.tp_number());
+    FrameBuilder frame(number_of(index, view.tp_number()));
     view.for_each([&](const FrameBlock& b) {
       if (b.type == GT_TFRAME_REGS) {
         std::vector<uint8_t> kept;
@@ -550,10 +555,44 @@ static std::vector<uint8_t> keep_registers(std::span<const uint8_t> stream, uint
   return out;
 }
 
+// A frame names only its tracepoint number, and gdb's tfile reader maps a
+// number to the first tracepoint it made from the file for it
+// (merge_uploaded_tracepoints makes one per `tp T` line whose address its
+// symbols do not resolve to, from the line's "at" source, e.g. `malloc`
+// resolved again in the new session); a frame without an 'R' block gets that
+// tracepoint's single location as its pc. So the frames of every location
+// but the first of a number with several would be shown at the wrong place.
+// In the file, each further location gets a number of its own (above every
+// number in use) and no "at" source: gdb then makes one tracepoint per
+// location at its address ("*ADDR"), with that location's own counts, and
+// each frame maps to the location that collected it. Returns the file number
+// of each (number, address) that changes; empty when none does or when the
+// numbers would not fit a frame's u16.
+std::map<Location, uint16_t> TraceEngine::Impl::file_numbers() const {
+  std::map<uint32_t, int> locations;
+  uint32_t next = 0;
+  for (const auto& e : tracepoints) {
+    ++locations[e->tp.number];
+    next = std::max(next, e->tp.number + 1);
+  }
+  std::map<Location, uint16_t> numbers;
+  std::set<uint32_t> seen;
+  for (const auto& e : tracepoints) {
+    if (locations[e->tp.number] < 2 || seen.insert(e->tp.number).second)
+      continue;
+    if (next > 0xffff)
+      return {};
+    numbers[{e->tp.number, e->tp.address}] = uint16_t(next++);
+  }
+  return numbers;
+}
+
 // QTSave (tsave -r). When some frames lack registers, the file holds only the
 // registers every frame has, and its target description numbers the others
 // after them: gdb's tfile reader then shows those as <unavailable> (it has no
 // per-frame availability, only the 'R' block size) instead of reading zeros.
+// A number with several locations is written as one number per location
+// (file_numbers).
 Result<void> TraceEngine::save(const std::string& path) {
   Impl& m = *impl_;
   m.drain_all();
@@ -561,13 +600,46 @@ Result<void> TraceEngine::save(const std::string& path) {
   std::vector<bool> present = m.registers_in_every_frame();
   bool all = std::find(present.begin(), present.end(), false) == present.end();
   if (all || !m.hooks.target_description)
+    present.assign(present.size(), true);
+  else {
+    contents.tdesc_xml = m.hooks.target_description(present);
+    contents.regblock_size = 0;
+    for (uint32_t r = 0; r < present.size(); ++r)
+      if (present[r])
+        contents.regblock_size += gt_reg_size(r);
+  }
+  std::map<Location, uint16_t> numbers = m.file_numbers();
+  std::set<uint32_t> renumbered; // numbers with several locations
+  for (const auto& [location, number] : numbers)
+    renumbered.insert(location.first);
+  std::vector<Tracepoint> copies;
+  copies.reserve(contents.tracepoints.size());
+  for (auto& t : contents.tracepoints) {
+    if (!renumbered.count(t.tp->number))
+      continue;
+    Tracepoint& copy = copies.emplace_back(*t.tp);
+    if (auto it = numbers.find({copy.number, copy.address}); it != numbers.end())
+      copy.number = it->second;
+    for (size_t i = copy.source.size(); i-- > 0;)
+      if (i < copy.source_types.size() && copy.source_types[i] == "at") {
+        copy.source.erase(copy.source.begin() + long(i));
+        copy.source_types.erase(copy.source_types.begin() + long(i));
+      }
+    t.tp = &copy;
+  }
+  if (all && numbers.empty())
     return write_tfile(path, contents, m.buffer.bytes());
-  contents.tdesc_xml = m.hooks.target_description(present);
-  contents.regblock_size = 0;
-  for (uint32_t r = 0; r < present.size(); ++r)
-    if (present[r])
-      contents.regblock_size += gt_reg_size(r);
-  std::vector<uint8_t> frames = keep_registers(m.buffer.bytes(), m.register_block_size(), present);
+  // A frame's location: where its pc is (the 'R' block's, or the location that
+  // collected it, see append_frame). A while-stepping frame's pc is past the
+  // location: it stays with the number's first location.
+  auto number_of = [&](long index, uint16_t tp) -> uint16_t {
+    if (!renumbered.count(tp))
+      return tp;
+    auto it = numbers.find({tp, m.buffer.frame_pc(index)});
+    return it != numbers.end() ? it->second : tp;
+  };
+  std::vector<uint8_t> frames =
+      rewrite_frames(m.buffer.bytes(), m.register_block_size(), present, number_of);
   return write_tfile(path, contents, frames);
 }
 

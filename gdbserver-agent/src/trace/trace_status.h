@@ -29,13 +29,19 @@ struct TraceStatus {
 //   frames, bytes       - the engine: frames the trace buffer accepted;
 //   drops               - both, for different losses: frames the collector
 //                          lost before the engine saw them (a full kernel ring)
-//                          plus frames the trace buffer refused (tfull).
+//                          plus frames the trace buffer refused (tfull);
+//   after_stop          - the collector: hits after the run stopped or a stop
+//                          was pending, before the probe was removed (no frame).
+// For a location without while-stepping, hits = frames + drops + after_stop
+// (a hit whose actions failed to evaluate, the terror stop, makes no frame
+// and is in errors).
 struct TracepointReport {
   uint32_t number = 0;
   uint64_t address = 0;
   bool enabled = true, fast = false;
   std::string backend; // collector name, "" before it was ever installed
   uint64_t hits = 0, frames = 0, bytes = 0, drops = 0, errors = 0;
+  uint64_t after_stop = 0;
   uint64_t emulated = 0; // the collector's: hits that skipped the kernel's single-step
   std::string note;      // why not the collector it would have had, or ""
 };

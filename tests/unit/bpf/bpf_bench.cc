@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   test::FakeContext ctx;
   ctx.capacity = 400000000; // bench/'s `set trace-buffer-size`: the rings the stub would have
   std::unique_ptr<Collector> collector;
+  const uint64_t tp_address = uint64_t(uintptr_t(bpf_test_probe));
   if (mode != "untraced") {
     auto c = make_bpf_collector(io);
     if (!c) {
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
     collector = std::move(*c);
     Tracepoint tp;
     tp.number = 1;
-    tp.address = uint64_t(uintptr_t(bpf_test_probe));
+    tp.address = tp_address;
     if (mode == "regs")
       tp.actions.push_back(CollectRegisters{});
     else
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
       auto d0 = clock::now();
       collector->drain();
       ctx.frames.clear(); // keep memory flat; stats() has the counts (frames = hits - drops)
+      ctx.frame_addresses.clear();
       drain_time += clock::now() - d0;
     }
   }
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
   CollectorStats st;
   if (collector) {
     collector->drain();
-    st = collector->stats(1);
+    st = collector->stats(1, tp_address);
     collector->remove_all();
   }
   double ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(total).count()) / n;

@@ -66,6 +66,7 @@ inline AgentExpr ax(const std::string& text, bool allow_trace = true) {
 class FakeContext : public TraceContext {
 public:
   std::vector<std::vector<uint8_t>> frames;
+  std::vector<uint64_t> frame_addresses; // the location append_frame was given, per frame
   std::map<uint32_t, int64_t> tsvs;
   std::map<uint32_t, uint64_t> hits;
   std::map<uint32_t, uint64_t> pass_counts;
@@ -75,8 +76,9 @@ public:
   uint32_t regblock = GT_REGBLOCK_SIZE_AVX;
   size_t capacity = 0; // the trace buffer the collector sizes its rings from
 
-  bool append_frame(std::span<const uint8_t> f) override {
+  bool append_frame(std::span<const uint8_t> f, uint64_t address) override {
     frames.emplace_back(f.begin(), f.end());
+    frame_addresses.push_back(address);
     return true;
   }
   uint32_t register_block_size() const override { return regblock; }

@@ -120,6 +120,21 @@ TEST(BpfCodegen, DynamicTraceReservesTheCap) {
   EXPECT_EQ(p->frame_max, 6 + 11 + kDynamicTraceMax);
 }
 
+// The refusal the engine shows when it falls back to ptrace names the size
+// asked for and the limit (gdb compiles `collect *(char*)$rsi@1000000` to this).
+TEST(BpfCodegen, RefusalOfALargeCollectionNamesItsSize) {
+  std::string why = refusal(with_action(CollectExpr{ax("reg 4 const32 1000000 trace end")}));
+  EXPECT_NE(why.find("collecting 1000000 bytes in one hit (trace): an eBPF frame holds at most " +
+                     std::to_string(kMaxFrameSize) + " bytes"),
+            std::string::npos)
+      << why;
+  why = refusal(with_action(CollectExpr{ax("reg 4 const32 100000 tracenz end")}));
+  EXPECT_NE(why.find("a string of up to 100000 bytes (tracenz): one memory block holds at most "
+                     "65535 bytes"),
+            std::string::npos)
+      << why;
+}
+
 TEST(BpfCodegen, RegisterOffsetsFollowPtRegs) {
   EXPECT_EQ(pt_regs_offset(GT_R15), 0);
   EXPECT_EQ(pt_regs_offset(GT_RAX), 80);

@@ -491,10 +491,10 @@ TEST_F(BpfLive, PassCountStopsCollecting) {
   EXPECT_EQ(ctx.hits[11], 3u);
   EXPECT_EQ(collector_->tsv_value(5), 3); // hits past the pass count run no action
   EXPECT_EQ(ctx.stops.size(), 1u);
-  uint64_t hits = collector_->stats(11).hits;
+  uint64_t hits = collector_->stats(11, tp.address).hits;
   collector_->remove_all();
-  EXPECT_EQ(collector_->stats(11).hits, hits); // the counts outlive the run
-  EXPECT_EQ(collector_->tsv_value(5), 3);      // still answered after the run
+  EXPECT_EQ(collector_->stats(11, tp.address).hits, hits); // the counts outlive the run
+  EXPECT_EQ(collector_->tsv_value(5), 3);                  // still answered after the run
 }
 
 TEST_F(BpfLive, DisabledTracepointCollectsNothing) {
@@ -535,7 +535,7 @@ TEST_F(BpfLive, ThreadsAllHitAndAtomicTsvAddsLoseNothing) {
     t.join();
   collector_->drain();
   EXPECT_EQ(collector_->tsv_value(5), 1000 + kThreads * kCalls);
-  auto st = collector_->stats(13);
+  auto st = collector_->stats(13, tp.address);
   EXPECT_EQ(st.hits, uint64_t(kThreads * kCalls));
   EXPECT_EQ(ctx.frames.size() + st.drops, st.hits); // every hit is a frame or a drop
   EXPECT_EQ(ctx.hits[13], st.hits);                 // dropped hits still reach the engine's count
@@ -579,7 +579,7 @@ TEST_F(BpfLive, RemoveAllDetaches) {
   bpf_test_site();
   collector_->drain();
   EXPECT_EQ(ctx.frames.size(), 1u);
-  EXPECT_EQ(collector_->stats(15).hits, 1u);
+  EXPECT_EQ(collector_->stats(15, tp.address).hits, 1u);
 }
 
 TEST_F(BpfLive, UnmappedAddressIsAPlainError) {
@@ -637,7 +637,7 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
   for (int i = 0; i < 1000; i++)
     bpf_test_site(); // no draining meanwhile: the ring fills up
   small->drain();
-  auto st = small->stats(30);
+  auto st = small->stats(30, tp.address);
   EXPECT_EQ(st.hits, 1000u);
   EXPECT_GT(st.drops, 0u);
   EXPECT_EQ(ctx.frames.size() + st.drops, st.hits); // every hit is a frame or a drop

@@ -265,12 +265,68 @@ TEST_F(EngineTest, FullBufferDropIsCountedOnce) {
   settle();
   std::string json;
   ASSERT_TRUE(hex::decode_string(send("qGdbtrace.status"), json));
-  EXPECT_NE(json.find("\"hits\":2,\"frames\":1,\"bytes\":823,\"drops\":1,\"errors\":0"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find("\"hits\":2,\"frames\":1,\"bytes\":823,\"drops\":1,\"after_stop\":0,\"errors\":0"),
+      std::string::npos)
       << json;
-  EXPECT_NE(monitor("gdbtrace status").find("hits 2, frames 1, drops 1, errors 0"),
+  EXPECT_NE(monitor("gdbtrace status").find("hits 2, frames 1, drops 1, after stop 0, errors 0"),
             std::string::npos);
   EXPECT_EQ(send("qTP:1:401000"), "V2:337"); // hits and frame bytes, hex
+}
+
+// Every hit is a frame, a drop or a hit after the stop, in every report: the
+// hit after the one the full buffer refused still reaches the trap (the
+// engine removes the traps once the callback returns) and is counted as such.
+TEST_F(EngineTest, HitsAreFramesDropsOrHitsAfterTheStop) {
+  define({"QTinit", "QTBuffer:size:400", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
+  auto regs = make_regs(0x401000);
+  target.hit(0x401000, regs); // 823 of 0x400 bytes
+  target.hit(0x401000, regs); // refused: the buffer is full, the stop is pending
+  target.hit(0x401000, regs); // before the stop is applied: a hit after the stop
+  settle();
+  EXPECT_NE(monitor("gdbtrace status").find("hits 3, frames 1, drops 1, after stop 1, errors 0"),
+            std::string::npos)
+      << monitor("gdbtrace status");
+  std::string json;
+  ASSERT_TRUE(hex::decode_string(send("qGdbtrace.status"), json));
+  EXPECT_NE(json.find("\"hits\":3,\"frames\":1,\"bytes\":823,\"drops\":1,\"after_stop\":1"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(send("qTStatus").substr(0, 9), "T0;tfull:");
+}
+
+// A number with two locations (one QTDP each): each location counts its own
+// hits and frames. gdb's `info tracepoints` sums qTP over the locations, so a
+// per-number count on each would multiply.
+TEST_F(EngineTest, CountsArePerLocation) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:1:402000:E:0:0-",
+          "QTDP:-1:402000:R01", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  for (int i = 0; i < 3; i++)
+    target.hit(0x402000, make_regs(0x402000));
+  EXPECT_EQ(send("qTP:1:401000"), "V1:337");
+  EXPECT_EQ(send("qTP:1:402000"), "V3:9a5");
+  std::string status = monitor("gdbtrace status");
+  EXPECT_NE(status.find("tracepoint 1 at 0x401000: backend ptrace, hits 1, frames 1,"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("tracepoint 1 at 0x402000: backend ptrace, hits 3, frames 3,"),
+            std::string::npos)
+      << status;
+}
+
+// A frame without an 'R' block shows, as its pc, the location that collected
+// it, not the number's first location.
+TEST_F(EngineTest, FrameWithoutRegistersShowsItsOwnLocation) {
+  define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:M-1,500000,4", "QTDP:1:402000:E:0:0-",
+          "QTDP:-1:402000:M-1,500000,4", "QTStart"});
+  target.hit(0x401000, make_regs(0x401000));
+  target.hit(0x402000, make_regs(0x402000));
+  EXPECT_EQ(send("QTFrame:1"), "F1T1");
+  EXPECT_EQ(engine->frame_registers().get_u64(GT_RIP), 0x402000u);
+  EXPECT_EQ(send("QTFrame:pc:401000"), "F-1"); // searching forward from frame 1
+  EXPECT_EQ(send("QTFrame:0"), "F0T1");
+  EXPECT_EQ(engine->frame_registers().get_u64(GT_RIP), 0x401000u);
 }
 
 // gdb sends the upload and frame packets in a fixed order, but a hostile or
@@ -618,10 +674,11 @@ namespace {
 // has no FPU registers.
 class FakeKernelCollector : public Collector {
 public:
-  std::vector<std::vector<uint8_t>> pending;
+  std::vector<std::vector<uint8_t>> pending; // frames of ADDRESS, in hit order
+  uint64_t address = 0x401000;               // the location the pending frames were taken at
   TraceContext* ctx = nullptr;
   bool removes_one = false;          // offers uninstall() (kRemovesOneProbe), like eBPF
-  std::map<uint32_t, uint64_t> hits; // per installed tracepoint number
+  std::map<uint32_t, uint64_t> hits; // per installed tracepoint number (at ADDRESS)
   std::string name() const override { return "fakekernel"; }
   unsigned caps() const override { return kProbesInKernel | (removes_one ? kRemovesOneProbe : 0); }
   Result<void> check(const Tracepoint& tp) const override {
@@ -650,12 +707,12 @@ public:
   }
   void drain() override {
     for (auto& f : pending)
-      ctx->append_frame(f);
+      ctx->append_frame(f, address);
     pending.clear();
   }
-  CollectorStats stats(uint32_t tp) const override {
+  CollectorStats stats(uint32_t tp, uint64_t at) const override {
     CollectorStats s;
-    if (auto it = hits.find(tp); it != hits.end())
+    if (auto it = hits.find(tp); it != hits.end() && at == address)
       s.hits = it->second;
     return s;
   }
@@ -842,7 +899,8 @@ TEST_F(KernelEngineTest, MalformedFramesFromACollectorAreRefusedAndCounted) {
   bad_tag[6] = 'Q'; // no such block
   k->pending = {truncated, bad_tag, ok};
   EXPECT_NE(send("qTStatus").find("tframes:1;"), std::string::npos);
-  EXPECT_NE(monitor("gdbtrace status").find("frames 1, drops 0, errors 2"), std::string::npos)
+  EXPECT_NE(monitor("gdbtrace status").find("frames 1, drops 0, after stop 0, errors 2"),
+            std::string::npos)
       << monitor("gdbtrace status");
 }
 
