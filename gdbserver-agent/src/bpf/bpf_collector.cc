@@ -24,11 +24,11 @@
 #include "ax/ax.h"
 #include "bpf/bpf_codegen.h"
 #include "bpf/bpf_layout.h"
-#include "bpf/bpf_record.h"
 #include "bpf/bpf_rings.h"
 #include "bpf/bpf_support.h"
 #include "common/unique_fd.h"
 #include "trace/collector_probe_site.h"
+#include "trace/compact_frame.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -84,9 +84,9 @@ struct Probe {
   // Loaded, to be attached at the end of the install batch.
   UniqueFd program;
   std::optional<ProbeSite> site;
-  bool emulates = false;           // its program can emulate the probed instruction (bpf_emulate.h)
-  bpf::CompactRegisters registers; // of its records' compact register block (bpf_record.h)
-  uint64_t attached_at = 0;        // attach sequence number (0: not attached yet)
+  bool emulates = false;      // its program can emulate the probed instruction (bpf_emulate.h)
+  CompactRegisters registers; // of its records' compact register block (trace/compact_frame.h)
+  uint64_t attached_at = 0;   // attach sequence number (0: not attached yet)
 };
 
 class BpfCollector final : public Collector {
@@ -466,7 +466,7 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   p.slot = slot;
   p.pid = pid;
   p.def = std::move(def);
-  p.registers = bpf::CompactRegisters::of(prog->compact_registers);
+  p.registers = CompactRegisters::of(prog->compact_registers);
   std::vector<bool> regs = prog->registers;
   regs.resize(GT_NUM_REGS_AVX, false);
   ctx.set_register_availability(tp.number, regs);
@@ -707,7 +707,7 @@ void BpfCollector::handle_record(std::span<const uint8_t> record) {
   std::span<const uint8_t> out(data, frame.total_size());
   // A record that does not expand goes in as it is: the engine counts it malformed.
   if (!p->registers.slots.empty() &&
-      bpf::expand_record(out, p->registers, ctx_->register_block_size(), expanded_))
+      expand_frame(out, p->registers, ctx_->register_block_size(), expanded_))
     out = expanded_;
   ctx_->append_frame(out);
   ctx_->record_hit(frame.tp_number()); // may request a stop (pass count)

@@ -74,6 +74,7 @@ struct FrameBlock {
   uint32_t length = 0;           // R: block size; M: byte count
   uint32_t tsv = 0;              // V
   int64_t value = 0;             // V
+  std::span<const uint8_t> raw;  // the whole block, its tag included
 };
 
 // A view of one frame's blocks. REGBLOCK_SIZE is needed to step over 'R'.
@@ -126,6 +127,7 @@ public:
       default:
         return false;
       }
+      b.raw = {tag, size_t(p - tag)};
       if (!fn(b))
         return true;
     }

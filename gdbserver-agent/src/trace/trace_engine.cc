@@ -57,7 +57,10 @@ bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
     if (auto* e = first_with_number(tp))
       pc = e->tp.address;
   auto& c = counters[tp];
-  if (!buffer.append(frame, tp, pc)) {
+  // Registers the collector could not fill are not stored (and read as unavailable).
+  auto held = register_availability.find(tp);
+  if (!buffer.append(frame, tp, pc,
+                     held == register_availability.end() ? nullptr : &held->second)) {
     ++c.buffer_drops;
     request_stop(TraceStopReason::BufferFull, {}, 0);
     return false;
@@ -480,17 +483,17 @@ void TraceEngine::hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_
 
 RegisterBlock TraceEngine::frame_registers() const {
   RegisterBlock regs;
-  auto frame = impl_->buffer.frame(impl_->current_frame);
+  std::vector<uint8_t> scratch;
+  auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (frame.empty())
     return regs;
   FrameView view(frame, impl_->register_block_size());
   if (auto r = view.registers()) {
     std::memcpy(regs.bytes.data(), r->data, std::min<size_t>(r->length, regs.bytes.size()));
     uint32_t n = impl_->num_regs();
-    auto avail = impl_->register_availability.find(view.tp_number());
+    const std::vector<bool>* held = impl_->buffer.frame_registers_held(impl_->current_frame);
     for (uint32_t i = 0; i < n; ++i)
-      if (avail == impl_->register_availability.end() || i >= avail->second.size() ||
-          avail->second[i])
+      if (!held || (i < held->size() && (*held)[i]))
         regs.valid.set(i);
     return regs;
   }
@@ -508,7 +511,8 @@ RegisterBlock TraceEngine::frame_registers() const {
 }
 
 Result<size_t> TraceEngine::frame_memory(uint64_t address, std::span<uint8_t> out) const {
-  auto frame = impl_->buffer.frame(impl_->current_frame);
+  std::vector<uint8_t> scratch;
+  auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (frame.empty())
     return make_error(EINVAL, "no trace frame selected");
   if (out.empty())
@@ -550,7 +554,8 @@ Result<size_t> TraceEngine::frame_memory(uint64_t address, std::span<uint8_t> ou
 
 std::string TraceEngine::traceframe_info_xml() const {
   std::string xml = "<traceframe-info>\n";
-  auto frame = impl_->buffer.frame(impl_->current_frame);
+  std::vector<uint8_t> scratch;
+  auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (!frame.empty()) {
     FrameView(frame, impl_->register_block_size()).for_each([&](const FrameBlock& b) {
       if (b.type == 'M')

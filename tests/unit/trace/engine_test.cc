@@ -26,6 +26,16 @@ using gdbtrace::test::make_regs;
 
 namespace {
 
+// The whole frame stream, as qTBuffer hands it out.
+std::vector<uint8_t> frame_stream(TraceEngine& engine) {
+  std::vector<uint8_t> out;
+  engine.read_frame_stream(0, engine.frame_stream_size(), [&](std::span<const uint8_t> piece) {
+    out.insert(out.end(), piece.begin(), piece.end());
+    return true;
+  });
+  return out;
+}
+
 class EngineTest : public ::testing::Test {
 protected:
   EngineTest() {
@@ -498,7 +508,7 @@ TEST_F(EngineTest, StacksAddRegistersAndSnapshotFromSp) {
   EXPECT_EQ(send("qTfP"), "T1:401000:E:0:0");
   EXPECT_EQ(send("qTsP"), "l"); // no actions of ours in gdb's definition
 
-  auto frame = engine->frame_bytes();
+  auto frame = frame_stream(*engine);
   FrameView view(frame, GT_REGBLOCK_SIZE_AVX);
   ASSERT_TRUE(view.registers());
   std::vector<uint8_t> snapshot;
@@ -538,8 +548,7 @@ TEST_F(EngineTest, StacksPacketFraming) {
 TEST_F(EngineTest, FramesFileWritesOnlyIntoAnEmptyRegularFile) {
   define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
   target.hit(0x401000, make_regs(0x401000));
-  auto stream = engine->frame_bytes();
-  std::vector<uint8_t> expected(stream.begin(), stream.end());
+  std::vector<uint8_t> expected = frame_stream(*engine);
   char path[] = "/tmp/gdbtrace-frames-test-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
