@@ -84,9 +84,11 @@ struct Probe {
   // Loaded, to be attached at the end of the install batch.
   UniqueFd program;
   std::optional<ProbeSite> site;
-  bool emulates = false;      // its program can emulate the probed instruction (bpf_emulate.h)
-  CompactRegisters registers; // of its records' compact register block (trace/compact_frame.h)
-  uint64_t attached_at = 0;   // attach sequence number (0: not attached yet)
+  bool emulates = false; // its program can emulate the probed instruction (bpf_emulate.h)
+  // The registers of its records' compact register block (trace/compact_frame.h):
+  // the program writes them in register-number order, as CompactRegisters::of_held lays them out.
+  std::vector<bool> registers;
+  uint64_t attached_at = 0; // attach sequence number (0: not attached yet)
 };
 
 class BpfCollector final : public Collector {
@@ -169,7 +171,6 @@ private:
   std::map<uint32_t, int64_t> retired_tsvs_;
   // Counts of probes of this run replaced by a copy (keep_definition_order).
   std::map<uint32_t, CollectorStats> replaced_stats_;
-  std::vector<uint8_t> expanded_; // the frame handle_record builds from a record
 };
 
 Result<void> BpfCollector::init() {
@@ -466,10 +467,9 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   p.slot = slot;
   p.pid = pid;
   p.def = std::move(def);
-  p.registers = CompactRegisters::of(prog->compact_registers);
-  std::vector<bool> regs = prog->registers;
-  regs.resize(GT_NUM_REGS_AVX, false);
-  ctx.set_register_availability(tp.number, regs);
+  p.registers = prog->registers;
+  p.registers.resize(GT_NUM_REGS_AVX, false);
+  ctx.set_register_availability(tp.number, p.registers);
   return p;
 }
 
@@ -704,12 +704,8 @@ void BpfCollector::handle_record(std::span<const uint8_t> record) {
   Probe* p = find(frame.tp_number());
   if (!p || !ctx_->collecting())
     return; // e.g. after the pass-count frame
-  std::span<const uint8_t> out(data, frame.total_size());
-  // A record that does not expand goes in as it is: the engine counts it malformed.
-  if (!p->registers.slots.empty() &&
-      expand_frame(out, p->registers, ctx_->register_block_size(), expanded_))
-    out = expanded_;
-  ctx_->append_frame(out);
+  // The trace buffer stores it as it is (a record that does not parse is counted malformed).
+  ctx_->append_compact_frame({data, frame.total_size()}, p->registers);
   ctx_->record_hit(frame.tp_number()); // may request a stop (pass count)
 }
 

@@ -4,6 +4,7 @@
 
 #include "abi/amd64_regs.h"
 #include "abi/tframe.h"
+#include "trace/collector.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -25,6 +26,16 @@ CompactRegisters CompactRegisters::of_held(const std::vector<bool>& held) {
     if (held[r])
       regnums.push_back(r);
   return of(regnums);
+}
+
+int CompactRegisters::slot_offset(unsigned regnum) const {
+  int at = 0;
+  for (const auto& s : slots) {
+    if (s.offset == gt_reg_offset(regnum) && s.size == gt_reg_size(regnum))
+      return at;
+    at += s.stride;
+  }
+  return -1;
 }
 
 bool expand_frame(std::span<const uint8_t> compact, const CompactRegisters& regs,
@@ -110,6 +121,16 @@ void compact_frame(std::span<const uint8_t> frame, const CompactRegisters& regs,
   });
   uint32_t n = uint32_t(out - start - GT_TFRAME_HEADER_SIZE);
   std::memcpy(start + GT_TFRAME_SIZE_OFFSET, &n, 4);
+}
+
+// A context that does not store compact frames (a test's) gets the tfile frame;
+// one that does not expand goes in as it is, to be counted malformed.
+bool TraceContext::append_compact_frame(std::span<const uint8_t> frame,
+                                        const std::vector<bool>& registers) {
+  std::vector<uint8_t> tfile;
+  if (!expand_frame(frame, CompactRegisters::of_held(registers), register_block_size(), tfile))
+    return append_frame(frame);
+  return append_frame(tfile);
 }
 
 } // namespace gdbtrace

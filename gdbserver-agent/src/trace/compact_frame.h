@@ -9,9 +9,10 @@
 //    byte is a cache line written on the hit's CPU and read on the stub's, and
 //    the full 816-byte block made a `collect $regs, *p` record 14 lines, the
 //    compact one 4 (bench/threads.sh);
-//  - the trace buffer (trace_buffer.h), which stores the 'R' blocks of a
-//    tracepoint whose registers are partly unavailable this way, so the same
-//    buffer holds several times more register-only frames.
+//  - the trace buffer (trace_buffer.h), which keeps those records as they are
+//    and stores the 'R' blocks of other frames whose registers are partly
+//    unavailable this way, so the same buffer holds several times more
+//    register-only frames.
 // Everything that hands a frame to gdb, a file or the plugin expands it first
 // (expand_frame): the registers at their 'g' offsets, zeros elsewhere, which
 // are the bytes a kernel collector's full block holds there.
@@ -37,6 +38,8 @@ struct CompactRegisters {
   // HELD[r]: register r is in the block; slots in register-number order.
   static CompactRegisters of_held(const std::vector<bool>& held);
   uint32_t block_size() const { return block_size_; } // tag included
+  // Where register REGNUM's slot starts in a block's data (after the tag); -1: not held.
+  int slot_offset(unsigned regnum) const;
 
 private:
   uint32_t block_size_ = 1;

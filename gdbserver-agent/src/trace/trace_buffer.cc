@@ -21,7 +21,6 @@ void TraceBuffer::clear() {
   created_ = 0;
   discarded_ = 0;
   next_xoffset_ = 0;
-  held_.clear();
   by_tp_.clear();
   by_pc_.clear();
   populated_base_ = nullptr;
@@ -72,39 +71,64 @@ void TraceBuffer::set_capacity(size_t bytes) {
 }
 
 bool TraceBuffer::append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
-                         const std::vector<bool>* held) {
+                         uint16_t set) {
   size_t register_blocks = 0;
   FrameView(frame, regblock_size_).for_each([&](const FrameBlock& b) {
     register_blocks += b.type == GT_TFRAME_REGS;
     return true;
   });
-  uint16_t set = register_blocks == 0 ? kNoRegisters : held ? held_index(*held) : kAllRegisters;
+  if (register_blocks == 0)
+    set = kNoRegisters;
   // Compact only what gets smaller: a set of nearly all registers in u64 slots can be larger.
   size_t stored = frame.size();
   bool compact = false;
-  if (set < held_.size()) {
-    size_t small = compact_size(frame.size(), register_blocks, held_[set].layout, regblock_size_);
+  if (set < sets_.size()) {
+    size_t small = compact_size(frame.size(), register_blocks, sets_[set].layout, regblock_size_);
     compact = small < stored;
     stored = std::min(small, stored);
   }
   if (!make_room(stored))
     return false;
-  uint64_t seq = first_seq_ + metas_.size();
-  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, uint32_t(stored),
-                        uint32_t(frame.size()), tp_number, set, compact});
-  next_xoffset_ += frame.size();
+  add_meta(tp_number, pc, stored, frame.size(), set, compact);
   populate_ahead(store_.size() + stored);
   if (compact) {
     size_t at = store_.size();
     store_.resize(at + stored);
-    compact_frame(frame, held_[set].layout, regblock_size_, store_.data() + at);
+    compact_frame(frame, sets_[set].layout, regblock_size_, store_.data() + at);
   } else {
     store_.insert(store_.end(), frame.begin(), frame.end());
   }
+  return true;
+}
+
+bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+                                 uint16_t set) {
+  const CompactRegisters& layout = sets_[set].layout;
+  size_t register_blocks = 0;
+  FrameView(frame, regblock_size_, layout.block_size()).for_each([&](const FrameBlock& b) {
+    register_blocks += b.type == GT_TFRAME_COMPACT_REGS;
+    return true;
+  });
+  if (!make_room(frame.size()))
+    return false;
+  size_t expanded = frame.size() + register_blocks * (GT_TFRAME_REGS_HEADER + regblock_size_ -
+                                                      layout.block_size());
+  add_meta(tp_number, pc, frame.size(), expanded, register_blocks ? set : kNoRegisters,
+           register_blocks > 0);
+  populate_ahead(store_.size() + frame.size());
+  store_.insert(store_.end(), frame.begin(), frame.end());
+  return true;
+}
+
+void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t stored, size_t expanded,
+                           uint16_t set, bool compact) {
+  uint64_t seq = first_seq_ + metas_.size();
+  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, uint32_t(stored),
+                        uint32_t(expanded), tp_number, set, compact});
+  next_xoffset_ += expanded;
   by_tp_[tp_number].push_back(seq);
   by_pc_[pc].push_back(seq);
   ++created_;
-  return true;
 }
 
 // Room for BYTES more stored bytes: there already, or (circular) made by
@@ -121,14 +145,14 @@ bool TraceBuffer::make_room(size_t bytes) {
   return true;
 }
 
-// A run has a few register sets (one per collector kind and FPU choice): a
-// linear search finds each frame's.
-uint16_t TraceBuffer::held_index(const std::vector<bool>& held) {
-  for (size_t i = 0; i < held_.size(); ++i)
-    if (held_[i].held == held)
+// A run has a few register sets (one per collector kind and FPU choice),
+// looked up when a tracepoint is installed, not per frame.
+uint16_t TraceBuffer::register_set(const std::vector<bool>& held) {
+  for (size_t i = 0; i < sets_.size(); ++i)
+    if (sets_[i].held == held)
       return uint16_t(i);
-  held_.push_back({held, CompactRegisters::of_held(held)});
-  return uint16_t(held_.size() - 1);
+  sets_.push_back({held, CompactRegisters::of_held(held)});
+  return uint16_t(sets_.size() - 1);
 }
 
 // Makes the reserved pages up to END (and a batch beyond) present before the
@@ -191,13 +215,13 @@ std::span<const uint8_t> TraceBuffer::frame(long n, std::vector<uint8_t>& scratc
   if (!m.compact)
     return stored;
   // Cannot fail: append wrote it from a well-formed frame.
-  expand_frame(stored, held_[m.held].layout, regblock_size_, scratch);
+  expand_frame(stored, sets_[m.held].layout, regblock_size_, scratch);
   return scratch;
 }
 
 const std::vector<bool>* TraceBuffer::frame_registers_held(long n) const {
   uint16_t set = metas_[size_t(n)].held;
-  return set < held_.size() ? &held_[set].held : nullptr;
+  return set < sets_.size() ? &sets_[set].held : nullptr;
 }
 
 uint64_t TraceBuffer::stream_size() const {

@@ -2,9 +2,10 @@
 // reads from it.
 //
 // A frame is stored as the tfile frame it was given (frame.h), except that
-// the 'R' blocks of a frame whose registers are partly unavailable (a kernel
-// collector's: no FPU state) are stored compactly (compact_frame.h): a
-// register-only eBPF frame takes ~200 bytes instead of 823. Readers never see
+// the register blocks of a frame whose registers are partly unavailable (a
+// kernel collector's: no FPU state) are stored compactly (compact_frame.h),
+// as append_compact receives them or as append makes them: a register-only
+// eBPF frame takes 183 bytes instead of 823. Readers never see
 // that: frame(), read_stream() and stream_size() give the tfile frames,
 // expanded one at a time, and stream offsets (qTBuffer, qGdbtrace.frames)
 // count the expanded bytes. capacity(), used() and free_bytes() count the
@@ -48,13 +49,25 @@ public:
   void set_register_block_size(uint32_t bytes) { regblock_size_ = bytes; }
   uint32_t register_block_size() const { return regblock_size_; }
 
-  // Appends FRAME (a complete, well-formed tfile frame). PC is the address
-  // tfind pc/range use for it. HELD: the registers its 'R' blocks really hold
-  // (by remote number; null: all of them); the others read as unavailable and
-  // are not stored. False when it cannot be stored (linear buffer full, or a
-  // frame larger than the whole buffer).
+  // Register sets frames are stored with: HELD[r] = remote register r is
+  // held (the others read as unavailable and are not stored). The number a
+  // set gets stays valid for the buffer's life (clear() keeps the sets).
+  static constexpr uint16_t kAllRegisters = 0xffff; // every register: stored as given
+  uint16_t register_set(const std::vector<bool>& held);
+  const std::vector<bool>& registers_of(uint16_t set) const { return sets_[set].held; }
+  const CompactRegisters& layout_of(uint16_t set) const { return sets_[set].layout; }
+
+  // Appends FRAME (a complete, well-formed tfile frame) whose 'R' blocks hold
+  // the registers of SET. PC is the address tfind pc/range use for it. False
+  // when it cannot be stored (linear buffer full, or a frame larger than the
+  // whole buffer).
   bool append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
-              const std::vector<bool>* held = nullptr);
+              uint16_t set = kAllRegisters);
+  // The same for a well-formed compact frame whose register blocks are
+  // compact blocks of SET's layout (as the eBPF ring records carry them):
+  // stored as it is.
+  bool append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+                      uint16_t set);
 
   // Stored bytes: what the frames take of the capacity.
   size_t capacity() const { return capacity_; }
@@ -76,8 +89,10 @@ public:
   // SCRATCH when it was stored compactly. Empty when out of range.
   std::span<const uint8_t> frame(long n, std::vector<uint8_t>& scratch) const;
   uint16_t frame_tp(long n) const { return metas_[size_t(n)].tp; }
+  // Bytes of frame N in the frame stream (its tfile size).
+  size_t frame_stream_bytes(long n) const { return metas_[size_t(n)].xsize; }
   uint64_t frame_pc(long n) const { return metas_[size_t(n)].pc; }
-  // The registers frame N's 'R' blocks hold (null: all); see append's HELD.
+  // The registers frame N's 'R' blocks hold (null: all).
   const std::vector<bool>* frame_registers_held(long n) const;
   // Whether frame N has an 'R' block.
   bool frame_has_registers(long n) const { return metas_[size_t(n)].held != kNoRegisters; }
@@ -89,9 +104,8 @@ public:
   long find_range(uint64_t lo, uint64_t hi, bool inside, long after) const;
 
 private:
-  // Meta::held: an index into held_, or one of these.
-  static constexpr uint16_t kAllRegisters = 0xffff; // stored as given
-  static constexpr uint16_t kNoRegisters = 0xfffe;  // no 'R' block
+  // Meta::held: an index into sets_, kAllRegisters, or this.
+  static constexpr uint16_t kNoRegisters = 0xfffe; // no 'R' block
   struct Meta {
     uint64_t offset;  // logical stored offset (store_ index + base_)
     uint64_t xoffset; // logical offset in the expanded stream
@@ -100,16 +114,17 @@ private:
     uint32_t xsize; // expanded bytes
     uint16_t tp;
     uint16_t held; // register set of the 'R' blocks
-    bool compact;  // its 'R' blocks are stored as compact blocks of held_[held]
+    bool compact;  // its register blocks are stored as compact blocks of sets_[held]
   };
-  struct HeldRegisters {
+  struct RegisterSet {
     std::vector<bool> held;
     CompactRegisters layout;
   };
   using SeqList = std::deque<uint64_t>; // ascending frame sequence numbers
 
-  uint16_t held_index(const std::vector<bool>& held);
   bool make_room(size_t bytes);
+  void add_meta(uint16_t tp_number, uint64_t pc, size_t stored, size_t expanded, uint16_t set,
+                bool compact);
   void drop_oldest();
   void populate_ahead(size_t end);
   void prepare_at_start();
@@ -126,8 +141,8 @@ private:
   uint64_t first_seq_ = 0; // sequence number of frame 0
   uint64_t created_ = 0;
   uint64_t discarded_ = 0;
-  uint64_t next_xoffset_ = 0;       // expanded offset of the next frame appended
-  std::vector<HeldRegisters> held_; // the register sets frames were stored with
+  uint64_t next_xoffset_ = 0;     // expanded offset of the next frame appended
+  std::vector<RegisterSet> sets_; // see register_set()
   // Pages of store_'s reservation made present in batches ahead of the write
   // position (see populate_ahead): [store_.data(), populated_end_).
   const uint8_t* populated_base_ = nullptr;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/hex.h"
+#include "trace/compact_frame.h"
 #include "trace/frame.h"
 #include "trace/stack_actions.h"
 #include "trace/trace_engine_impl.h"
@@ -39,39 +40,59 @@ uint32_t TraceEngine::Impl::num_regs() const {
 }
 
 bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
+  return append(frame, false);
+}
+
+// The collector's compact blocks are of the registers it declared for the
+// tracepoint, which register_sets holds: REGISTERS is for contexts without one.
+bool TraceEngine::Impl::append_compact_frame(std::span<const uint8_t> frame,
+                                             const std::vector<bool>&) {
+  return append(frame, true);
+}
+
+// FRAME: a tfile frame, or (COMPACT) one with compact register blocks.
+bool TraceEngine::Impl::append(std::span<const uint8_t> frame, bool compact) {
   if (!running || frame.size() < kFrameHeaderSize)
     return false;
-  FrameView view(frame, register_block_size());
-  uint16_t tp = view.tp_number();
+  uint16_t tp = gt_tframe_tp(frame.data());
+  // Registers the collector could not fill are not stored (and read as unavailable).
+  auto known = register_sets.find(tp);
+  uint16_t set = known == register_sets.end() ? TraceBuffer::kAllRegisters : known->second;
+  const CompactRegisters* layout =
+      compact && set != TraceBuffer::kAllRegisters ? &buffer.layout_of(set) : nullptr;
+  FrameView view(frame, register_block_size(), layout ? layout->block_size() : 0);
   // Collectors' frames come from kernel rings: one that does not parse would
-  // break every tfile reader downstream (qTBuffer and tsave are byte copies).
-  if (view.total_size() != frame.size() || !view.for_each([](const FrameBlock&) { return true; })) {
+  // break every tfile reader downstream (qTBuffer and tsave expand them).
+  if ((compact && !layout) || view.total_size() != frame.size() ||
+      !view.for_each([](const FrameBlock&) { return true; })) {
     ++counters[tp].malformed;
     return false;
   }
-  // tfind pc/range use the frame's pc: the 'R' block's rip, else the tracepoint address.
+  // tfind pc/range use the frame's pc: the register block's rip, else the tracepoint address.
   uint64_t pc = 0;
-  if (auto r = view.registers())
-    pc = get_le<uint64_t>(r->data + gt_reg_offset(GT_RIP));
+  if (auto r = view.registers()) {
+    int at = layout ? layout->slot_offset(GT_RIP) : int(gt_reg_offset(GT_RIP));
+    if (at >= 0)
+      pc = get_le<uint64_t>(r->data + at);
+  }
   if (!pc)
     if (auto* e = first_with_number(tp))
       pc = e->tp.address;
   auto& c = counters[tp];
-  // Registers the collector could not fill are not stored (and read as unavailable).
-  auto held = register_availability.find(tp);
-  if (!buffer.append(frame, tp, pc,
-                     held == register_availability.end() ? nullptr : &held->second)) {
+  bool stored =
+      layout ? buffer.append_compact(frame, tp, pc, set) : buffer.append(frame, tp, pc, set);
+  if (!stored) {
     ++c.buffer_drops;
     request_stop(TraceStopReason::BufferFull, {}, 0);
     return false;
   }
   ++c.frames;
-  c.bytes += frame.size();
+  c.bytes += buffer.frame_stream_bytes(long(buffer.frame_count()) - 1); // its tfile size
   return true;
 }
 
 void TraceEngine::Impl::set_register_availability(uint32_t tp, const std::vector<bool>& valid) {
-  register_availability[tp] = valid;
+  register_sets[tp] = buffer.register_set(valid);
 }
 
 std::optional<int64_t> TraceEngine::Impl::get_tsv(uint32_t number) {

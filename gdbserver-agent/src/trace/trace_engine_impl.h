@@ -62,6 +62,9 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame) override;
+  bool append_compact_frame(std::span<const uint8_t> frame,
+                            const std::vector<bool>& registers) override;
+  bool append(std::span<const uint8_t> frame, bool compact);
   void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
@@ -126,7 +129,9 @@ struct TraceEngine::Impl : TraceContext {
   std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
   std::map<uint32_t, TsvEntry> tsvs;
   std::map<uint32_t, EngineCounters> counters; // by tracepoint number
-  std::map<uint32_t, std::vector<bool>> register_availability;
+  // The registers each number's collector fills (set_register_availability),
+  // as the buffer's register set (TraceBuffer::register_set).
+  std::map<uint32_t, uint16_t> register_sets;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
   long current_frame = -1;

@@ -39,7 +39,7 @@ void TraceEngine::reset() {
   m.tracepoints.clear();
   m.readonly_regions.clear();
   m.counters.clear();
-  m.register_availability.clear();
+  m.register_sets.clear();
   std::erase_if(m.tsvs, [](const auto& kv) { return !kv.second.builtin; });
   m.buffer.clear();
 }

@@ -273,11 +273,12 @@ TEST(TraceBuffer, StoresPartialRegisterFramesCompactly) {
   ASSERT_EQ(full, 823u);
   TraceBuffer buf(100 * full);
   buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  uint16_t set = buf.register_set(held);
   std::vector<uint8_t> want;
   size_t held_frames = 0;
   while (true) {
     auto f = register_frame(uint16_t(1 + held_frames % 3), held_frames, held_frames % 5 * 9);
-    if (!buf.append(f, uint16_t(1 + held_frames % 3), 0x401000 + held_frames % 3, &held))
+    if (!buf.append(f, uint16_t(1 + held_frames % 3), 0x401000 + held_frames % 3, set))
       break;
     want.insert(want.end(), f.begin(), f.end());
     ++held_frames;
@@ -316,11 +317,12 @@ TEST(TraceBuffer, MixesCompactAndWholeFrames) {
   auto held = ebpf_registers();
   TraceBuffer buf(1 << 20);
   buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  uint16_t set = buf.register_set(held);
   std::vector<uint8_t> want;
   for (uint64_t i = 0; i < 30; i++) {
     auto f = register_frame(2, i, i % 4);
     bool compact = i % 10 >= 7; // runs of 7 whole frames, then 3 compact ones
-    ASSERT_TRUE(buf.append(f, 2, 0x401000, compact ? &held : nullptr));
+    ASSERT_TRUE(buf.append(f, 2, 0x401000, compact ? set : TraceBuffer::kAllRegisters));
     want.insert(want.end(), f.begin(), f.end());
   }
   EXPECT_EQ(buf.frame_registers_held(0), nullptr);
@@ -348,10 +350,11 @@ TEST(TraceBuffer, CircularDiscardsByStoredSize) {
   TraceBuffer buf(10 * compact_frame);
   buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
   buf.set_circular(true);
+  uint16_t set = buf.register_set(held);
   std::vector<std::vector<uint8_t>> frames;
   for (uint64_t i = 0; i < 25; i++) {
     frames.push_back(register_frame(uint16_t(i), i));
-    ASSERT_TRUE(buf.append(frames.back(), uint16_t(i), 0x1000 + i, &held));
+    ASSERT_TRUE(buf.append(frames.back(), uint16_t(i), 0x1000 + i, set));
   }
   EXPECT_EQ(buf.used(), 10 * compact_frame);
   EXPECT_EQ(buf.frame_count(), 10u);
@@ -362,4 +365,29 @@ TEST(TraceBuffer, CircularDiscardsByStoredSize) {
   EXPECT_EQ(stream_of(buf), want);
   EXPECT_EQ(stream_of(buf, 823, 823), frames[16]);
   EXPECT_EQ(buf.find_tracepoint(17, -1), 2);
+}
+
+// A frame that arrives compact (an eBPF ring record) is stored as it is and
+// reads back as the tfile frame; register sets keep their numbers across clear().
+TEST(TraceBuffer, StoresCompactRecordsAsTheyAre) {
+  auto held = ebpf_registers();
+  TraceBuffer buf(1 << 20);
+  buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  uint16_t set = buf.register_set(held);
+  EXPECT_EQ(buf.register_set(held), set);
+  std::vector<uint8_t> want;
+  for (uint64_t i = 0; i < 5; i++) {
+    auto f = register_frame(4, i, i * 3);
+    auto regs = CompactRegisters::of_held(held);
+    std::vector<uint8_t> record(compact_size(f.size(), 1, regs, GT_REGBLOCK_SIZE_AVX));
+    compact_frame(f, regs, GT_REGBLOCK_SIZE_AVX, record.data());
+    ASSERT_TRUE(buf.append_compact(record, 4, 0x401000, set));
+    EXPECT_EQ(buf.frame_stream_bytes(long(i)), f.size());
+    want.insert(want.end(), f.begin(), f.end());
+  }
+  EXPECT_EQ(stream_of(buf), want);
+  EXPECT_EQ(buf.used(), 5 * (6 + 1 + 8 * 25) + (3 + 6 + 9 + 12) + 4 * 11);
+  buf.clear();
+  EXPECT_EQ(buf.register_set(held), set);
+  EXPECT_EQ(buf.registers_of(set), held);
 }
