@@ -89,7 +89,7 @@ bool TraceBuffer::append(std::span<const uint8_t> frame, uint16_t tp_number, uin
   }
   if (!make_room(stored))
     return false;
-  add_meta(tp_number, pc, stored, frame.size(), set, compact);
+  add_meta(tp_number, pc, frame.size(), set, compact);
   populate_ahead(store_.size() + stored);
   if (compact) {
     size_t at = store_.size();
@@ -113,18 +113,17 @@ bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_num
     return false;
   size_t expanded = frame.size() + register_blocks * (GT_TFRAME_REGS_HEADER + regblock_size_ -
                                                       layout.block_size());
-  add_meta(tp_number, pc, frame.size(), expanded, register_blocks ? set : kNoRegisters,
-           register_blocks > 0);
+  add_meta(tp_number, pc, expanded, register_blocks ? set : kNoRegisters, register_blocks > 0);
   populate_ahead(store_.size() + frame.size());
   store_.insert(store_.end(), frame.begin(), frame.end());
   return true;
 }
 
-void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t stored, size_t expanded,
-                           uint16_t set, bool compact) {
+// Indexes the frame about to be written at the end of the store; EXPANDED: its tfile size.
+void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set,
+                           bool compact) {
   uint64_t seq = first_seq_ + metas_.size();
-  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, uint32_t(stored),
-                        uint32_t(expanded), tp_number, set, compact});
+  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, tp_number, set, compact});
   next_xoffset_ += expanded;
   by_tp_[tp_number].push_back(seq);
   by_pc_[pc].push_back(seq);
@@ -187,6 +186,7 @@ void TraceBuffer::populate_ahead(size_t end) {
 
 void TraceBuffer::drop_oldest() {
   const Meta m = metas_.front();
+  const size_t size = stored_bytes(0);
   auto tp = by_tp_.find(m.tp);
   tp->second.pop_front();
   if (tp->second.empty())
@@ -198,7 +198,7 @@ void TraceBuffer::drop_oldest() {
   metas_.pop_front();
   ++first_seq_;
   ++discarded_;
-  start_ += m.size;
+  start_ += size;
   // Compact once the dead prefix is the larger part: amortised O(1) per byte.
   if (start_ > store_.size() / 2) {
     store_.erase(store_.begin(), store_.begin() + long(start_));
@@ -211,7 +211,7 @@ std::span<const uint8_t> TraceBuffer::frame(long n, std::vector<uint8_t>& scratc
   if (n < 0 || size_t(n) >= metas_.size())
     return {};
   const Meta& m = metas_[size_t(n)];
-  std::span<const uint8_t> stored{store_.data() + (m.offset - base_), m.size};
+  std::span<const uint8_t> stored{store_.data() + (m.offset - base_), stored_bytes(size_t(n))};
   if (!m.compact)
     return stored;
   // Cannot fail: append wrote it from a well-formed frame.

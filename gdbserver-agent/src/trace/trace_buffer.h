@@ -90,7 +90,10 @@ public:
   std::span<const uint8_t> frame(long n, std::vector<uint8_t>& scratch) const;
   uint16_t frame_tp(long n) const { return metas_[size_t(n)].tp; }
   // Bytes of frame N in the frame stream (its tfile size).
-  size_t frame_stream_bytes(long n) const { return metas_[size_t(n)].xsize; }
+  size_t frame_stream_bytes(long n) const {
+    return (size_t(n) + 1 < metas_.size() ? metas_[size_t(n) + 1].xoffset : next_xoffset_) -
+           metas_[size_t(n)].xoffset;
+  }
   uint64_t frame_pc(long n) const { return metas_[size_t(n)].pc; }
   // The registers frame N's 'R' blocks hold (null: all).
   const std::vector<bool>* frame_registers_held(long n) const;
@@ -106,25 +109,28 @@ public:
 private:
   // Meta::held: an index into sets_, kAllRegisters, or this.
   static constexpr uint16_t kNoRegisters = 0xfffe; // no 'R' block
+  // 32 bytes a frame: a frame's sizes are the distance to the next one's offsets.
   struct Meta {
     uint64_t offset;  // logical stored offset (store_ index + base_)
     uint64_t xoffset; // logical offset in the expanded stream
     uint64_t pc;
-    uint32_t size;  // stored bytes
-    uint32_t xsize; // expanded bytes
     uint16_t tp;
     uint16_t held; // register set of the 'R' blocks
     bool compact;  // its register blocks are stored as compact blocks of sets_[held]
   };
+  static_assert(sizeof(Meta) == 32, "the index costs 32 bytes a frame (plus 16 in by_tp_/by_pc_)");
   struct RegisterSet {
     std::vector<bool> held;
     CompactRegisters layout;
   };
   using SeqList = std::deque<uint64_t>; // ascending frame sequence numbers
 
+  size_t stored_bytes(size_t n) const {
+    return (n + 1 < metas_.size() ? metas_[n + 1].offset : base_ + store_.size()) -
+           metas_[n].offset;
+  }
   bool make_room(size_t bytes);
-  void add_meta(uint16_t tp_number, uint64_t pc, size_t stored, size_t expanded, uint16_t set,
-                bool compact);
+  void add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set, bool compact);
   void drop_oldest();
   void populate_ahead(size_t end);
   void prepare_at_start();

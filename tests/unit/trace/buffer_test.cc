@@ -206,7 +206,7 @@ TEST(TraceBuffer, PreparesPagesOnlyABatchAhead) {
   buf.reserve_for_run();
   std::vector<uint8_t> frame(823);
   // Fill what start prepared: writing it makes nothing more resident but the
-  // frame index (~56 bytes a frame, ~5 MB here; more under ASan).
+  // frame index (~48 bytes a frame, ~4 MB here; more under ASan).
   long before = resident_kb();
   ASSERT_GT(before, 0);
   const size_t prepared = (64u << 20) / frame.size();
