@@ -86,8 +86,8 @@ struct Probe {
   std::optional<ProbeSite> site;
   bool emulates = false; // its program can emulate the probed instruction (bpf_emulate.h)
   // The registers of its records' compact register block (trace/compact_frame.h):
-  // the program writes them in register-number order, as CompactRegisters::of_held lays them out.
-  std::vector<bool> registers;
+  // the program writes them in register-number order, as CompactRegisters::of_mask lays them out.
+  RegisterMask registers;
   uint64_t attached_at = 0; // attach sequence number (0: not attached yet)
 };
 
@@ -467,9 +467,10 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   p.slot = slot;
   p.pid = pid;
   p.def = std::move(def);
-  p.registers = prog->registers;
-  p.registers.resize(GT_NUM_REGS_AVX, false);
-  ctx.set_register_availability(tp.number, p.registers);
+  std::vector<bool> regs = prog->registers;
+  regs.resize(GT_NUM_REGS_AVX, false);
+  ctx.set_register_availability(tp.number, regs);
+  p.registers = register_mask(regs);
   return p;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "trace/compact_frame.h"
 #include "trace/tracepoint.h"
 
 namespace gdbtrace {
@@ -37,11 +38,9 @@ public:
   // (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame) = 0;
   // The same for a frame whose register blocks are compact blocks
-  // (trace/compact_frame.h) of the registers the collector declared for its
-  // tracepoint (set_register_availability), as the eBPF ring records carry
+  // (trace/compact_frame.h) of REGISTERS, as the eBPF ring records carry
   // them: the engine stores it as it is. This default hands on the tfile frame.
-  virtual bool append_compact_frame(std::span<const uint8_t> frame,
-                                    const std::vector<bool>& registers);
+  virtual bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers);
   // Hands the frames in-kernel collectors produced so far to the buffer. A
   // collector that builds its frame in the stub calls it first, so frames of
   // tracepoints split across collectors stay in hit order (kernel frames wait

@@ -20,9 +20,16 @@ CompactRegisters CompactRegisters::of(const std::vector<unsigned>& regnums) {
   return c;
 }
 
-CompactRegisters CompactRegisters::of_held(const std::vector<bool>& held) {
+RegisterMask register_mask(const std::vector<bool>& held) {
+  RegisterMask mask;
+  for (size_t r = 0; r < held.size() && r < mask.size(); ++r)
+    mask[r] = held[r];
+  return mask;
+}
+
+CompactRegisters CompactRegisters::of_mask(const RegisterMask& held) {
   std::vector<unsigned> regnums;
-  for (unsigned r = 0; r < held.size() && r < GT_NUM_REGS_AVX; ++r)
+  for (unsigned r = 0; r < held.size(); ++r)
     if (held[r])
       regnums.push_back(r);
   return of(regnums);
@@ -126,9 +133,9 @@ void compact_frame(std::span<const uint8_t> frame, const CompactRegisters& regs,
 // A context that does not store compact frames (a test's) gets the tfile frame;
 // one that does not expand goes in as it is, to be counted malformed.
 bool TraceContext::append_compact_frame(std::span<const uint8_t> frame,
-                                        const std::vector<bool>& registers) {
+                                        const RegisterMask& registers) {
   std::vector<uint8_t> tfile;
-  if (!expand_frame(frame, CompactRegisters::of_held(registers), register_block_size(), tfile))
+  if (!expand_frame(frame, CompactRegisters::of_mask(registers), register_block_size(), tfile))
     return append_frame(frame);
   return append_frame(tfile);
 }

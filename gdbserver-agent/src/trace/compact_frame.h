@@ -18,11 +18,19 @@
 // are the bytes a kernel collector's full block holds there.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "abi/amd64_regs.h"
+
 namespace gdbtrace {
+
+// A set of registers by remote number (bit r: register r), cheap to compare
+// per frame (a std::vector<bool> compares bit by bit).
+using RegisterMask = std::bitset<GT_NUM_REGS_AVX>;
+RegisterMask register_mask(const std::vector<bool>& held);
 
 // Where each slot of a compact block goes in the 'R' block.
 struct CompactRegisters {
@@ -35,8 +43,8 @@ struct CompactRegisters {
 
   // REGNUMS: remote register numbers, in the order the block holds them.
   static CompactRegisters of(const std::vector<unsigned>& regnums);
-  // HELD[r]: register r is in the block; slots in register-number order.
-  static CompactRegisters of_held(const std::vector<bool>& held);
+  // The registers of HELD, in register-number order.
+  static CompactRegisters of_mask(const RegisterMask& held);
   uint32_t block_size() const { return block_size_; } // tag included
   // Where register REGNUM's slot starts in a block's data (after the tag); -1: not held.
   int slot_offset(unsigned regnum) const;

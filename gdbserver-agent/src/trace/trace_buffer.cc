@@ -146,11 +146,14 @@ bool TraceBuffer::make_room(size_t bytes) {
 
 // A run has a few register sets (one per collector kind and FPU choice),
 // looked up when a tracepoint is installed, not per frame.
-uint16_t TraceBuffer::register_set(const std::vector<bool>& held) {
+uint16_t TraceBuffer::register_set(const RegisterMask& held) {
   for (size_t i = 0; i < sets_.size(); ++i)
-    if (sets_[i].held == held)
+    if (sets_[i].mask == held)
       return uint16_t(i);
-  sets_.push_back({held, CompactRegisters::of_held(held)});
+  std::vector<bool> regs(GT_NUM_REGS_AVX);
+  for (unsigned r = 0; r < regs.size(); ++r)
+    regs[r] = held[r];
+  sets_.push_back({held, regs, CompactRegisters::of_mask(held)});
   return uint16_t(sets_.size() - 1);
 }
 

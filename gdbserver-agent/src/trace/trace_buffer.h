@@ -53,7 +53,8 @@ public:
   // held (the others read as unavailable and are not stored). The number a
   // set gets stays valid for the buffer's life (clear() keeps the sets).
   static constexpr uint16_t kAllRegisters = 0xffff; // every register: stored as given
-  uint16_t register_set(const std::vector<bool>& held);
+  uint16_t register_set(const RegisterMask& held);
+  uint16_t register_set(const std::vector<bool>& held) { return register_set(register_mask(held)); }
   const std::vector<bool>& registers_of(uint16_t set) const { return sets_[set].held; }
   const CompactRegisters& layout_of(uint16_t set) const { return sets_[set].layout; }
 
@@ -120,6 +121,7 @@ private:
   };
   static_assert(sizeof(Meta) == 32, "the index costs 32 bytes a frame (plus 16 in by_tp_/by_pc_)");
   struct RegisterSet {
+    RegisterMask mask;
     std::vector<bool> held;
     CompactRegisters layout;
   };

@@ -40,31 +40,31 @@ uint32_t TraceEngine::Impl::num_regs() const {
 }
 
 bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame) {
-  return append(frame, false);
+  return append(frame, nullptr);
 }
 
-// The collector's compact blocks are of the registers it declared for the
-// tracepoint, which register_sets holds: REGISTERS is for contexts without one.
 bool TraceEngine::Impl::append_compact_frame(std::span<const uint8_t> frame,
-                                             const std::vector<bool>&) {
-  return append(frame, true);
+                                             const RegisterMask& registers) {
+  return append(frame, &registers);
 }
 
-// FRAME: a tfile frame, or (COMPACT) one with compact register blocks.
-bool TraceEngine::Impl::append(std::span<const uint8_t> frame, bool compact) {
+bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMask* compact) {
   if (!running || frame.size() < kFrameHeaderSize)
     return false;
   uint16_t tp = gt_tframe_tp(frame.data());
-  // Registers the collector could not fill are not stored (and read as unavailable).
-  auto known = register_sets.find(tp);
-  uint16_t set = known == register_sets.end() ? TraceBuffer::kAllRegisters : known->second;
-  const CompactRegisters* layout =
-      compact && set != TraceBuffer::kAllRegisters ? &buffer.layout_of(set) : nullptr;
+  // A compact frame names its registers; a tfile frame holds those its
+  // collector declared (the others are not stored, and read as unavailable).
+  uint16_t set = TraceBuffer::kAllRegisters;
+  if (compact) {
+    set = buffer.register_set(*compact);
+  } else if (auto known = register_sets.find(tp); known != register_sets.end()) {
+    set = known->second;
+  }
+  const CompactRegisters* layout = compact ? &buffer.layout_of(set) : nullptr;
   FrameView view(frame, register_block_size(), layout ? layout->block_size() : 0);
   // Collectors' frames come from kernel rings: one that does not parse would
   // break every tfile reader downstream (qTBuffer and tsave expand them).
-  if ((compact && !layout) || view.total_size() != frame.size() ||
-      !view.for_each([](const FrameBlock&) { return true; })) {
+  if (view.total_size() != frame.size() || !view.for_each([](const FrameBlock&) { return true; })) {
     ++counters[tp].malformed;
     return false;
   }

@@ -62,9 +62,9 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame) override;
-  bool append_compact_frame(std::span<const uint8_t> frame,
-                            const std::vector<bool>& registers) override;
-  bool append(std::span<const uint8_t> frame, bool compact);
+  bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers) override;
+  // COMPACT: FRAME's register blocks are compact blocks of these registers.
+  bool append(std::span<const uint8_t> frame, const RegisterMask* compact);
   void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
@@ -129,8 +129,8 @@ struct TraceEngine::Impl : TraceContext {
   std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
   std::map<uint32_t, TsvEntry> tsvs;
   std::map<uint32_t, EngineCounters> counters; // by tracepoint number
-  // The registers each number's collector fills (set_register_availability),
-  // as the buffer's register set (TraceBuffer::register_set).
+  // The registers each number's collector fills in its tfile frames
+  // (set_register_availability), as the buffer's register set.
   std::map<uint32_t, uint16_t> register_sets;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;

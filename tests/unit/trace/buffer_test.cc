@@ -378,7 +378,7 @@ TEST(TraceBuffer, StoresCompactRecordsAsTheyAre) {
   std::vector<uint8_t> want;
   for (uint64_t i = 0; i < 5; i++) {
     auto f = register_frame(4, i, i * 3);
-    auto regs = CompactRegisters::of_held(held);
+    auto regs = CompactRegisters::of_mask(register_mask(held));
     std::vector<uint8_t> record(compact_size(f.size(), 1, regs, GT_REGBLOCK_SIZE_AVX));
     compact_frame(f, regs, GT_REGBLOCK_SIZE_AVX, record.data());
     ASSERT_TRUE(buf.append_compact(record, 4, 0x401000, set));

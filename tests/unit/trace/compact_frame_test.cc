@@ -129,7 +129,7 @@ TEST(CompactFrame, CompactingThenExpandingGivesTheSameBytes) {
   for (uint32_t regblock : {GT_REGBLOCK_SIZE_AVX, GT_REGBLOCK_SIZE_NOAVX})
     for (const auto* held : {&ebpf, &module}) {
       auto frame = tfile_frame(*held, regblock);
-      auto regs = CompactRegisters::of_held(*held);
+      auto regs = CompactRegisters::of_mask(register_mask(*held));
       std::vector<uint8_t> compact(compact_size(frame.size(), 2, regs, regblock));
       compact_frame(frame, regs, regblock, compact.data());
       EXPECT_EQ(gt_tframe_size(compact.data()), compact.size() - GT_TFRAME_HEADER_SIZE);
@@ -138,7 +138,7 @@ TEST(CompactFrame, CompactingThenExpandingGivesTheSameBytes) {
       EXPECT_EQ(out, frame) << "regblock " << regblock;
     }
   // eBPF's set in the 816-byte block: a quarter of the frame.
-  auto regs = CompactRegisters::of_held(ebpf);
+  auto regs = CompactRegisters::of_mask(register_mask(ebpf));
   EXPECT_EQ(regs.block_size(), 1u + 8 * 25);
 }
 
