@@ -9,8 +9,8 @@
 #include "abi/tframe.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
-#include "bpf/bpf_record.h"
 #include "bpf/bpf_rings.h"
+#include "trace/compact_frame.h"
 
 namespace gdbtrace::bpf {
 namespace {
@@ -464,7 +464,7 @@ Result<void> Generator::load_register(uint8_t dst, unsigned regno) {
   return ok();
 }
 
-// The compact register block (bpf_record.h): the tag, then a u64 per register
+// The compact register block (trace/compact_frame.h): the tag, then a u64 per register
 // the uprobe can read; the collector spreads them over the 'R' block.
 void Generator::registers_block() {
   uint32_t n = opts_.regblock_size;
@@ -477,7 +477,7 @@ void Generator::registers_block() {
   }
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(st_imm(BPF_B, R1, 0, kCompactRegsTag));
+  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_COMPACT_REGS));
   int32_t at = 1;
   for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++) {
     if (gt_reg_offset(r) + gt_reg_size(r) > n)

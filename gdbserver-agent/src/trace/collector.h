@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "trace/compact_frame.h"
 #include "trace/tracepoint.h"
 
 namespace gdbtrace {
@@ -38,6 +39,11 @@ public:
   // and a number has one location per address). Returns false if the buffer is
   // full and not circular (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame, uint64_t address) = 0;
+  // The same for a frame whose register blocks are compact blocks
+  // (trace/compact_frame.h) of REGISTERS, as the eBPF ring records carry
+  // them: the engine stores it as it is. This default hands on the tfile frame.
+  virtual bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
+                                    uint64_t address);
   // Hands the frames in-kernel collectors produced so far to the buffer. A
   // collector that builds its frame in the stub calls it first, so frames of
   // tracepoints split across collectors stay in hit order (kernel frames wait

@@ -65,6 +65,10 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame, uint64_t address) override;
+  bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
+                            uint64_t address) override;
+  // COMPACT: FRAME's register blocks are compact blocks of these registers.
+  bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
   void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
@@ -134,7 +138,9 @@ struct TraceEngine::Impl : TraceContext {
   // record_hit() calls this run, per number: a pass count is the tracepoint's,
   // over all its locations.
   std::map<uint32_t, uint64_t> pass_hits;
-  std::map<uint32_t, std::vector<bool>> register_availability;
+  // The registers each number's collector fills in its tfile frames
+  // (set_register_availability), as the buffer's register set.
+  std::map<uint32_t, uint16_t> register_sets;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
   long current_frame = -1;
