@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,9 +82,12 @@ struct Probe {
   uint64_t drops_reported = 0;
   Pid pid = 0;
   std::shared_ptr<const Tracepoint> def; // to attach it again (keep_definition_order)
-  // Loaded, to be attached at the end of the install batch.
+  // Loaded, to be attached at the end of the install batch: the program, and
+  // the file (shared by the batch's probes in one file: an fd each would
+  // double the fds a batch of thousands holds) with the probe's offset in it.
   UniqueFd program;
-  std::optional<ProbeSite> site;
+  std::shared_ptr<const ProbeSite> file;
+  uint64_t offset = 0;
   bool emulates = false;           // its program can emulate the probed instruction (bpf_emulate.h)
   bpf::CompactRegisters registers; // of its records' compact register block (bpf_record.h)
   uint64_t attached_at = 0;        // attach sequence number (0: not attached yet)
@@ -121,7 +125,8 @@ private:
   std::optional<uint32_t> tsv_index(uint32_t number, TraceContext* ctx);
   bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
                                       uint32_t regblock_size) const;
-  Result<UniqueFd> attach(const ProbeSite& site, Pid pid, int prog_fd) const;
+  Result<UniqueFd> attach(const ProbeSite& file, uint64_t offset, Pid pid, int prog_fd) const;
+  std::shared_ptr<const ProbeSite> batch_file(ProbeSite site);
   Result<Probe> load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def, TraceContext& ctx,
                                 bool enabled, std::optional<uint32_t> skips_of_slot,
                                 bool defer = false);
@@ -172,6 +177,8 @@ private:
   // Counts of probes of this run replaced by a copy (keep_definition_order),
   // and hits whose record arrived after the run stopped.
   std::map<Location, CollectorStats> replaced_stats_;
+  // The files of the install batch's probes, by device and inode (batch_file).
+  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const ProbeSite>> batch_files_;
   std::vector<uint8_t> expanded_; // the frame handle_record builds from a record
 };
 
@@ -299,14 +306,17 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
 Result<void> BpfCollector::check(const Tracepoint& tp) const {
   if (auto r = bpf::check_tracepoint(tp); !r)
     return r;
-  if (probes_.size() >= bpf::kMaxProbes)
+  if (probes_.size() >= bpf::kGlobalSlot)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
-                                  std::to_string(bpf::kMaxProbes) + " tracepoints");
+                                  std::to_string(bpf::kGlobalSlot) + " tracepoints");
   return ok();
 }
 
 void BpfCollector::start_run(TraceContext& ctx) {
-  memset(control_mem_.get(), 0, bpf::kMaxProbes * sizeof(ControlSlot));
+  // Only the slots the last run used, and the run's own: the rest were never
+  // written (load_and_attach clears each slot's per-CPU counters as it takes it).
+  memset(control_mem_.get(), 0, next_slot_ * sizeof(ControlSlot));
+  memset(&control(bpf::kGlobalSlot), 0, sizeof(ControlSlot));
   memset(tsv_mem_.get(), 0, bpf::kMaxTsvs * 8);
   tsv_slots_.clear();
   retired_stats_.clear();
@@ -321,10 +331,6 @@ void BpfCollector::start_run(TraceContext& ctx) {
   while (bpf_map_get_next_key(skips_.get(), nullptr, &key) == 0)
     if (bpf_map_delete_elem(skips_.get(), &key) != 0)
       break;
-  // Per-CPU counters start from zero for every slot.
-  std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
-  for (uint32_t s = 0; s < bpf::kMaxProbes; s++)
-    bpf_map_update_elem(stats_.get(), &s, zeros.data(), BPF_ANY);
 }
 
 // Index of TSV NUMBER in the map; the first use in a run seeds it with the
@@ -341,25 +347,38 @@ std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* c
   return index;
 }
 
-Result<UniqueFd> BpfCollector::attach(const ProbeSite& site, Pid pid, int prog_fd) const {
+// SITE's file as the install batch holds it: one open file for all its probes
+// there (same device and inode: the very file the resolver checked).
+std::shared_ptr<const ProbeSite> BpfCollector::batch_file(ProbeSite site) {
+  struct stat st {};
+  if (fstat(site.fd.get(), &st) != 0)
+    return std::make_shared<const ProbeSite>(std::move(site));
+  auto& file = batch_files_[{st.st_dev, st.st_ino}];
+  if (!file)
+    file = std::make_shared<const ProbeSite>(std::move(site));
+  return file;
+}
+
+Result<UniqueFd> BpfCollector::attach(const ProbeSite& file, uint64_t offset, Pid pid,
+                                      int prog_fd) const {
   // uprobe_path: the file the resolver opened and checked, not a path that
   // could name another file by now.
   if (support_.uprobe_multi)
-    return bpf::attach_uprobe_link(prog_fd, site.fd_path(), site.offset, pid, site.path);
+    return bpf::attach_uprobe_link(prog_fd, file.fd_path(), offset, pid, file.path);
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = uint32_t(support_.uprobe_pmu_type);
   // uprobe_path: the file the resolver opened and checked, not a path that
   // could name another file by now.
-  std::string path = site.fd_path();
+  std::string path = file.fd_path();
   attr.config1 = uint64_t(uintptr_t(path.c_str()));
-  attr.config2 = site.offset; // probe_offset
+  attr.config2 = offset; // probe_offset
   // pid filter: the kernel matches the uprobe against the process's mm, so
   // every thread of PID hits it and no other process does.
   int fd = int(syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0)
-    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + site.path + " offset " +
-                                                           std::to_string(site.offset)));
+    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + file.path + " offset " +
+                                                           std::to_string(offset)));
   UniqueFd event(fd);
   if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0)
     return make_error(errno, bpf::explain_errno(errno, "attaching the BPF program to the uprobe"));
@@ -393,6 +412,7 @@ Result<void> BpfCollector::end_install_batch() {
   if (!batch_)
     return ok();
   batch_ = false;
+  batch_files_.clear(); // the probes hold them until attached
   std::vector<Probe*> pending;
   for (auto& p : probes_)
     if (p.program)
@@ -400,14 +420,14 @@ Result<void> BpfCollector::end_install_batch() {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const Probe* a, const Probe* b) { return a->tp > b->tp; });
   for (Probe* p : pending) {
-    auto event = attach(*p->site, p->pid, p->program.get());
+    auto event = attach(*p->file, p->offset, p->pid, p->program.get());
     if (!event)
       return make_error(event.error().code,
                         "tracepoint " + std::to_string(p->tp) + ": " + event.error().message);
     p->event = std::move(*event);
     p->attached_at = ++attach_seq_;
     p->program = UniqueFd(); // the link holds the program
-    p->site.reset();
+    p->file.reset();
   }
   set_emulating_probes();
   return ok();
@@ -443,6 +463,9 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
     return make_error(loaded.error().code,
                       "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
 
+  // The slot's per-CPU counters start from zero (a slot is taken once a run).
+  std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
+  bpf_map_update_elem(stats_.get(), &slot, zeros.data(), BPF_ANY);
   ControlSlot& c = control(slot);
   uint64_t skips =
       skips_of_slot ? copy_skips(*skips_of_slot, slot) : mark_threads_at(pid, tp.address, slot);
@@ -454,9 +477,10 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   p.emulates = o.emulation.has_value();
   if (defer) {
     p.program = std::move(*loaded);
-    p.site = std::move(*site);
+    p.offset = site->offset;
+    p.file = batch_file(std::move(*site));
   } else {
-    auto event = attach(*site, pid, loaded->get());
+    auto event = attach(*site, site->offset, pid, loaded->get());
     if (!event)
       return event.error();
     p.event = std::move(*event);
@@ -649,6 +673,7 @@ Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, boo
 
 void BpfCollector::remove_all() {
   batch_ = false;
+  batch_files_.clear();
   if (!run_active_)
     return;
   // Frames already in the ring belong to this run: hand them over first.

@@ -15,9 +15,12 @@
 
 namespace gdbtrace::bpf {
 
-// Tracepoints per run (one ControlSlot and one StatsSlot each; the last slot
-// is the run's, see kGlobalSlot).
-constexpr uint32_t kMaxProbes = 1024;
+// Slots per run (one ControlSlot and one StatsSlot each; the last slot is the
+// run's, see kGlobalSlot). 65536 ControlSlots are 4 MB, the largest value the
+// kernel's array maps take (KMALLOC_MAX_SIZE); the maps are made once, and only
+// the slots a run uses are touched. In practice the open-file limit binds
+// first: every tracepoint holds an fd (common/open_file_limit.h).
+constexpr uint32_t kMaxProbes = 65536;
 constexpr uint32_t kMaxTsvs = 512;
 
 struct ControlSlot {

@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -122,17 +123,29 @@ Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64
 void close_concurrently(std::vector<UniqueFd> fds) {
   if (fds.size() <= 1)
     return; // the destructor closes it
+  // Up to kMaxClosers threads, each closing every kMaxClosers-th fd: thousands
+  // of links close in a few rounds of grace periods without a thread each
+  // (a thread limit, e.g. a container's pids.max, would otherwise make the rest
+  // close one after another, a grace period each).
+  constexpr size_t kMaxClosers = 512;
+  size_t nthreads = std::min(fds.size(), kMaxClosers);
   std::vector<std::thread> closers;
-  closers.reserve(fds.size());
-  for (auto& fd : fds) {
+  closers.reserve(nthreads);
+  for (size_t t = 0; t < nthreads; t++) {
     try {
-      closers.emplace_back([f = std::move(fd)]() mutable { f.reset(); });
+      closers.emplace_back([&fds, t, nthreads] {
+        for (size_t i = t; i < fds.size(); i += nthreads)
+          fds[i].reset();
+      });
     } catch (const std::system_error&) {
-      break; // no thread left: the rest close here, one after another
+      break; // no thread left: what the started ones do not close closes below
     }
   }
   for (auto& t : closers)
     t.join();
+  if (closers.size() < nthreads)
+    for (auto& fd : fds)
+      fd.reset();
 }
 
 std::string explain_errno(int err, const std::string& what) {
@@ -147,21 +160,25 @@ std::string explain_errno(int err, const std::string& what) {
   else if (err == 524) // the kernel's ENOTSUPP
     s += " (the kernel cannot place a uprobe on this instruction)";
   else if (err == EMFILE)
-    s += " (too many open files: raise ulimit -n)";
+    s += " (too many open files: every eBPF tracepoint holds one; raise the hard limit, "
+         "ulimit -Hn, which the stub takes as its own at start)";
   return s;
 }
 
 Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name,
                                      bool sleepable, bool link) {
-  std::string log(1 << 20, '\0');
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = bpf_attach_type(link ? kAttachUprobeMulti : 0),
-              .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u, .log_level = 0,
-              .log_size = uint32_t(log.size()), .log_buf = log.data());
+              .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u, .log_level = 0);
   int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
-  if (fd < 0 && errno != EPERM) {
-    // Load again with the log on: the first try stays fast in the common case.
+  // The log buffer only for a refused program: a megabyte cleared per load was
+  // a large part of tstart with thousands of tracepoints.
+  std::string log;
+  if (fd < 0 && errno != EPERM && errno != EMFILE) {
+    log.assign(1 << 20, '\0');
     opts.log_level = 1;
+    opts.log_size = uint32_t(log.size());
+    opts.log_buf = log.data();
     fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
   }
   if (fd >= 0)
