@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "abi/amd64_regs.h"
@@ -85,7 +86,7 @@ struct Probe {
   // Loaded, to be attached at the end of the install batch: the program, and
   // the file (shared by the batch's probes in one file: an fd each would
   // double the fds a batch of thousands holds) with the probe's offset in it.
-  UniqueFd program;
+  std::shared_ptr<const UniqueFd> program; // possibly shared (shared_programs_)
   std::shared_ptr<const ProbeSite> file;
   uint64_t offset = 0;
   bool emulates = false;           // its program can emulate the probed instruction (bpf_emulate.h)
@@ -125,7 +126,10 @@ private:
   std::optional<uint32_t> tsv_index(uint32_t number, TraceContext* ctx);
   bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
                                       uint32_t regblock_size) const;
-  Result<UniqueFd> attach(const ProbeSite& file, uint64_t offset, Pid pid, int prog_fd) const;
+  Result<UniqueFd> attach(const ProbeSite& file, uint64_t offset, Pid pid, int prog_fd,
+                          uint32_t slot) const;
+  Result<std::shared_ptr<const UniqueFd>>
+  program_for(const bpf::Program& prog, const bpf::CodegenOptions& o, uint32_t tp_number);
   std::shared_ptr<const ProbeSite> batch_file(ProbeSite site);
   Result<Probe> load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def, TraceContext& ctx,
                                 bool enabled, std::optional<uint32_t> skips_of_slot,
@@ -145,6 +149,7 @@ private:
   StatsSlot read_stats(uint32_t slot) const;
   CollectorStats probe_stats(const Probe& p) const;
   Probe* find_slot(uint32_t slot);
+  void reindex();
   void retire_stats();
 
   asio::io_context& io_;
@@ -157,6 +162,11 @@ private:
 
   TraceContext* ctx_ = nullptr;
   std::vector<Probe> probes_;
+  // Positions in probes_ by slot (a lookup per record) and by location (per
+  // status row): reindex() after every change of probes_.
+  std::unordered_map<uint32_t, size_t> by_slot_;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> by_location_;
+  uint64_t drops_seen_ = 0; // the run's drop count (global slot) account_drops last saw
   std::map<uint32_t, uint32_t> tsv_slots_; // TSV number -> index in the tsv map
   uint32_t next_slot_ = 0;
   bool run_active_ = false;
@@ -177,6 +187,12 @@ private:
   // Counts of probes of this run replaced by a copy (keep_definition_order),
   // and hits whose record arrived after the run stopped.
   std::map<Location, CollectorStats> replaced_stats_;
+  // Programs loaded this run, by their instructions: probes whose tracepoints
+  // generate the same code (the slot and number come from the attach cookie)
+  // share one, verified once, one copy of its code hot in the caches.
+  std::map<std::string, std::shared_ptr<const UniqueFd>> shared_programs_;
+  int64_t timestamp_offset_us_ =
+      0; // $trace_timestamp - CLOCK_MONOTONIC µs, taken at the run's start
   // The files of the install batch's probes, by device and inode (batch_file).
   std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const ProbeSite>> batch_files_;
   std::vector<uint8_t> expanded_; // the frame handle_record builds from a record
@@ -260,7 +276,10 @@ BpfCollector::~BpfCollector() {
 std::string BpfCollector::describe() const {
   std::string s =
       std::string("eBPF: uprobe (") + (support_.uprobe_multi ? "uprobe_multi link" : "perf event") +
-      ") + generated BPF program per tracepoint (Linux " + support_.kernel_release + "); ";
+      ") + generated BPF program " +
+      (support_.uprobe_multi ? "per distinct tracepoint code, shared through the attach cookie"
+                             : "per tracepoint") +
+      " (Linux " + support_.kernel_release + "); ";
   if (emulation_available())
     s += "common instructions emulated by the program (register writes; loads, moves, "
          "add/sub, lea), others single-stepped by the kernel";
@@ -295,7 +314,7 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   // CPU from the tracee mid-burst. Only the crossing frame wakes the stub.
   o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 2);
   if (ctx)
-    o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
+    o.timestamp_offset_us = timestamp_offset_us_; // one value a run: programs stay shareable
   return o;
 }
 
@@ -324,6 +343,8 @@ void BpfCollector::start_run(TraceContext& ctx) {
   replaced_stats_.clear();
   next_slot_ = 0;
   ctx_ = &ctx;
+  timestamp_offset_us_ = ctx.trace_timestamp() - monotonic_us();
+  drops_seen_ = 0;
   run_active_ = true;
   discard_ = false;
   // Skips left over from the last run (threads that never resumed there).
@@ -359,12 +380,13 @@ std::shared_ptr<const ProbeSite> BpfCollector::batch_file(ProbeSite site) {
   return file;
 }
 
-Result<UniqueFd> BpfCollector::attach(const ProbeSite& file, uint64_t offset, Pid pid,
-                                      int prog_fd) const {
+// The link's cookie is SLOT (for programs generated with slot_from_cookie).
+Result<UniqueFd> BpfCollector::attach(const ProbeSite& file, uint64_t offset, Pid pid, int prog_fd,
+                                      uint32_t slot) const {
   // uprobe_path: the file the resolver opened and checked, not a path that
   // could name another file by now.
   if (support_.uprobe_multi)
-    return bpf::attach_uprobe_link(prog_fd, file.fd_path(), offset, pid, file.path);
+    return bpf::attach_uprobe_link(prog_fd, file.fd_path(), offset, pid, file.path, slot);
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = uint32_t(support_.uprobe_pmu_type);
@@ -398,6 +420,8 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!probe)
     return probe.error();
   probes_.push_back(std::move(*probe));
+  by_slot_[probes_.back().slot] = probes_.size() - 1;
+  by_location_[{probes_.back().tp, probes_.back().address}].push_back(probes_.size() - 1);
   if (!batch_) {
     keep_definition_order(probes_.back(), ctx);
     set_emulating_probes();
@@ -420,13 +444,13 @@ Result<void> BpfCollector::end_install_batch() {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const Probe* a, const Probe* b) { return a->tp > b->tp; });
   for (Probe* p : pending) {
-    auto event = attach(*p->file, p->offset, p->pid, p->program.get());
+    auto event = attach(*p->file, p->offset, p->pid, p->program->get(), p->slot);
     if (!event)
       return make_error(event.error().code,
                         "tracepoint " + std::to_string(p->tp) + ": " + event.error().message);
     p->event = std::move(*event);
     p->attached_at = ++attach_seq_;
-    p->program = UniqueFd(); // the link holds the program
+    p->program.reset(); // the link holds the program
     p->file.reset();
   }
   set_emulating_probes();
@@ -452,16 +476,15 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
   o.tsv_index = [this, &ctx](uint32_t n) { return tsv_index(n, &ctx); };
   o.emulation = emulation_site(*site, tp.address, slot);
+  // An emulating program carries its site's instruction: it is that probe's own.
+  o.slot_from_cookie = support_.uprobe_multi && !o.emulation;
   bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), rings_.outer_fd(), skips_.get()};
   auto prog = bpf::generate_program(tp, maps, o);
   if (!prog)
     return prog.error();
-  std::string name = "gdbtrace_tp" + std::to_string(tp.number);
-  auto loaded =
-      bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable, support_.uprobe_multi);
+  auto loaded = program_for(*prog, o, tp.number);
   if (!loaded)
-    return make_error(loaded.error().code,
-                      "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
+    return loaded.error();
 
   // The slot's per-CPU counters start from zero (a slot is taken once a run).
   std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
@@ -472,6 +495,8 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&c.skips_pending, skips, __ATOMIC_RELAXED);
   __atomic_store_n(&c.emulate, 0, __ATOMIC_RELAXED); // set_emulating_probes decides
+  c.slot = slot;
+  c.tp_number = tp.number;
   __atomic_store_n(&c.enabled, enabled ? 1 : 0, __ATOMIC_RELEASE);
   Probe p;
   p.emulates = o.emulation.has_value();
@@ -480,7 +505,7 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
     p.offset = site->offset;
     p.file = batch_file(std::move(*site));
   } else {
-    auto event = attach(*site, site->offset, pid, loaded->get());
+    auto event = attach(*site, site->offset, pid, (*loaded)->get(), slot);
     if (!event)
       return event.error();
     p.event = std::move(*event);
@@ -498,6 +523,30 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   regs.resize(GT_NUM_REGS_AVX, false);
   ctx.set_register_availability(tp.number, regs);
   return p;
+}
+
+// PROG loaded: the run's program of the same instructions when there is one
+// (slot_from_cookie), else a new one, kept for the next probes of that code.
+Result<std::shared_ptr<const UniqueFd>> BpfCollector::program_for(const bpf::Program& prog,
+                                                                  const bpf::CodegenOptions& o,
+                                                                  uint32_t tp_number) {
+  std::string key;
+  if (o.slot_from_cookie) {
+    key.assign(reinterpret_cast<const char*>(prog.insns.data()),
+               prog.insns.size() * sizeof(prog.insns[0]));
+    if (auto it = shared_programs_.find(key); it != shared_programs_.end())
+      return it->second;
+  }
+  std::string name = "gdbtrace_tp" + std::to_string(tp_number);
+  auto loaded =
+      bpf::load_uprobe_program(prog.insns, name.c_str(), o.sleepable, support_.uprobe_multi);
+  if (!loaded)
+    return make_error(loaded.error().code,
+                      "tracepoint " + std::to_string(tp_number) + ": " + loaded.error().message);
+  auto fd = std::make_shared<const UniqueFd>(std::move(*loaded));
+  if (o.slot_from_cookie)
+    shared_programs_.emplace(std::move(key), fd);
+  return fd;
 }
 
 // The recipe for the instruction at SITE, if this kernel lets the program carry
@@ -599,6 +648,7 @@ void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) 
     probes_.push_back(std::move(copy));
   for (size_t i : gone)
     probes_.erase(probes_.begin() + long(i));
+  reindex();
   bpf::close_concurrently(std::move(retired));
 }
 
@@ -651,10 +701,17 @@ uint64_t BpfCollector::copy_skips(uint32_t from_slot, uint32_t to_slot) {
 }
 
 Probe* BpfCollector::find_slot(uint32_t slot) {
-  for (auto& p : probes_)
-    if (p.slot == slot)
-      return &p;
-  return nullptr;
+  auto it = by_slot_.find(slot);
+  return it == by_slot_.end() ? nullptr : &probes_[it->second];
+}
+
+void BpfCollector::reindex() {
+  by_slot_.clear();
+  by_location_.clear();
+  for (size_t i = 0; i < probes_.size(); i++) {
+    by_slot_[probes_[i].slot] = i;
+    by_location_[{probes_[i].tp, probes_[i].address}].push_back(i);
+  }
 }
 
 Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, bool enabled) {
@@ -696,6 +753,8 @@ void BpfCollector::remove_all() {
   }
   retire_stats();
   probes_.clear();
+  reindex();
+  shared_programs_.clear();
   run_active_ = false;
   // Whatever is left is stale.
   discard_ = true;
@@ -784,6 +843,12 @@ void BpfCollector::drain() {
 
 // Hits whose frame the full ring buffer dropped still count toward pass counts.
 void BpfCollector::account_drops() {
+  // Reading every probe's per-CPU counts is a system call each: only when a
+  // frame was dropped since the last look.
+  uint64_t total = __atomic_load_n(&control(bpf::kGlobalSlot).hits, __ATOMIC_ACQUIRE);
+  if (total == drops_seen_)
+    return;
+  drops_seen_ = total;
   for (size_t i = 0; i < probes_.size() && run_active_; i++) {
     uint64_t drops = read_stats(probes_[i].slot).drops;
     uint32_t tp = probes_[i].tp;
@@ -825,6 +890,7 @@ Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t addr
     found = true;
     it = probes_.erase(it); // closing its link removes the uprobe from the tracee
   }
+  reindex();
   if (!found)
     return make_error(ENOENT,
                       "tracepoint " + std::to_string(tp_number) + " has no eBPF probe there");
@@ -857,9 +923,9 @@ CollectorStats BpfCollector::stats(uint32_t tp_number, uint64_t address) const {
   CollectorStats sum;
   if (auto it = replaced_stats_.find({tp_number, address}); it != replaced_stats_.end())
     sum = it->second;
-  for (const auto& p : probes_)
-    if (p.tp == tp_number && p.address == address)
-      sum += probe_stats(p);
+  if (auto it = by_location_.find({tp_number, address}); it != by_location_.end())
+    for (size_t i : it->second)
+      sum += probe_stats(probes_[i]);
   return sum;
 }
 

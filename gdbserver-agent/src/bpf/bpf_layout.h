@@ -32,7 +32,11 @@ struct ControlSlot {
   // 1: this program emulates the probed instruction (bpf_emulate.h); set by the
   // collector for the last program the kernel runs at the address only.
   uint64_t emulate;
-  uint64_t reserved[2];
+  uint64_t reserved[1];
+  // This slot's index and tracepoint, written by the collector: a program
+  // shared by many probes (CodegenOptions::slot_from_cookie) reads them here.
+  uint32_t slot;
+  uint32_t tp_number;
 };
 static_assert(sizeof(ControlSlot) == 64);
 
@@ -43,6 +47,10 @@ static_assert(sizeof(ControlSlot) == 64);
 constexpr uint32_t kGlobalSlot = kMaxProbes - 1;
 constexpr uint32_t kStopFlagOffset =
     kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, reserved);
+// Its `hits` counts the frames every probe dropped (ring full), so the
+// collector reads the per-probe drop counts only when it moved.
+constexpr uint32_t kDropCountOffset =
+    kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, hits);
 
 struct StatsSlot {
   uint64_t hits;     // hits of a tracepoint without a pass count (else ControlSlot::hits)

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <system_error>
-#include <thread>
 
 #include "bpf/bpf_insn.h"
 
@@ -104,9 +103,11 @@ union LinkCreateAttr {
 } // namespace
 
 Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64_t offset, int pid,
-                                    const std::string& shown_path) {
+                                    const std::string& shown_path, uint64_t cookie) {
   LinkCreateAttr attr{};
   uint64_t offsets[1] = {offset};
+  uint64_t cookies[1] = {cookie};
+  attr.link.cookies = uint64_t(uintptr_t(cookies));
   attr.link.prog_fd = uint32_t(prog_fd);
   attr.link.attach_type = kAttachUprobeMulti;
   attr.link.path = uint64_t(uintptr_t(path.c_str()));
@@ -120,29 +121,48 @@ Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64
   return UniqueFd(fd);
 }
 
+namespace {
+
+struct CloserShare {
+  std::vector<UniqueFd>* fds;
+  size_t first, step;
+};
+
+void* close_share(void* arg) {
+  auto* share = static_cast<CloserShare*>(arg);
+  for (size_t i = share->first; i < share->fds->size(); i += share->step)
+    (*share->fds)[i].reset();
+  return nullptr;
+}
+
+} // namespace
+
 void close_concurrently(std::vector<UniqueFd> fds) {
   if (fds.size() <= 1)
     return; // the destructor closes it
-  // Up to kMaxClosers threads, each closing every kMaxClosers-th fd: thousands
-  // of links close in a few rounds of grace periods without a thread each
-  // (a thread limit, e.g. a container's pids.max, would otherwise make the rest
-  // close one after another, a grace period each).
-  constexpr size_t kMaxClosers = 512;
+  // Up to kMaxClosers threads, each closing every kMaxClosers-th fd: 10 000
+  // links close in ~3 rounds of shared grace periods without a thread each (a
+  // thread limit, e.g. a container's pids.max, would otherwise make the rest
+  // close one after another, a grace period each). The threads only wait in
+  // close(): 64 KB stacks.
+  constexpr size_t kMaxClosers = 4096;
   size_t nthreads = std::min(fds.size(), kMaxClosers);
-  std::vector<std::thread> closers;
+  std::vector<CloserShare> shares(nthreads);
+  std::vector<pthread_t> closers;
   closers.reserve(nthreads);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
   for (size_t t = 0; t < nthreads; t++) {
-    try {
-      closers.emplace_back([&fds, t, nthreads] {
-        for (size_t i = t; i < fds.size(); i += nthreads)
-          fds[i].reset();
-      });
-    } catch (const std::system_error&) {
+    shares[t] = CloserShare{&fds, t, nthreads};
+    pthread_t th;
+    if (pthread_create(&th, &attr, close_share, &shares[t]) != 0)
       break; // no thread left: what the started ones do not close closes below
-    }
+    closers.push_back(th);
   }
-  for (auto& t : closers)
-    t.join();
+  pthread_attr_destroy(&attr);
+  for (pthread_t th : closers)
+    pthread_join(th, nullptr);
   if (closers.size() < nthreads)
     for (auto& fd : fds)
       fd.reset();
