@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <unistd.h>
+#include <unordered_map>
 #include <vector>
 
 #include <asio/posix/stream_descriptor.hpp>
@@ -135,6 +136,7 @@ public:
     if (auto r = fpu_supported(tp); !r)
       return r;
     pending_.push_back(Pending{pid, tp});
+    pending_locations_[tp.number] = tp.address;
     return ok();
   }
 
@@ -145,15 +147,11 @@ public:
   // not tell which location a frame (and its count) belongs to. The engine
   // then gives the other locations to the next collector.
   Result<void> one_location(const Tracepoint& tp) const {
-    auto taken = [&](uint32_t number, uint64_t address) {
-      return number == tp.number && address != tp.address;
-    };
-    for (const auto& p : probes_)
-      if (taken(p.tp, p.address))
-        return make_error(EOPNOTSUPP, location_taken(p.address));
-    for (const auto& p : pending_)
-      if (taken(p.tp.number, p.tp.address))
-        return make_error(EOPNOTSUPP, location_taken(p.tp.address));
+    if (const Probe* p = probe_of(tp.number); p && p->address != tp.address)
+      return make_error(EOPNOTSUPP, location_taken(p->address));
+    if (auto it = pending_locations_.find(tp.number);
+        it != pending_locations_.end() && it->second != tp.address)
+      return make_error(EOPNOTSUPP, location_taken(it->second));
     return ok();
   }
   static std::string location_taken(uint64_t address) {
@@ -170,6 +168,7 @@ public:
     batch_ = false;
     std::vector<Pending> pending = std::move(pending_);
     pending_.clear();
+    pending_locations_.clear();
     std::stable_sort(pending.begin(), pending.end(),
                      [](const Pending& a, const Pending& b) { return a.tp.number > b.tp.number; });
     for (const auto& p : pending)
@@ -236,26 +235,25 @@ public:
     auto id = session_.add_probe(req); // site->fd (UniqueFd) closes when site goes
     if (!id)
       return make_error(id.error().code, id.error().message + " (" + site->path + ")");
-    probes_.push_back(Probe{*id, tp.number, tp.address});
+    probes_[tp.number] = Probe{*id, tp.number, tp.address};
     ctx.set_register_availability(tp.number, register_availability(fpu));
     return ok();
   }
 
   Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override {
-    for (const auto& p : probes_)
-      if (p.tp == tp_number && p.address == address)
-        if (auto r = session_.enable(p.id, enabled); !r)
-          return r;
+    if (const Probe* p = probe_of(tp_number); p && p->address == address)
+      return session_.enable(p->id, enabled);
     return ok();
   }
 
   void remove_all() override {
     batch_ = false;
     pending_.clear();
+    pending_locations_.clear();
     if (!session_.initialized())
       return;
     drain(); // frames produced so far belong to this run
-    for (const auto& p : probes_)
+    for (const auto& [number, p] : probes_)
       if (auto st = session_.probe_status(p.id))
         add_stats(finished_[{p.tp, p.address}], *st);
     (void)session_.stop();
@@ -293,10 +291,9 @@ public:
     CollectorStats s;
     if (auto it = finished_.find({tp_number, address}); it != finished_.end())
       s = it->second;
-    for (const auto& p : probes_)
-      if (p.tp == tp_number && p.address == address)
-        if (auto st = session_.probe_status(p.id))
-          add_stats(s, *st);
+    if (const Probe* p = probe_of(tp_number); p && p->address == address)
+      if (auto st = session_.probe_status(p->id))
+        add_stats(s, *st);
     if (auto it = after_stop_.find({tp_number, address}); it != after_stop_.end())
       s.after_stop = it->second;
     return s;
@@ -316,10 +313,8 @@ private:
   };
   // The probe of a frame: one per number here (one_location).
   const Probe* probe_of(uint32_t tp_number) const {
-    for (const auto& p : probes_)
-      if (p.tp == tp_number)
-        return &p;
-    return nullptr;
+    auto it = probes_.find(tp_number);
+    return it == probes_.end() ? nullptr : &it->second;
   }
 
   static void add_stats(CollectorStats& s, const gdbtrace_probe_status& st) {
@@ -443,9 +438,12 @@ private:
   };
   bool batch_ = false;
   std::vector<Pending> pending_;
+  std::unordered_map<uint32_t, uint64_t> pending_locations_; // number -> address, for one_location
   bool emulation_checked_ = false, emulate_ = false;
   std::string emulation_note_;
-  std::vector<Probe> probes_;
+  // By tracepoint number (one location each: one_location): looked up per
+  // frame, per status row and per install, so thousands stay cheap.
+  std::unordered_map<uint32_t, Probe> probes_;
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> finished_; // by location
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> after_stop_;     // hits seen after the stop
   std::set<uint32_t> defined_tsvs_;
