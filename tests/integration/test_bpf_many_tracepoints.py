@@ -2,13 +2,15 @@
 functions (each starts with a `nop`) called in a loop, and a gdb script file with one `trace fK` +
 `collect v` per function, sourced by gdb. Every tracepoint must be served by the eBPF collector (no
 ptrace fallback: `monitor gdbtrace status` names the backend of each) and every hit counted
-exactly, per tracepoint and in the frames gdb reads back.
+exactly, per tracepoint and in the frames gdb reads back. The stub starts with the usual soft
+limit of 1024 open files.
 
 The program and script come from tests/programs/many_functions.py, compiled by the test (gcc) into
-a temporary directory. Skipped when the server has
-no eBPF collector here, failed instead under CI=true or GDBTRACE_STRICT=1."""
+a temporary directory. Skipped when the server has no eBPF collector here, failed instead under
+CI=true or GDBTRACE_STRICT=1."""
 
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,11 @@ class ManyFunctions(GdbTestCase):
                 f"no eBPF collector in this server (collectors: {available_collectors()})")
         self.dir = tempfile.TemporaryDirectory(prefix="gt-many-")
         self.addCleanup(self.dir.cleanup)
+        # The usual soft limit of open files (1024) for the stub, as a user's shell gives it: each
+        # eBPF tracepoint holds an fd, so the stub must raise it to the hard limit itself.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
 
     def test_2000_tracepoints_all_on_ebpf_hits_exact(self):
         functions, rounds = 2000, 3
