@@ -191,8 +191,8 @@ private:
   // generate the same code (the slot and number come from the attach cookie)
   // share one, verified once, one copy of its code hot in the caches.
   std::map<std::string, std::shared_ptr<const UniqueFd>> shared_programs_;
-  int64_t timestamp_offset_us_ =
-      0; // $trace_timestamp - CLOCK_MONOTONIC µs, taken at the run's start
+  // $trace_timestamp - CLOCK_MONOTONIC µs, taken at the run's start.
+  int64_t timestamp_offset_us_ = 0;
   // The files of the install batch's probes, by device and inode (batch_file).
   std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const ProbeSite>> batch_files_;
   std::vector<uint8_t> expanded_; // the frame handle_record builds from a record
