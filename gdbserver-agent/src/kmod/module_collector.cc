@@ -24,7 +24,23 @@ namespace {
 
 using kmod::ModuleSession;
 
-constexpr uint32_t kRingShift = 22; // 4 MiB per CPU
+constexpr uint32_t kMinRingShift = 22; // 4 MiB per CPU
+// The module's bound on one session's rings, all CPUs together (kmodule/gdbtrace.h).
+constexpr uint64_t kMaxSessionRingBytes = uint64_t(256) << 20;
+
+// log2 of each CPU's ring for a trace buffer of BUFFER bytes, as the eBPF
+// collector sizes its rings: together they hold half the buffer (a burst of
+// hits the stub is slow to drain, e.g. thousands of tracepoints at once),
+// never less than 4 MiB per CPU, within the module's bounds.
+uint32_t ring_shift_for(size_t buffer) {
+  uint64_t ncpu = uint64_t(std::max(sysconf(_SC_NPROCESSORS_CONF), 1L));
+  uint64_t share = buffer / 2 / ncpu;
+  uint32_t shift = kMinRingShift;
+  while (shift < GDBTRACE_MAX_RING_SHIFT && (uint64_t(1) << (shift + 1)) <= share &&
+         ncpu << (shift + 1) <= kMaxSessionRingBytes)
+    shift++;
+  return shift;
+}
 
 // A gdb 'M' action longer than a frame block can hold becomes several.
 void add_memory_actions(const CollectMemory& m, std::vector<gdbtrace_action>& out) {
@@ -85,7 +101,7 @@ public:
     std::string d = "gdbtrace.ko uprobes, frames built in the kernel";
     if (session_.initialized())
       d += ", " + std::to_string(session_.info().nr_rings) + " per-CPU rings of " +
-           std::to_string((1u << kRingShift) >> 10) + " KiB";
+           std::to_string((1u << ring_shift_) >> 10) + " KiB";
     if (emulation_checked_)
       d += emulate_ ? ", common instructions emulated (no single-step)"
                     : ", instructions single-stepped by the kernel (" + emulation_note_ + ")";
@@ -330,7 +346,9 @@ private:
       return ok();
     }
     regblock_size_ = ctx.register_block_size();
-    if (auto r = session_.init(regblock_size_, kRingShift); !r)
+    // Sized at the session's first install, from that run's trace buffer.
+    ring_shift_ = ring_shift_for(ctx.buffer_capacity());
+    if (auto r = session_.init(regblock_size_, ring_shift_); !r)
       return r;
     check_emulation();
     arm_wakeup();
@@ -430,6 +448,7 @@ private:
   std::optional<asio::posix::stream_descriptor> wakeup_;
   TraceContext* ctx_ = nullptr;
   uint32_t regblock_size_ = 0;
+  uint32_t ring_shift_ = kMinRingShift;
   bool run_active_ = false;
   // QTStart's tracepoints, added at end_install_batch.
   struct Pending {
