@@ -5,11 +5,13 @@
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/hashtable.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/uidgid.h>
 #include <linux/wait.h>
+#include <linux/xarray.h>
 
 #include "ax/ax.h"
 #include "compat.h"
@@ -39,6 +41,7 @@ struct gt_action {
 
 struct gt_probe {
 	struct list_head node;
+	struct hlist_node site_node; /* in gt_session.sites */
 	struct gt_session *s;
 	struct uprobe_consumer uc;
 	struct uprobe *uprobe;   /* what unregistering needs (compat.h) */
@@ -76,6 +79,10 @@ struct gt_session {
 	u32 stop_reason, stop_tp;
 	struct list_head probes;
 	u32 nr_probes, next_id;
+	/* Lookups that stay cheap with thousands of probes: by id (every ioctl
+	 * naming one), and by site (mm, inode, offset) when a probe is added. */
+	struct xarray ids;
+	DECLARE_HASHTABLE(sites, 10);
 	atomic64_t *tsv;           /* GDBTRACE_MAX_TSVS values */
 	unsigned long *tsv_defined; /* bitmap */
 	/* Held across every program that reads or writes TSVs, so a

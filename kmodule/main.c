@@ -173,6 +173,8 @@ static int gt_open(struct inode *inode, struct file *f)
 	mutex_init(&s->lock);
 	init_waitqueue_head(&s->wq);
 	INIT_LIST_HEAD(&s->probes);
+	xa_init(&s->ids);
+	hash_init(s->sites);
 	raw_spin_lock_init(&s->tsv_lock);
 	s->next_id = 1;
 	f->private_data = s;
@@ -185,6 +187,7 @@ static int gt_release(struct inode *inode, struct file *f)
 
 	atomic_set(&s->running, 0);
 	gt_probes_remove_all(s); /* no handler runs after this */
+	xa_destroy(&s->ids);
 	if (s->initialized) {
 		rings_free(s);
 		kvfree(s->tsv);

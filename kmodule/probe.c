@@ -39,12 +39,7 @@ static GT_UPROBE_FILTER(gt_filter, uc, mm)
 
 struct gt_probe *gt_probe_find(struct gt_session *s, u32 id)
 {
-	struct gt_probe *p;
-
-	list_for_each_entry(p, &s->probes, node)
-		if (p->id == id)
-			return p;
-	return NULL;
+	return xa_load(&s->ids, id);
 }
 
 static void probe_free(struct gt_probe *p)
@@ -161,11 +156,16 @@ static void share_step_budget(struct gt_probe *p)
 		p->actions[i].step_budget = p->actions[i].info.has_backward_jump ? each : GDBTRACE_MAX_CODE;
 }
 
+static unsigned long site_key(struct gt_probe *p)
+{
+	return (unsigned long)p->mm ^ (unsigned long)file_inode(p->file) ^ (unsigned long)p->offset;
+}
+
 static bool site_has_probe(struct gt_session *s, struct gt_probe *p)
 {
 	struct gt_probe *q;
 
-	list_for_each_entry(q, &s->probes, node)
+	hash_for_each_possible(s->sites, q, site_node, site_key(p))
 		if (q->mm == p->mm && q->offset == p->offset &&
 		    file_inode(q->file) == file_inode(p->file))
 			return true;
@@ -330,11 +330,18 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 			goto fail;
 	}
 
-	p->id = s->next_id++;
-	ret = register_probe(p);
+	p->id = s->next_id;
+	ret = xa_insert(&s->ids, p->id, p, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto fail;
+	ret = register_probe(p);
+	if (ret) {
+		xa_erase(&s->ids, p->id);
+		goto fail;
+	}
+	s->next_id++;
 	list_add_tail(&p->node, &s->probes);
+	hash_add(s->sites, &p->site_node, site_key(p));
 	s->nr_probes++;
 	req->id = p->id;
 	req->emu = p->emu;
@@ -354,6 +361,8 @@ void gt_probes_remove_all(struct gt_session *s)
 		gt_uprobe_unregister_sync(); /* no handler of ours runs after this */
 	list_for_each_entry_safe(p, tmp, &s->probes, node) {
 		list_del(&p->node);
+		hash_del(&p->site_node);
+		xa_erase(&s->ids, p->id);
 		probe_free(p);
 	}
 	s->nr_probes = 0;

@@ -30,7 +30,7 @@
 #define GDBTRACE_DEVICE "/dev/gdbtrace"
 
 /* Bounds the module enforces. */
-#define GDBTRACE_MAX_PROBES 256       /* per session */
+#define GDBTRACE_MAX_PROBES 65536     /* per session (each charged to the caller's memcg) */
 #define GDBTRACE_MAX_ACTIONS 64       /* per probe */
 #define GDBTRACE_MAX_CODE 4096        /* bytes of one bytecode program (= AX_MAX_CODE_LEN) */
 #define GDBTRACE_MAX_MEM 65535        /* bytes of one 'M' action (u16 block length) */

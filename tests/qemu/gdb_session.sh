@@ -128,7 +128,7 @@ check ebpf_add_frame_before "ADD-RDI: ?41$" "$bpfout"
 # sink = sum of 4i for i < NB, + step_site(41) + store_site(&watched, 1234): every site ran once.
 check ebpf_program_results "SINK: ?$((2 * NB * (NB - 1) + 42 + 1234))$" "$bpfout"
 check ebpf_store_site_ran "WATCHED: ?1234$" "$bpfout"
-krel=$(sed -n 's/.*generated BPF program per tracepoint (Linux \([0-9]*\.[0-9]*\).*/\1/p' "$bpfout" | head -1)
+krel=$(sed -n 's/.*generated BPF program[^(]*(Linux \([0-9]*\.[0-9]*\).*/\1/p' "$bpfout" | head -1)
 if [ -n "$krel" ] && [ "$(printf '%s\n6.19\n' "$krel" | sort -V | head -1)" = 6.19 ]; then
   check ebpf_emulates "common instructions emulated by the program" "$bpfout"
   check ebpf_load_emulated "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB, drops 0, after stop 0, errors 0, emulated $NB$" "$bpfout"

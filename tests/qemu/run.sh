@@ -14,6 +14,9 @@
 #              GDBTRACE_KO_DIR=DIR: boot DIR/<series>/gdbtrace.ko (prebuilt, e.g. by DKMS)
 #                instead of building the module; missing -> failure,
 #              QEMU_TIMEOUT=<seconds per boot> (default 300), GT_BENCH=1 runs bench/kmodule guest part,
+#              GT_MANY=N: before the gdb session, N tracepoints (one per function of a generated
+#                program) on the module through the host gdb (gdb_many.sh; GT_MANY_BACKEND,
+#                GT_MANY_ROUNDS); give it QEMU_TIMEOUT=3000 for N=10000,
 #              CI=true: a missing kernel, a failed fetch or a skipped gdb session is a failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -129,6 +132,11 @@ run_series() {
     strip --strip-debug "$root/bin/gdbtrace-server"
   fi
   [ -n "${GT_BENCH:-}" ] && echo "${GT_BENCH}" > "$root/etc/gt_bench"
+  if [ -n "${GT_MANY:-}" ]; then # the program and gdb script of gdb_many.sh
+    python3 "$repo/tests/programs/many_functions.py" "$GT_MANY" "$work/$s/many.c" "$work/$s/many.gdb" &&
+      gcc -O1 -g -fno-inline -static -o "$root/bin/many" "$work/$s/many.c" || return 1
+    echo "$GT_MANY" >"$root/etc/gt_many" # the guest waits longer for the server
+  fi
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/$s/initramfs.gz"
 
   local port=$((12340 + ${#summary[@]}))
@@ -151,6 +159,7 @@ run_series() {
     done
     if grep -q "GT-SERVER-READY" "$log"; then
       [ -n "${GT_BENCH:-}" ] && "$here/gdb_bench.sh" "$port" "$work/$s" "$root" "${GT_BENCH_GDB_N:-2000}" >"$work/$s/gdb-bench.log" 2>&1
+      [ -n "${GT_MANY:-}" ] && "$here/gdb_many.sh" "$port" "$work/$s" "$root" "$GT_MANY" >"$work/$s/gdb-many.log" 2>&1
       "$gdbscript" "$port" "$work/$s" "$root" >"$work/$s/gdb.log" 2>&1
       echo "gdb session exit $?" >>"$work/$s/gdb.log"
     fi
@@ -160,6 +169,7 @@ run_series() {
   echo "boot+tests: $((SECONDS - start)) s (qemu exit $qrc)"
   sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|SKIP\|BENCH\)/p' "$log"
   [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|gdb session\)/p' "$work/$s/gdb.log"
+  [ -n "${GT_MANY:-}" ] && cat "$work/$s/gdb-many.log"
   [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"
   # Under CI a skipped guest test (e.g. no 32-bit support) is a failure.
   if $ci && grep -q "^SKIP" "$log"; then
@@ -171,6 +181,7 @@ run_series() {
   if [ -x "$server" ]; then
     grep -q "^ok gdb_" "$work/$s/gdb.log" 2>/dev/null || gdb_ok=false
     grep -q "^FAIL" "$work/$s/gdb.log" 2>/dev/null && gdb_ok=false
+    [ -n "${GT_MANY:-}" ] && ! grep -q "^ok gdb_many" "$work/$s/gdb-many.log" 2>/dev/null && gdb_ok=false
   fi
   if grep -q "GT-RESULT PASS" "$log" && $gdb_ok; then
     echo "RESULT $s ($KREL): PASS"

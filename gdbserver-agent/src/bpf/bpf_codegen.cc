@@ -122,6 +122,9 @@ private:
   void store_const(int16_t off, uint64_t v);
   void load_const(uint8_t dst, uint64_t v);
   void stats_add(uint32_t field_offset);
+  void load_control_slot();
+  void load_slot(uint8_t dst);
+  void store_tp_number(uint8_t size, int16_t off);
 
   const Tracepoint& tp_;
   const CodegenMaps& maps_;
@@ -168,6 +171,8 @@ void Generator::load_const(uint8_t dst, uint64_t v) {
 Result<Program> Generator::run() {
   if (auto r = check_tracepoint(tp_); !r)
     return r.error();
+  if (opts_.slot_from_cookie && opts_.emulation)
+    return refuse("a program shared through the attach cookie cannot emulate (internal)");
   exit_ = a_.new_label();
   drop_ = a_.new_label();
   cond_error_ = a_.new_label();
@@ -198,11 +203,48 @@ Result<Program> Generator::run() {
   return std::move(out_);
 }
 
+// r9 = &control[slot]: a constant address, or with slot_from_cookie the control
+// map plus the attach cookie's slot (masked, so the verifier sees it in bounds).
+// Clobbers r0-r5.
+void Generator::load_control_slot() {
+  if (!opts_.slot_from_cookie) {
+    a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
+    return;
+  }
+  static_assert(sizeof(ControlSlot) == 64 && (kMaxProbes & (kMaxProbes - 1)) == 0);
+  a_.emit(mov64_reg(R1, R6));
+  a_.emit(call(BPF_FUNC_get_attach_cookie));
+  a_.emit(alu64_imm(BPF_AND, R0, int32_t(kMaxProbes - 1)));
+  a_.emit(alu64_imm(BPF_LSH, R0, 6));
+  a_.emit(ld_map_value(R9, maps_.control_fd, 0));
+  a_.emit(alu64_reg(BPF_ADD, R9, R0));
+}
+
+// DST = this probe's slot. With slot_from_cookie it is read through r9, so
+// only where r9 still holds the control slot (memory blocks reuse r9; the one
+// use after them, emulation, is never compiled with slot_from_cookie).
+void Generator::load_slot(uint8_t dst) {
+  if (opts_.slot_from_cookie)
+    a_.emit(ldx(BPF_W, dst, R9, offsetof(ControlSlot, slot)));
+  else
+    a_.emit(mov64_imm(dst, int32_t(opts_.slot)));
+}
+
+// The tracepoint number, SIZE bytes at R7+OFF (the record); as load_slot.
+void Generator::store_tp_number(uint8_t size, int16_t off) {
+  if (!opts_.slot_from_cookie) {
+    a_.emit(st_imm(size, R7, off, int32_t(size == BPF_H ? tp_.number & 0xffff : tp_.number)));
+    return;
+  }
+  a_.emit(ldx(BPF_W, R1, R9, offsetof(ControlSlot, tp_number)));
+  a_.emit(stx(size, R7, off, R1));
+}
+
 // r6 = pt_regs, r9 = &control[slot]; leave when disabled.
 void Generator::prologue() {
   out_.frame_max = kHeader;
   a_.emit(mov64_reg(R6, R1));
-  a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
+  load_control_slot();
   a_.emit(ldx(BPF_DW, R0, R9, offsetof(ControlSlot, enabled)));
   a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), exit_);
   a_.emit(ld_map_value(R1, maps_.control_fd, kStopFlagOffset));
@@ -219,7 +261,8 @@ void Generator::skip_resumed_thread() {
   a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), no_skip);
   a_.emit(call(BPF_FUNC_get_current_pid_tgid));
   a_.emit(alu64_imm(BPF_LSH, R0, 32)); // tid in the high half, slot in the low half
-  a_.emit(alu64_imm(BPF_OR, R0, int32_t(opts_.slot)));
+  load_slot(R1);
+  a_.emit(alu64_reg(BPF_OR, R0, R1));
   a_.emit(stx(BPF_DW, R10, kKey, R0));
   a_.emit(ld_map_fd(R1, maps_.skip_fd));
   a_.emit(mov64_reg(R2, R10));
@@ -283,7 +326,7 @@ void Generator::count_hit_and_reserve() {
   }
   reserve_record(drop_);
   a_.emit(mov64_imm(R8, kFrame + kHeader));
-  a_.emit(st_imm(BPF_H, R7, kFrame, int32_t(tp_.number & 0xffff))); // header: u16 tracepoint
+  store_tp_number(BPF_H, kFrame); // header: u16 tracepoint
 }
 
 // r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
@@ -307,7 +350,8 @@ void Generator::reserve_record(int fail_label) {
   a_.emit(mov64_reg(R7, R0));
   a_.emit(call(BPF_FUNC_ktime_get_ns));
   a_.emit(stx(BPF_DW, R7, 0, R0));
-  a_.emit(st_imm(BPF_DW, R7, kRecordStamp, int32_t(opts_.slot)));
+  load_slot(R1);
+  a_.emit(stx(BPF_DW, R7, kRecordStamp, R1));
 }
 
 Result<void> Generator::action(const TraceAction& act) {
@@ -369,7 +413,8 @@ void Generator::finish_frame() {
 // stats[slot].FIELD += 1 (per-CPU map, rare paths only).
 void Generator::stats_add(uint32_t field_offset) {
   int skip = a_.new_label();
-  a_.emit(st_imm(BPF_DW, R10, kKey, int32_t(opts_.slot)));
+  load_slot(R1);
+  a_.emit(stx(BPF_DW, R10, kKey, R1));
   a_.emit(ld_map_fd(R1, maps_.stats_fd));
   a_.emit(mov64_reg(R2, R10));
   a_.emit(alu64_imm(BPF_ADD, R2, kKey));
@@ -384,6 +429,9 @@ void Generator::error_paths() {
   // Ring buffer full: count a drop, never write a torn frame.
   a_.bind(drop_);
   stats_add(offsetof(StatsSlot, drops));
+  a_.emit(ld_map_value(R1, maps_.control_fd, kDropCountOffset));
+  a_.emit(mov64_imm(R2, 1));
+  a_.emit(atomic64(BPF_ADD, R1, 0, R2));
   a_.ja(exit_);
 
   bool action_errors = a_.referenced(action_error_);
@@ -403,7 +451,7 @@ void Generator::error_paths() {
   a_.bind(error_common_);
   // Remember the last error for the collector, count it, and tell the engine
   // through the ring buffer (which also wakes the reader).
-  a_.emit(ld_map_value(R9, maps_.control_fd, opts_.slot * sizeof(ControlSlot)));
+  load_control_slot();
   a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
   a_.emit(stx(BPF_DW, R9, offsetof(ControlSlot, last_error), R1));
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
@@ -416,7 +464,7 @@ void Generator::error_paths() {
   auto at = [](size_t field) { return int16_t(kFrame + field); };
   a_.emit(st_imm(BPF_H, R7, at(offsetof(ErrorRecord, marker)), kErrorMarker));
   a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, size)), sizeof(ErrorRecord) - kHeader));
-  a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, tp_number)), int32_t(tp_.number)));
+  store_tp_number(BPF_W, at(offsetof(ErrorRecord, tp_number)));
   a_.emit(ldx(BPF_DW, R1, R10, kErrStatus));
   a_.emit(stx(BPF_W, R7, at(offsetof(ErrorRecord, status)), R1));
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));

@@ -35,7 +35,12 @@ struct CodegenMaps {
 };
 
 struct CodegenOptions {
-  uint32_t slot = 0;            // ControlSlot / StatsSlot index
+  uint32_t slot = 0; // ControlSlot / StatsSlot index
+  // The slot is not a constant of the program but the attach cookie of the
+  // uprobe_multi link that runs it (bpf_get_attach_cookie): every probe whose
+  // tracepoint generates the same code loads one program, whatever its slot and
+  // number (the number comes from ControlSlot::tp_number). Not with emulation.
+  bool slot_from_cookie = false;
   uint32_t regblock_size = 816; // TraceContext::register_block_size()
   // TSV number -> index in the tsv map; nullopt when no index is left.
   std::function<std::optional<uint32_t>(uint32_t)> tsv_index;

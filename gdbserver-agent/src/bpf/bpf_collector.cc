@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "abi/amd64_regs.h"
@@ -81,9 +83,12 @@ struct Probe {
   uint64_t drops_reported = 0;
   Pid pid = 0;
   std::shared_ptr<const Tracepoint> def; // to attach it again (keep_definition_order)
-  // Loaded, to be attached at the end of the install batch.
-  UniqueFd program;
-  std::optional<ProbeSite> site;
+  // Loaded, to be attached at the end of the install batch: the program, and
+  // the file (shared by the batch's probes in one file: an fd each would
+  // double the fds a batch of thousands holds) with the probe's offset in it.
+  std::shared_ptr<const UniqueFd> program; // possibly shared (shared_programs_)
+  std::shared_ptr<const ProbeSite> file;
+  uint64_t offset = 0;
   bool emulates = false; // its program can emulate the probed instruction (bpf_emulate.h)
   // The registers of its records' compact register block (trace/compact_frame.h):
   // the program writes them in register-number order, as CompactRegisters::of_mask lays them out.
@@ -123,7 +128,11 @@ private:
   std::optional<uint32_t> tsv_index(uint32_t number, TraceContext* ctx);
   bpf::CodegenOptions codegen_options(uint32_t slot, TraceContext* ctx,
                                       uint32_t regblock_size) const;
-  Result<UniqueFd> attach(const ProbeSite& site, Pid pid, int prog_fd) const;
+  Result<UniqueFd> attach(const ProbeSite& file, uint64_t offset, Pid pid, int prog_fd,
+                          uint32_t slot) const;
+  Result<std::shared_ptr<const UniqueFd>>
+  program_for(const bpf::Program& prog, const bpf::CodegenOptions& o, uint32_t tp_number);
+  std::shared_ptr<const ProbeSite> batch_file(ProbeSite site);
   Result<Probe> load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def, TraceContext& ctx,
                                 bool enabled, std::optional<uint32_t> skips_of_slot,
                                 bool defer = false);
@@ -142,6 +151,7 @@ private:
   StatsSlot read_stats(uint32_t slot) const;
   CollectorStats probe_stats(const Probe& p) const;
   Probe* find_slot(uint32_t slot);
+  void reindex();
   void retire_stats();
 
   asio::io_context& io_;
@@ -154,6 +164,11 @@ private:
 
   TraceContext* ctx_ = nullptr;
   std::vector<Probe> probes_;
+  // Positions in probes_ by slot (a lookup per record) and by location (per
+  // status row): reindex() after every change of probes_.
+  std::unordered_map<uint32_t, size_t> by_slot_;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> by_location_;
+  uint64_t drops_seen_ = 0; // the run's drop count (global slot) account_drops last saw
   std::map<uint32_t, uint32_t> tsv_slots_; // TSV number -> index in the tsv map
   uint32_t next_slot_ = 0;
   bool run_active_ = false;
@@ -174,6 +189,14 @@ private:
   // Counts of probes of this run replaced by a copy (keep_definition_order),
   // and hits whose record arrived after the run stopped.
   std::map<Location, CollectorStats> replaced_stats_;
+  // Programs loaded this run, by their instructions: probes whose tracepoints
+  // generate the same code (the slot and number come from the attach cookie)
+  // share one, verified once, one copy of its code hot in the caches.
+  std::map<std::string, std::shared_ptr<const UniqueFd>> shared_programs_;
+  // $trace_timestamp - CLOCK_MONOTONIC µs, taken at the run's start.
+  int64_t timestamp_offset_us_ = 0;
+  // The files of the install batch's probes, by device and inode (batch_file).
+  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const ProbeSite>> batch_files_;
 };
 
 Result<void> BpfCollector::init() {
@@ -254,7 +277,10 @@ BpfCollector::~BpfCollector() {
 std::string BpfCollector::describe() const {
   std::string s =
       std::string("eBPF: uprobe (") + (support_.uprobe_multi ? "uprobe_multi link" : "perf event") +
-      ") + generated BPF program per tracepoint (Linux " + support_.kernel_release + "); ";
+      ") + generated BPF program " +
+      (support_.uprobe_multi ? "per distinct tracepoint code, shared through the attach cookie"
+                             : "per tracepoint") +
+      " (Linux " + support_.kernel_release + "); ";
   if (emulation_available())
     s += "common instructions emulated by the program (register writes; loads, moves, "
          "add/sub, lea), others single-stepped by the kernel";
@@ -289,7 +315,7 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   // CPU from the tracee mid-burst. Only the crossing frame wakes the stub.
   o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 2);
   if (ctx)
-    o.timestamp_offset_us = ctx->trace_timestamp() - monotonic_us();
+    o.timestamp_offset_us = timestamp_offset_us_; // one value a run: programs stay shareable
   return o;
 }
 
@@ -300,14 +326,17 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
 Result<void> BpfCollector::check(const Tracepoint& tp) const {
   if (auto r = bpf::check_tracepoint(tp); !r)
     return r;
-  if (probes_.size() >= bpf::kMaxProbes)
+  if (probes_.size() >= bpf::kGlobalSlot)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
-                                  std::to_string(bpf::kMaxProbes) + " tracepoints");
+                                  std::to_string(bpf::kGlobalSlot) + " tracepoints");
   return ok();
 }
 
 void BpfCollector::start_run(TraceContext& ctx) {
-  memset(control_mem_.get(), 0, bpf::kMaxProbes * sizeof(ControlSlot));
+  // Only the slots the last run used, and the run's own: the rest were never
+  // written (load_and_attach clears each slot's per-CPU counters as it takes it).
+  memset(control_mem_.get(), 0, next_slot_ * sizeof(ControlSlot));
+  memset(&control(bpf::kGlobalSlot), 0, sizeof(ControlSlot));
   memset(tsv_mem_.get(), 0, bpf::kMaxTsvs * 8);
   tsv_slots_.clear();
   retired_stats_.clear();
@@ -315,6 +344,8 @@ void BpfCollector::start_run(TraceContext& ctx) {
   replaced_stats_.clear();
   next_slot_ = 0;
   ctx_ = &ctx;
+  timestamp_offset_us_ = ctx.trace_timestamp() - monotonic_us();
+  drops_seen_ = 0;
   run_active_ = true;
   discard_ = false;
   // Skips left over from the last run (threads that never resumed there).
@@ -322,10 +353,6 @@ void BpfCollector::start_run(TraceContext& ctx) {
   while (bpf_map_get_next_key(skips_.get(), nullptr, &key) == 0)
     if (bpf_map_delete_elem(skips_.get(), &key) != 0)
       break;
-  // Per-CPU counters start from zero for every slot.
-  std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
-  for (uint32_t s = 0; s < bpf::kMaxProbes; s++)
-    bpf_map_update_elem(stats_.get(), &s, zeros.data(), BPF_ANY);
 }
 
 // Index of TSV NUMBER in the map; the first use in a run seeds it with the
@@ -342,25 +369,39 @@ std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* c
   return index;
 }
 
-Result<UniqueFd> BpfCollector::attach(const ProbeSite& site, Pid pid, int prog_fd) const {
+// SITE's file as the install batch holds it: one open file for all its probes
+// there (same device and inode: the very file the resolver checked).
+std::shared_ptr<const ProbeSite> BpfCollector::batch_file(ProbeSite site) {
+  struct stat st {};
+  if (fstat(site.fd.get(), &st) != 0)
+    return std::make_shared<const ProbeSite>(std::move(site));
+  auto& file = batch_files_[{st.st_dev, st.st_ino}];
+  if (!file)
+    file = std::make_shared<const ProbeSite>(std::move(site));
+  return file;
+}
+
+// The link's cookie is SLOT (for programs generated with slot_from_cookie).
+Result<UniqueFd> BpfCollector::attach(const ProbeSite& file, uint64_t offset, Pid pid, int prog_fd,
+                                      uint32_t slot) const {
   // uprobe_path: the file the resolver opened and checked, not a path that
   // could name another file by now.
   if (support_.uprobe_multi)
-    return bpf::attach_uprobe_link(prog_fd, site.fd_path(), site.offset, pid, site.path);
+    return bpf::attach_uprobe_link(prog_fd, file.fd_path(), offset, pid, file.path, slot);
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = uint32_t(support_.uprobe_pmu_type);
   // uprobe_path: the file the resolver opened and checked, not a path that
   // could name another file by now.
-  std::string path = site.fd_path();
+  std::string path = file.fd_path();
   attr.config1 = uint64_t(uintptr_t(path.c_str()));
-  attr.config2 = site.offset; // probe_offset
+  attr.config2 = offset; // probe_offset
   // pid filter: the kernel matches the uprobe against the process's mm, so
   // every thread of PID hits it and no other process does.
   int fd = int(syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0)
-    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + site.path + " offset " +
-                                                           std::to_string(site.offset)));
+    return make_error(errno, bpf::explain_errno(errno, "uprobe on " + file.path + " offset " +
+                                                           std::to_string(offset)));
   UniqueFd event(fd);
   if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0)
     return make_error(errno, bpf::explain_errno(errno, "attaching the BPF program to the uprobe"));
@@ -380,6 +421,8 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!probe)
     return probe.error();
   probes_.push_back(std::move(*probe));
+  by_slot_[probes_.back().slot] = probes_.size() - 1;
+  by_location_[{probes_.back().tp, probes_.back().address}].push_back(probes_.size() - 1);
   if (!batch_) {
     keep_definition_order(probes_.back(), ctx);
     set_emulating_probes();
@@ -394,6 +437,7 @@ Result<void> BpfCollector::end_install_batch() {
   if (!batch_)
     return ok();
   batch_ = false;
+  batch_files_.clear(); // the probes hold them until attached
   std::vector<Probe*> pending;
   for (auto& p : probes_)
     if (p.program)
@@ -401,14 +445,14 @@ Result<void> BpfCollector::end_install_batch() {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const Probe* a, const Probe* b) { return a->tp > b->tp; });
   for (Probe* p : pending) {
-    auto event = attach(*p->site, p->pid, p->program.get());
+    auto event = attach(*p->file, p->offset, p->pid, p->program->get(), p->slot);
     if (!event)
       return make_error(event.error().code,
                         "tracepoint " + std::to_string(p->tp) + ": " + event.error().message);
     p->event = std::move(*event);
     p->attached_at = ++attach_seq_;
-    p->program = UniqueFd(); // the link holds the program
-    p->site.reset();
+    p->program.reset(); // the link holds the program
+    p->file.reset();
   }
   set_emulating_probes();
   return ok();
@@ -433,31 +477,36 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   bpf::CodegenOptions o = codegen_options(slot, &ctx, ctx.register_block_size());
   o.tsv_index = [this, &ctx](uint32_t n) { return tsv_index(n, &ctx); };
   o.emulation = emulation_site(*site, tp.address, slot);
+  // An emulating program carries its site's instruction: it is that probe's own.
+  o.slot_from_cookie = support_.uprobe_multi && !o.emulation;
   bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), rings_.outer_fd(), skips_.get()};
   auto prog = bpf::generate_program(tp, maps, o);
   if (!prog)
     return prog.error();
-  std::string name = "gdbtrace_tp" + std::to_string(tp.number);
-  auto loaded =
-      bpf::load_uprobe_program(prog->insns, name.c_str(), o.sleepable, support_.uprobe_multi);
+  auto loaded = program_for(*prog, o, tp.number);
   if (!loaded)
-    return make_error(loaded.error().code,
-                      "tracepoint " + std::to_string(tp.number) + ": " + loaded.error().message);
+    return loaded.error();
 
+  // The slot's per-CPU counters start from zero (a slot is taken once a run).
+  std::vector<uint8_t> zeros(size_t(libbpf_num_possible_cpus()) * sizeof(StatsSlot));
+  bpf_map_update_elem(stats_.get(), &slot, zeros.data(), BPF_ANY);
   ControlSlot& c = control(slot);
   uint64_t skips =
       skips_of_slot ? copy_skips(*skips_of_slot, slot) : mark_threads_at(pid, tp.address, slot);
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&c.skips_pending, skips, __ATOMIC_RELAXED);
   __atomic_store_n(&c.emulate, 0, __ATOMIC_RELAXED); // set_emulating_probes decides
+  c.slot = slot;
+  c.tp_number = tp.number;
   __atomic_store_n(&c.enabled, enabled ? 1 : 0, __ATOMIC_RELEASE);
   Probe p;
   p.emulates = o.emulation.has_value();
   if (defer) {
     p.program = std::move(*loaded);
-    p.site = std::move(*site);
+    p.offset = site->offset;
+    p.file = batch_file(std::move(*site));
   } else {
-    auto event = attach(*site, pid, loaded->get());
+    auto event = attach(*site, site->offset, pid, (*loaded)->get(), slot);
     if (!event)
       return event.error();
     p.event = std::move(*event);
@@ -475,6 +524,30 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   ctx.set_register_availability(tp.number, regs);
   p.registers = register_mask(regs);
   return p;
+}
+
+// PROG loaded: the run's program of the same instructions when there is one
+// (slot_from_cookie), else a new one, kept for the next probes of that code.
+Result<std::shared_ptr<const UniqueFd>> BpfCollector::program_for(const bpf::Program& prog,
+                                                                  const bpf::CodegenOptions& o,
+                                                                  uint32_t tp_number) {
+  std::string key;
+  if (o.slot_from_cookie) {
+    key.assign(reinterpret_cast<const char*>(prog.insns.data()),
+               prog.insns.size() * sizeof(prog.insns[0]));
+    if (auto it = shared_programs_.find(key); it != shared_programs_.end())
+      return it->second;
+  }
+  std::string name = "gdbtrace_tp" + std::to_string(tp_number);
+  auto loaded =
+      bpf::load_uprobe_program(prog.insns, name.c_str(), o.sleepable, support_.uprobe_multi);
+  if (!loaded)
+    return make_error(loaded.error().code,
+                      "tracepoint " + std::to_string(tp_number) + ": " + loaded.error().message);
+  auto fd = std::make_shared<const UniqueFd>(std::move(*loaded));
+  if (o.slot_from_cookie)
+    shared_programs_.emplace(std::move(key), fd);
+  return fd;
 }
 
 // The recipe for the instruction at SITE, if this kernel lets the program carry
@@ -576,6 +649,7 @@ void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) 
     probes_.push_back(std::move(copy));
   for (size_t i : gone)
     probes_.erase(probes_.begin() + long(i));
+  reindex();
   bpf::close_concurrently(std::move(retired));
 }
 
@@ -628,10 +702,17 @@ uint64_t BpfCollector::copy_skips(uint32_t from_slot, uint32_t to_slot) {
 }
 
 Probe* BpfCollector::find_slot(uint32_t slot) {
-  for (auto& p : probes_)
-    if (p.slot == slot)
-      return &p;
-  return nullptr;
+  auto it = by_slot_.find(slot);
+  return it == by_slot_.end() ? nullptr : &probes_[it->second];
+}
+
+void BpfCollector::reindex() {
+  by_slot_.clear();
+  by_location_.clear();
+  for (size_t i = 0; i < probes_.size(); i++) {
+    by_slot_[probes_[i].slot] = i;
+    by_location_[{probes_[i].tp, probes_[i].address}].push_back(i);
+  }
 }
 
 Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, bool enabled) {
@@ -650,6 +731,7 @@ Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, boo
 
 void BpfCollector::remove_all() {
   batch_ = false;
+  batch_files_.clear();
   if (!run_active_)
     return;
   // Frames already in the ring belong to this run: hand them over first.
@@ -672,6 +754,8 @@ void BpfCollector::remove_all() {
   }
   retire_stats();
   probes_.clear();
+  reindex();
+  shared_programs_.clear();
   run_active_ = false;
   // Whatever is left is stale.
   discard_ = true;
@@ -756,6 +840,12 @@ void BpfCollector::drain() {
 
 // Hits whose frame the full ring buffer dropped still count toward pass counts.
 void BpfCollector::account_drops() {
+  // Reading every probe's per-CPU counts is a system call each: only when a
+  // frame was dropped since the last look.
+  uint64_t total = __atomic_load_n(&control(bpf::kGlobalSlot).hits, __ATOMIC_ACQUIRE);
+  if (total == drops_seen_)
+    return;
+  drops_seen_ = total;
   for (size_t i = 0; i < probes_.size() && run_active_; i++) {
     uint64_t drops = read_stats(probes_[i].slot).drops;
     uint32_t tp = probes_[i].tp;
@@ -797,6 +887,7 @@ Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t addr
     found = true;
     it = probes_.erase(it); // closing its link removes the uprobe from the tracee
   }
+  reindex();
   if (!found)
     return make_error(ENOENT,
                       "tracepoint " + std::to_string(tp_number) + " has no eBPF probe there");
@@ -829,9 +920,9 @@ CollectorStats BpfCollector::stats(uint32_t tp_number, uint64_t address) const {
   CollectorStats sum;
   if (auto it = replaced_stats_.find({tp_number, address}); it != replaced_stats_.end())
     sum = it->second;
-  for (const auto& p : probes_)
-    if (p.tp == tp_number && p.address == address)
-      sum += probe_stats(p);
+  if (auto it = by_location_.find({tp_number, address}); it != by_location_.end())
+    for (size_t i : it->second)
+      sum += probe_stats(probes_[i]);
   return sum;
 }
 

@@ -15,9 +15,12 @@
 
 namespace gdbtrace::bpf {
 
-// Tracepoints per run (one ControlSlot and one StatsSlot each; the last slot
-// is the run's, see kGlobalSlot).
-constexpr uint32_t kMaxProbes = 1024;
+// Slots per run (one ControlSlot and one StatsSlot each; the last slot is the
+// run's, see kGlobalSlot). 65536 ControlSlots are 4 MB, the largest value the
+// kernel's array maps take (KMALLOC_MAX_SIZE); the maps are made once, and only
+// the slots a run uses are touched. In practice the open-file limit binds
+// first: every tracepoint holds an fd (common/open_file_limit.h).
+constexpr uint32_t kMaxProbes = 65536;
 constexpr uint32_t kMaxTsvs = 512;
 
 struct ControlSlot {
@@ -29,7 +32,11 @@ struct ControlSlot {
   // 1: this program emulates the probed instruction (bpf_emulate.h); set by the
   // collector for the last program the kernel runs at the address only.
   uint64_t emulate;
-  uint64_t reserved[2];
+  uint64_t reserved[1];
+  // This slot's index and tracepoint, written by the collector: a program
+  // shared by many probes (CodegenOptions::slot_from_cookie) reads them here.
+  uint32_t slot;
+  uint32_t tp_number;
 };
 static_assert(sizeof(ControlSlot) == 64);
 
@@ -40,6 +47,10 @@ static_assert(sizeof(ControlSlot) == 64);
 constexpr uint32_t kGlobalSlot = kMaxProbes - 1;
 constexpr uint32_t kStopFlagOffset =
     kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, reserved);
+// Its `hits` counts the frames every probe dropped (ring full), so the
+// collector reads the per-probe drop counts only when it moved.
+constexpr uint32_t kDropCountOffset =
+    kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, hits);
 
 struct StatsSlot {
   uint64_t hits;     // hits of a tracepoint without a pass count (else ControlSlot::hits)

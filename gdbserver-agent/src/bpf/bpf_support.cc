@@ -3,15 +3,15 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <system_error>
-#include <thread>
 
 #include "bpf/bpf_insn.h"
 
@@ -103,9 +103,11 @@ union LinkCreateAttr {
 } // namespace
 
 Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64_t offset, int pid,
-                                    const std::string& shown_path) {
+                                    const std::string& shown_path, uint64_t cookie) {
   LinkCreateAttr attr{};
   uint64_t offsets[1] = {offset};
+  uint64_t cookies[1] = {cookie};
+  attr.link.cookies = uint64_t(uintptr_t(cookies));
   attr.link.prog_fd = uint32_t(prog_fd);
   attr.link.attach_type = kAttachUprobeMulti;
   attr.link.path = uint64_t(uintptr_t(path.c_str()));
@@ -119,20 +121,51 @@ Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64
   return UniqueFd(fd);
 }
 
+namespace {
+
+struct CloserShare {
+  std::vector<UniqueFd>* fds;
+  size_t first, step;
+};
+
+void* close_share(void* arg) {
+  auto* share = static_cast<CloserShare*>(arg);
+  for (size_t i = share->first; i < share->fds->size(); i += share->step)
+    (*share->fds)[i].reset();
+  return nullptr;
+}
+
+} // namespace
+
 void close_concurrently(std::vector<UniqueFd> fds) {
   if (fds.size() <= 1)
     return; // the destructor closes it
-  std::vector<std::thread> closers;
-  closers.reserve(fds.size());
-  for (auto& fd : fds) {
-    try {
-      closers.emplace_back([f = std::move(fd)]() mutable { f.reset(); });
-    } catch (const std::system_error&) {
-      break; // no thread left: the rest close here, one after another
-    }
+  // Up to kMaxClosers threads, each closing every kMaxClosers-th fd: 10 000
+  // links close in ~3 rounds of shared grace periods without a thread each (a
+  // thread limit, e.g. a container's pids.max, would otherwise make the rest
+  // close one after another, a grace period each). The threads only wait in
+  // close(): 64 KB stacks.
+  constexpr size_t kMaxClosers = 4096;
+  size_t nthreads = std::min(fds.size(), kMaxClosers);
+  std::vector<CloserShare> shares(nthreads);
+  std::vector<pthread_t> closers;
+  closers.reserve(nthreads);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  for (size_t t = 0; t < nthreads; t++) {
+    shares[t] = CloserShare{&fds, t, nthreads};
+    pthread_t th;
+    if (pthread_create(&th, &attr, close_share, &shares[t]) != 0)
+      break; // no thread left: what the started ones do not close closes below
+    closers.push_back(th);
   }
-  for (auto& t : closers)
-    t.join();
+  pthread_attr_destroy(&attr);
+  for (pthread_t th : closers)
+    pthread_join(th, nullptr);
+  if (closers.size() < nthreads)
+    for (auto& fd : fds)
+      fd.reset();
 }
 
 std::string explain_errno(int err, const std::string& what) {
@@ -147,21 +180,25 @@ std::string explain_errno(int err, const std::string& what) {
   else if (err == 524) // the kernel's ENOTSUPP
     s += " (the kernel cannot place a uprobe on this instruction)";
   else if (err == EMFILE)
-    s += " (too many open files: raise ulimit -n)";
+    s += " (too many open files: every eBPF tracepoint holds one; raise the hard limit, "
+         "ulimit -Hn, which the stub takes as its own at start)";
   return s;
 }
 
 Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const char* name,
                                      bool sleepable, bool link) {
-  std::string log(1 << 20, '\0');
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = bpf_attach_type(link ? kAttachUprobeMulti : 0),
-              .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u, .log_level = 0,
-              .log_size = uint32_t(log.size()), .log_buf = log.data());
+              .prog_flags = sleepable ? BPF_F_SLEEPABLE : 0u, .log_level = 0);
   int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
-  if (fd < 0 && errno != EPERM) {
-    // Load again with the log on: the first try stays fast in the common case.
+  // The log buffer only for a refused program: a megabyte cleared per load was
+  // a large part of tstart with thousands of tracepoints.
+  std::string log;
+  if (fd < 0 && errno != EPERM && errno != EMFILE) {
+    log.assign(1 << 20, '\0');
     opts.log_level = 1;
+    opts.log_size = uint32_t(log.size());
+    opts.log_buf = log.data();
     fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, name, "GPL", insns.data(), insns.size(), &opts);
   }
   if (fd >= 0)

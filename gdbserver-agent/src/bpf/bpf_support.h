@@ -40,11 +40,12 @@ Result<UniqueFd> load_uprobe_program(const std::vector<bpf_insn>& insns, const c
 // period per close, which concurrent closes share (close_concurrently).
 // SHOWN_PATH: the file's name for error texts.
 Result<UniqueFd> attach_uprobe_link(int prog_fd, const std::string& path, uint64_t offset, int pid,
-                                    const std::string& shown_path);
+                                    const std::string& shown_path, uint64_t cookie = 0);
 
-// Closes FDS from one thread each: every uprobe detach waits for an RCU-tasks
-// grace period (tens to hundreds of ms on a busy machine), and waiters that
-// overlap share one, so 200 probes go in ~one grace period instead of 200.
+// Closes FDS from many threads (up to 4096, each a share): every uprobe detach
+// waits for an RCU-tasks grace period (tens to hundreds of ms on a busy
+// machine), and waiters that overlap share one, so 200 probes go in ~one grace
+// period instead of 200, and 10 000 in ~3.
 void close_concurrently(std::vector<UniqueFd> fds);
 
 // errno from bpf()/perf_event_open() in words a user can act on.

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <unistd.h>
+#include <unordered_map>
 #include <vector>
 
 #include <asio/posix/stream_descriptor.hpp>
@@ -23,7 +24,23 @@ namespace {
 
 using kmod::ModuleSession;
 
-constexpr uint32_t kRingShift = 22; // 4 MiB per CPU
+constexpr uint32_t kMinRingShift = 22; // 4 MiB per CPU
+// The module's bound on one session's rings, all CPUs together (kmodule/gdbtrace.h).
+constexpr uint64_t kMaxSessionRingBytes = uint64_t(256) << 20;
+
+// log2 of each CPU's ring for a trace buffer of BUFFER bytes, as the eBPF
+// collector sizes its rings: together they hold half the buffer (a burst of
+// hits the stub is slow to drain, e.g. thousands of tracepoints at once),
+// never less than 4 MiB per CPU, within the module's bounds.
+uint32_t ring_shift_for(size_t buffer) {
+  uint64_t ncpu = uint64_t(std::max(sysconf(_SC_NPROCESSORS_CONF), 1L));
+  uint64_t share = buffer / 2 / ncpu;
+  uint32_t shift = kMinRingShift;
+  while (shift < GDBTRACE_MAX_RING_SHIFT && (uint64_t(1) << (shift + 1)) <= share &&
+         ncpu << (shift + 1) <= kMaxSessionRingBytes)
+    shift++;
+  return shift;
+}
 
 // A gdb 'M' action longer than a frame block can hold becomes several.
 void add_memory_actions(const CollectMemory& m, std::vector<gdbtrace_action>& out) {
@@ -84,7 +101,7 @@ public:
     std::string d = "gdbtrace.ko uprobes, frames built in the kernel";
     if (session_.initialized())
       d += ", " + std::to_string(session_.info().nr_rings) + " per-CPU rings of " +
-           std::to_string((1u << kRingShift) >> 10) + " KiB";
+           std::to_string((1u << ring_shift_) >> 10) + " KiB";
     if (emulation_checked_)
       d += emulate_ ? ", common instructions emulated (no single-step)"
                     : ", instructions single-stepped by the kernel (" + emulation_note_ + ")";
@@ -135,6 +152,7 @@ public:
     if (auto r = fpu_supported(tp); !r)
       return r;
     pending_.push_back(Pending{pid, tp});
+    pending_locations_[tp.number] = tp.address;
     return ok();
   }
 
@@ -145,15 +163,11 @@ public:
   // not tell which location a frame (and its count) belongs to. The engine
   // then gives the other locations to the next collector.
   Result<void> one_location(const Tracepoint& tp) const {
-    auto taken = [&](uint32_t number, uint64_t address) {
-      return number == tp.number && address != tp.address;
-    };
-    for (const auto& p : probes_)
-      if (taken(p.tp, p.address))
-        return make_error(EOPNOTSUPP, location_taken(p.address));
-    for (const auto& p : pending_)
-      if (taken(p.tp.number, p.tp.address))
-        return make_error(EOPNOTSUPP, location_taken(p.tp.address));
+    if (const Probe* p = probe_of(tp.number); p && p->address != tp.address)
+      return make_error(EOPNOTSUPP, location_taken(p->address));
+    if (auto it = pending_locations_.find(tp.number);
+        it != pending_locations_.end() && it->second != tp.address)
+      return make_error(EOPNOTSUPP, location_taken(it->second));
     return ok();
   }
   static std::string location_taken(uint64_t address) {
@@ -170,6 +184,7 @@ public:
     batch_ = false;
     std::vector<Pending> pending = std::move(pending_);
     pending_.clear();
+    pending_locations_.clear();
     std::stable_sort(pending.begin(), pending.end(),
                      [](const Pending& a, const Pending& b) { return a.tp.number > b.tp.number; });
     for (const auto& p : pending)
@@ -236,26 +251,25 @@ public:
     auto id = session_.add_probe(req); // site->fd (UniqueFd) closes when site goes
     if (!id)
       return make_error(id.error().code, id.error().message + " (" + site->path + ")");
-    probes_.push_back(Probe{*id, tp.number, tp.address});
+    probes_[tp.number] = Probe{*id, tp.number, tp.address};
     ctx.set_register_availability(tp.number, register_availability(fpu));
     return ok();
   }
 
   Result<void> set_enabled(uint32_t tp_number, uint64_t address, bool enabled) override {
-    for (const auto& p : probes_)
-      if (p.tp == tp_number && p.address == address)
-        if (auto r = session_.enable(p.id, enabled); !r)
-          return r;
+    if (const Probe* p = probe_of(tp_number); p && p->address == address)
+      return session_.enable(p->id, enabled);
     return ok();
   }
 
   void remove_all() override {
     batch_ = false;
     pending_.clear();
+    pending_locations_.clear();
     if (!session_.initialized())
       return;
     drain(); // frames produced so far belong to this run
-    for (const auto& p : probes_)
+    for (const auto& [number, p] : probes_)
       if (auto st = session_.probe_status(p.id))
         add_stats(finished_[{p.tp, p.address}], *st);
     (void)session_.stop();
@@ -293,10 +307,9 @@ public:
     CollectorStats s;
     if (auto it = finished_.find({tp_number, address}); it != finished_.end())
       s = it->second;
-    for (const auto& p : probes_)
-      if (p.tp == tp_number && p.address == address)
-        if (auto st = session_.probe_status(p.id))
-          add_stats(s, *st);
+    if (const Probe* p = probe_of(tp_number); p && p->address == address)
+      if (auto st = session_.probe_status(p->id))
+        add_stats(s, *st);
     if (auto it = after_stop_.find({tp_number, address}); it != after_stop_.end())
       s.after_stop = it->second;
     return s;
@@ -316,10 +329,8 @@ private:
   };
   // The probe of a frame: one per number here (one_location).
   const Probe* probe_of(uint32_t tp_number) const {
-    for (const auto& p : probes_)
-      if (p.tp == tp_number)
-        return &p;
-    return nullptr;
+    auto it = probes_.find(tp_number);
+    return it == probes_.end() ? nullptr : &it->second;
   }
 
   static void add_stats(CollectorStats& s, const gdbtrace_probe_status& st) {
@@ -335,7 +346,9 @@ private:
       return ok();
     }
     regblock_size_ = ctx.register_block_size();
-    if (auto r = session_.init(regblock_size_, kRingShift); !r)
+    // Sized at the session's first install, from that run's trace buffer.
+    ring_shift_ = ring_shift_for(ctx.buffer_capacity());
+    if (auto r = session_.init(regblock_size_, ring_shift_); !r)
       return r;
     check_emulation();
     arm_wakeup();
@@ -435,6 +448,7 @@ private:
   std::optional<asio::posix::stream_descriptor> wakeup_;
   TraceContext* ctx_ = nullptr;
   uint32_t regblock_size_ = 0;
+  uint32_t ring_shift_ = kMinRingShift;
   bool run_active_ = false;
   // QTStart's tracepoints, added at end_install_batch.
   struct Pending {
@@ -443,9 +457,12 @@ private:
   };
   bool batch_ = false;
   std::vector<Pending> pending_;
+  std::unordered_map<uint32_t, uint64_t> pending_locations_; // number -> address, for one_location
   bool emulation_checked_ = false, emulate_ = false;
   std::string emulation_note_;
-  std::vector<Probe> probes_;
+  // By tracepoint number (one location each: one_location): looked up per
+  // frame, per status row and per install, so thousands stay cheap.
+  std::unordered_map<uint32_t, Probe> probes_;
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> finished_; // by location
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> after_stop_;     // hits seen after the stop
   std::set<uint32_t> defined_tsvs_;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/debug_format.h"
+#include "common/open_file_limit.h"
 #include "rsp/connection.h"
 #include "rsp/transport.h"
 #include "server/cli.h"
@@ -244,6 +245,7 @@ private:
 
 // The server's whole life; TERMINATED_BY is set to the signal that ended it.
 int serve(int argc, char** argv, int& terminated_by) {
+  raise_open_file_limit(); // thousands of eBPF tracepoints hold an fd each
   auto parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {
     if (!parsed.error().message.empty())

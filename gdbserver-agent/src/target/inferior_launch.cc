@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/open_file_limit.h"
+
 extern char** environ;
 
 namespace gdbtrace {
@@ -137,6 +139,7 @@ Result<pid_t> launch_inferior(const LaunchSpec& spec, const sigset_t& child_sigm
     if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0)
       child_fail(err_pipe[1], errno);
     sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
+    restore_open_file_limit(); // the stub raised its own (common/open_file_limit.h)
     execvpe(exec_path.c_str(), argv.data(), envp.data());
     child_fail(err_pipe[1], errno);
   }

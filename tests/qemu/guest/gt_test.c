@@ -25,6 +25,24 @@ __attribute__((noinline)) long probe_me(long a, long b) {
   return sink;
 }
 
+// MANY_FNS small functions (each a `nop`, then `sink += 1`), named in base 4
+// by the macros, and a table of them: the sites of test_many_probes.
+#define MANY_FN(n)                                                                                 \
+  __attribute__((noinline)) void many_##n(void) {                                                  \
+    __asm__ volatile("nop");                                                                       \
+    sink += 1;                                                                                     \
+  }
+#define MANY4(n, F) F(n##0) F(n##1) F(n##2) F(n##3)
+#define MANY16(n, F) MANY4(n##0, F) MANY4(n##1, F) MANY4(n##2, F) MANY4(n##3, F)
+#define MANY64(n, F) MANY16(n##0, F) MANY16(n##1, F) MANY16(n##2, F) MANY16(n##3, F)
+#define MANY256(n, F) MANY64(n##0, F) MANY64(n##1, F) MANY64(n##2, F) MANY64(n##3, F)
+#define MANY1024(n, F) MANY256(n##0, F) MANY256(n##1, F) MANY256(n##2, F) MANY256(n##3, F)
+#define MANY4096(F) MANY1024(0, F) MANY1024(1, F) MANY1024(2, F) MANY1024(3, F)
+MANY4096(MANY_FN)
+#define MANY_PTR(n) many_##n,
+static void (*const many_fns[])(void) = {MANY4096(MANY_PTR)};
+enum { MANY_FNS = sizeof many_fns / sizeof many_fns[0] };
+
 // ---- helpers ----
 
 struct tracee {
@@ -32,7 +50,7 @@ struct tracee {
   int go_fd; // write a byte: start the loop
 };
 
-enum tracee_mode { T_PLAIN, T_FORK, T_EXEC, T_EMU };
+enum tracee_mode { T_PLAIN, T_FORK, T_EXEC, T_EMU, T_MANY };
 
 static struct tracee start_tracee(long n, enum tracee_mode mode) {
   int p[2], ready[2];
@@ -66,6 +84,13 @@ static struct tracee start_tracee(long n, enum tracee_mode mode) {
       for (long i = 0; i < n; i++)
         if (emu_fn(i) != i + 1)
           _exit(6);
+    }
+    if (mode == T_MANY) {
+      long start = sink;
+      for (long i = 0; i < n; i++)
+        for (int k = 0; k < MANY_FNS; k++)
+          many_fns[k]();
+      _exit(sink == start + n * MANY_FNS ? 0 : 8);
     }
     long before = sink;
     for (long i = 0; i < n; i++)
@@ -350,6 +375,70 @@ static void test_overflow_counts_drops(void) {
         "hits %llu frames %llu/%ld drops %llu/%llu", st.hits, st.frames, e.frames, st.drops,
         ss.drops);
   CHECK(e.frames > 0 && e.frames < 500, "frames %ld", e.frames);
+  close_session(&s);
+  OK();
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct many_expect {
+  long frames, bad;
+  uint32_t per_tp[MANY_FNS + 1];
+};
+
+static void count_many_frame(const uint8_t* f, uint32_t len, void* arg) {
+  struct many_expect* e = arg;
+  uint16_t tp;
+  memcpy(&tp, f, 2);
+  e->frames++;
+  if (tp >= 1 && tp <= MANY_FNS && len > 6 && f[6] == 'M')
+    e->per_tp[tp]++;
+  else
+    e->bad++;
+}
+
+// More probes than the module once held (256 per session): one on each of
+// MANY_FNS functions, each hit ROUNDS times, every hit counted and framed. Prints
+// how long adding and removing them took (the module's part of a tstart/tstop).
+static void test_many_probes(void) {
+  enum { ROUNDS = 2 };
+  struct session s;
+  CHECK(open_session(&s, 20) == 0, "open"); // 1 MiB per ring: every frame fits
+  struct gdbtrace_action act = {
+      .kind = GDBTRACE_ACT_MEM, .basereg = -1, .offset = (int64_t)(uintptr_t)&sink, .len = 8};
+  struct tracee t = start_tracee(ROUNDS, T_MANY);
+  static uint32_t ids[MANY_FNS];
+  double start = now_ms();
+  int added = 0, r = 0;
+  for (; added < MANY_FNS; added++) {
+    r = add_probe(&s, t.pid, (uintptr_t)many_fns[added], added + 1, &act, 1, NULL, 0, 0,
+                  &ids[added]);
+    if (r)
+      break;
+  }
+  double added_ms = now_ms() - start;
+  CHECK(added == MANY_FNS, "probe %d of %d: %s", added + 1, MANY_FNS, strerror(-r));
+  CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
+  CHECK(run_tracee(t) == 0, "tracee");
+  static struct many_expect e;
+  memset(&e, 0, sizeof e);
+  drain(&s, count_many_frame, &e);
+  int wrong = 0;
+  for (int k = 0; k < MANY_FNS; k++) {
+    struct gdbtrace_probe_status st = probe_status(&s, ids[k]);
+    if (st.hits != ROUNDS || st.frames != ROUNDS || e.per_tp[k + 1] != ROUNDS)
+      wrong++;
+  }
+  CHECK(!e.bad && e.frames == (long)ROUNDS * MANY_FNS, "frames %ld (bad %ld)", e.frames, e.bad);
+  CHECK(wrong == 0, "%d probes without exactly %d hits and frames", wrong, ROUNDS);
+  start = now_ms();
+  CHECK(ioctl(s.fd, GDBTRACE_IOC_REMOVE_ALL) == 0, "remove all");
+  printf("gt_test many probes: %d added in %.0f ms, removed in %.0f ms\n", MANY_FNS, added_ms,
+         now_ms() - start);
   close_session(&s);
   OK();
 }
@@ -755,6 +844,7 @@ int main(int argc, char** argv) {
   test_basic_frames();
   test_condition_passcount_tsv();
   test_overflow_counts_drops();
+  test_many_probes();
   test_close_removes_probes();
   test_fork_exec_exit();
   test_two_sessions_same_site();

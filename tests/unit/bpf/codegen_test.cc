@@ -2,6 +2,8 @@
 // engine falls back to ptrace) and how large a frame it reserves.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "bpf/bpf_codegen.h"
 #include "bpf/bpf_layout.h"
 #include "bpf_test_util.h"
@@ -29,6 +31,31 @@ Tracepoint with_action(TraceAction a) {
 std::string refusal(const Tracepoint& tp) {
   auto r = generate_program(tp, CodegenMaps{}, options());
   return r ? std::string() : r.error().message;
+}
+
+// With the slot from the attach cookie, tracepoints of the same actions at other
+// slots, numbers and addresses generate one program (the collector loads it
+// once); with constant slots they do not.
+TEST(BpfCodegen, CookieSlotMakesProgramsOfOneCodeIdentical) {
+  auto generate = [](uint32_t number, uint32_t slot, bool cookie) {
+    Tracepoint tp = with_action(CollectMemory{-1, 0x404000, 8});
+    tp.number = number;
+    tp.address = 0x401000 + 16 * number;
+    CodegenOptions o = options();
+    o.slot = slot;
+    o.slot_from_cookie = cookie;
+    auto prog = generate_program(tp, CodegenMaps{}, o);
+    EXPECT_TRUE(prog) << (prog ? "" : prog.error().message);
+    std::vector<uint64_t> words;
+    for (const auto& insn : prog->insns) {
+      uint64_t w;
+      memcpy(&w, &insn, sizeof w);
+      words.push_back(w);
+    }
+    return words;
+  };
+  EXPECT_EQ(generate(2, 0, true), generate(9000, 8998, true));
+  EXPECT_NE(generate(2, 0, false), generate(9000, 8998, false));
 }
 
 TEST(BpfCodegen, RefusesWhileStepping) {
