@@ -38,11 +38,6 @@ public:
   // and a number has one location per address). Returns false if the buffer is
   // full and not circular (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame, uint64_t address) = 0;
-  // Hands the frames in-kernel collectors produced so far to the buffer. A
-  // collector that builds its frame in the stub calls it first, so frames of
-  // tracepoints split across collectors stay in hit order (kernel frames wait
-  // in their rings until a drain).
-  virtual void drain_kernel_frames() {}
   virtual uint32_t register_block_size() const = 0; // 560 or 816
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.

@@ -13,6 +13,7 @@
 #include "trace/trace_engine.h"
 #include "trace/trace_status.h"
 #include "trace/tracepoint_parser.h"
+#include "trace/tracepoint_table.h"
 
 namespace gdbtrace {
 
@@ -65,7 +66,6 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame, uint64_t address) override;
-  void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
@@ -128,7 +128,7 @@ struct TraceEngine::Impl : TraceContext {
   // Why tracepoints go to ptrace and what to do about it; "" when an in-kernel collector exists.
   std::string fallback_text() const;
 
-  std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
+  TracepointTable<TracepointEntry> tracepoints; // definition order, indexed
   std::map<uint32_t, TsvEntry> tsvs;
   std::map<Location, EngineCounters> counters;
   // record_hit() calls this run, per number: a pass count is the tracepoint's,

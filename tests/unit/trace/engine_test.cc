@@ -777,6 +777,29 @@ TEST_F(KernelEngineTest, FallbackMessageDrainAndRegisterAvailability) {
             std::string::npos);
 }
 
+// A ptrace hit appends its own frame and leaves the kernel collector's ring
+// alone (draining it at every hit cost each ptrace hit in proportion to the
+// kernel probes); the kernel frames enter at the next drain, after it.
+TEST_F(KernelEngineTest, PtraceHitDoesNotDrainKernelRings) {
+  auto* k = use_kernel_engine(true);
+  // Tracepoint 2 steps: the kernel collector refuses while-stepping, ptrace takes it.
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:1:0-",
+                 "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
+    ASSERT_EQ(send(p), "OK") << p;
+  FrameBuilder f(1);
+  auto regs = make_regs(0x401000);
+  f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+  auto bytes = f.finish();
+  k->pending.emplace_back(bytes.begin(), bytes.end()); // hit first, still in its ring
+  ASSERT_EQ(target.trace_bps.count(0x402000), 1u);     // tracepoint 2 is ptrace's
+  target.hit(0x402000, make_regs(0x402000));
+  EXPECT_EQ(k->pending.size(), 1u) << "the ptrace hit drained the kernel ring";
+  // Buffer order is arrival order: the ptrace frame, then the drained kernel frame.
+  EXPECT_NE(send("qTStatus").find("tframes:2;"), std::string::npos);
+  EXPECT_EQ(send("QTFrame:0"), "F0T2");
+  EXPECT_EQ(send("QTFrame:1"), "F1T1");
+}
+
 // Malformed and random packets get an error reply (or are not ours); nothing crashes
 // (this suite also runs under ASan/UBSan).
 TEST_F(EngineTest, GarbageNeverCrashes) {
