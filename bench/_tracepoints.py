@@ -133,6 +133,7 @@ def measure(mech, backend, tps, span, regex, late=None):
     row = B.row(mech, f"many_nop:{tps}tp", mid["ns"], n=mid["calls"], tracepoints=tps,
                 untraced_ns_per_iter=base, runs_ns="/".join(f"{r['ns']:.0f}" for r in runs),
                 complete="yes" if all(r["frames"] == r["calls"] for r in runs) else "no",
+                frames="/".join(str(r["frames"]) for r in runs),
                 tstart_s=max(r["tstart_s"] or 0 for r in runs), define_s=mid["define_s"],
                 rss_beyond_buffer_mb=max(r.get("rss_beyond_buffer_mb") or 0 for r in runs),
                 backends=backends)
