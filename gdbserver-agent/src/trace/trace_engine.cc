@@ -270,6 +270,19 @@ void TraceEngine::Impl::drain_all() {
     c->drain();
 }
 
+// gdb reads counts with one qTP per location (tstatus, info tracepoints), and
+// a drain costs a kernel collector time in proportion to its probes (eBPF
+// reads each probe's stats slot): a drain per qTP made one tstatus of n
+// tracepoints O(n^2). With the process stopped and not resumed since the last
+// drain, no probe can have fired (a probe hits only in the traced process).
+void TraceEngine::Impl::drain_for_counts() {
+  std::optional<uint64_t> epoch = target.stopped_epoch(traced_pid);
+  if (epoch && drained_stopped_epoch == epoch)
+    return;
+  drain_all();
+  drained_stopped_epoch = epoch;
+}
+
 void TraceEngine::Impl::arm_drain_timer() {
   drain_timer.expires_after(kDrainPeriod);
   drain_timer.async_wait([this](const std::error_code& ec) {

@@ -106,6 +106,9 @@ struct TraceEngine::Impl : TraceContext {
   void apply_pending_stop();
   void arm_drain_timer();
   void drain_all();
+  // drain_all, unless the traced process has not run since the last drain
+  // made while it was stopped: then the rings hold nothing new.
+  void drain_for_counts();
   // gdb downloads TSVs after tracepoints: their numbers are checked at QTStart
   // (and at once for tracepoints defined during a run).
   VerifyEnv verify_env() const;
@@ -137,6 +140,8 @@ struct TraceEngine::Impl : TraceContext {
   std::map<uint32_t, std::vector<bool>> register_availability;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
+  // The target's stopped_epoch at the last drain_for_counts, when it had one.
+  std::optional<uint64_t> drained_stopped_epoch;
   long current_frame = -1;
 
   bool running = false;

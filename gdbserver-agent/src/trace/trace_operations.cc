@@ -426,7 +426,7 @@ Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_
   auto* e = impl_->find(number, address);
   if (!e)
     return not_defined(number, address);
-  impl_->drain_all(); // its bytes count frames the engine holds
+  impl_->drain_for_counts(); // its bytes count frames the engine holds
   auto r = impl_->report_for(*e);
   return TracepointCounts{r.hits, r.bytes};
 }
