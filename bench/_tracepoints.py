@@ -8,12 +8,12 @@ the plugin's `gdbtrace trace-functions REGEX -collect $regs` (one `trace *ADDR` 
 
 Rows (`<mechanism> many_nop:<T>tp`): eBPF with 1, 1 000 and 10 000 tracepoints, ptrace with 1 and
 1 000, and a mixed run (1 000 functions: 950 on eBPF, then 50 more defined during the run with
-`monitor gdbtrace backend ptrace`, which go to ptrace); each >= 3 runs (median row, every run's
-figure in `runs_ns`). Notes: `tstart_s` (gdb's tstart, timed inside gdb), `define_s` (the plugin
+`monitor gdbtrace backend ptrace`, which go to ptrace); BENCH_RUNS (default 3) interleaved rounds
+of one session per row (median row, every round's figure in `runs_ns`). Notes: `tstart_s` (gdb's tstart, timed inside gdb), `define_s` (the plugin
 command), `rss_beyond_buffer_mb` (the stub's peak RSS minus the trace buffer's size, which tstart makes
 resident; the eBPF rings sized from it count as beyond), `backends` (locations per collector from `monitor gdbtrace status`), `complete`.
 
-Targets (lines with `judged=`; median and worst run): eBPF 1 000 and 10 000 <= 1.1x one
+Targets (lines with `judged=`; ratios taken within each round, then their median and worst): eBPF 1 000 and 10 000 <= 1.1x one
 tracepoint's per hit, every location on eBPF (no fallback to ptrace), tstart <= 10 s, RSS beyond the
 buffer <= 64 MB; ptrace 1 000 <= 1.2x one; mixed per call <= 1.2x what the same hits cost each
 collector alone (the eBPF 1 000 and ptrace 1 000 rows of this run). The module collector's rows
@@ -118,26 +118,45 @@ def session(backend, span, regex, late_ptrace_regex=None):
     return res
 
 
-def measure(mech, backend, tps, span, regex, late=None):
-    """RUNS sessions; the median row (per hit = traced - untraced at SPAN), every run in runs_ns."""
-    base = untraced(span, calls_for("ptrace" if backend == "ptrace" else "kernel", span))
-    runs = []
-    for _ in range(RUNS):
-        r = session(backend, span, regex, late)
+class Config:
+    """One row: its sessions run interleaved with the other rows' (rounds), so every round's ratio
+    compares runs taken minutes apart at most on this shared machine."""
+
+    def __init__(self, mech, backend, tps, span, regex, late=None):
+        self.mech, self.backend, self.tps, self.span = mech, backend, tps, span
+        self.regex, self.late = regex, late
+        self.base = untraced(span, calls_for("ptrace" if backend == "ptrace" else "kernel", span))
+        self.runs, self.error = [], None
+
+    def run_once(self):
+        if self.error:
+            return
+        r = session(self.backend, self.span, self.regex, self.late)
         if "error" in r:
-            return B.row(mech, f"many_nop:{tps}tp", None, reason=r["error"]), []
-        r["ns"] = r["ns_per_iter"] - base
-        runs.append(r)
-    mid = sorted(runs, key=lambda r: r["ns"])[len(runs) // 2]
-    backends = ",".join(f"{k}:{v}" for k, v in sorted(mid["backends"].items()))
-    row = B.row(mech, f"many_nop:{tps}tp", mid["ns"], n=mid["calls"], tracepoints=tps,
-                untraced_ns_per_iter=base, runs_ns="/".join(f"{r['ns']:.0f}" for r in runs),
-                complete="yes" if all(r["frames"] == r["calls"] for r in runs) else "no",
-                frames="/".join(str(r["frames"]) for r in runs),
-                tstart_s=max(r["tstart_s"] or 0 for r in runs), define_s=mid["define_s"],
-                rss_beyond_buffer_mb=max(r.get("rss_beyond_buffer_mb") or 0 for r in runs),
-                backends=backends)
-    return row, runs
+            self.error = r["error"]
+            return
+        r["ns"] = r["ns_per_iter"] - self.base
+        self.runs.append(r)
+
+    def ns(self, i):
+        """Round I's per hit, or None when that round has no run of this row."""
+        return self.runs[i]["ns"] if i < len(self.runs) else None
+
+    def row(self):
+        """The median run's row (per hit = traced - untraced at SPAN), every run in runs_ns."""
+        workload = f"many_nop:{self.tps}tp"
+        if not self.runs:
+            return B.row(self.mech, workload, None, reason=self.error or "no_run")
+        runs = self.runs
+        mid = sorted(runs, key=lambda r: r["ns"])[len(runs) // 2]
+        backends = ",".join(f"{k}:{v}" for k, v in sorted(mid["backends"].items()))
+        return B.row(self.mech, workload, mid["ns"], n=mid["calls"], tracepoints=self.tps,
+                     untraced_ns_per_iter=self.base, runs_ns="/".join(f"{r['ns']:.0f}" for r in runs),
+                     complete="yes" if all(r["frames"] == r["calls"] for r in runs) else "no",
+                     frames="/".join(str(r["frames"]) for r in runs),
+                     tstart_s=max(r["tstart_s"] or 0 for r in runs), define_s=mid["define_s"],
+                     rss_beyond_buffer_mb=max(r.get("rss_beyond_buffer_mb") or 0 for r in runs),
+                     backends=backends, error=self.error)
 
 
 TARGETS = []
@@ -149,16 +168,30 @@ def judge(ok, text):
     B.row("target", "tracepoints", None, judged="PASS" if ok else "MISS", text=text)
 
 
-def ratio_target(name, many, one, limit):
-    if not many[1] or not one[1]:
-        judge(False, f"{name} <= {limit}x one tracepoint's per hit: no measurement")
+def round_ratios(num, den):
+    """Per-round ratios num(i) / den(i) over the rounds both have (callables of the round)."""
+    out = []
+    for i in range(RUNS):
+        n, d = num(i), den(i)
+        if n is not None and d:
+            out.append(n / d)
+    return out
+
+
+def judge_ratios(text, ratios, limit, detail):
+    if not ratios:
+        judge(False, f"{text} <= {limit}x: no measurement")
         return
-    one_ns = one[0]["ns_per_hit"]
-    ratios = [r["ns"] / one_ns for r in many[1]]
     med, worst = statistics.median(ratios), max(ratios)
     judge(med <= limit and worst <= limit,
-          f"{name} <= {limit}x one tracepoint's per hit: median {med:.2f}x, worst {worst:.2f}x "
-          f"({many[0]['ns_per_hit']:.0f} vs {one_ns:.0f} ns)")
+          f"{text} <= {limit}x: median {med:.2f}x, worst {worst:.2f}x over {len(ratios)} rounds "
+          f"({', '.join(f'{r:.2f}' for r in ratios)}; {detail})")
+
+
+def ratio_target(name, many, one, limit):
+    judge_ratios(f"{name} per hit vs one tracepoint's, same round", round_ratios(many.ns, one.ns),
+                 limit, f"median rows {many.row_ns:.0f} vs {one.row_ns:.0f} ns" if many.row_ns and one.row_ns
+                 else "no median rows")
 
 
 def main():
@@ -166,17 +199,26 @@ def main():
     huge = 10 if B.SMOKE else 10000
     # `auto`, not `ebpf`: tracepoints eBPF cannot hold (its per-run cap) then go to ptrace, which
     # the row's backends= and the no-fallback target show, where `ebpf` would refuse the tstart.
-    ebpf1 = measure("gdbtrace-ebpf", "auto", 1, 1, FIRST[1])
-    ebpf_big = measure("gdbtrace-ebpf", "auto", big, big, FIRST[big])
-    ebpf_huge = measure("gdbtrace-ebpf", "auto", huge, huge, FIRST[huge]) if not B.SMOKE else ebpf_big
-    pt1 = measure("gdbtrace-ptrace", "ptrace", 1, 1, FIRST[1])
-    pt_big = measure("gdbtrace-ptrace", "ptrace", big, big, FIRST[big])
+    ebpf1 = Config("gdbtrace-ebpf", "auto", 1, 1, FIRST[1])
+    ebpf_big = Config("gdbtrace-ebpf", "auto", big, big, FIRST[big])
+    ebpf_huge = Config("gdbtrace-ebpf", "auto", huge, huge, FIRST[huge])
+    pt1 = Config("gdbtrace-ptrace", "ptrace", 1, 1, FIRST[1])
+    pt_big = Config("gdbtrace-ptrace", "ptrace", big, big, FIRST[big])
     if B.SMOKE:
-        mixed = measure("gdbtrace-mixed", "ebpf", 10, 10, "^many_000[0-7]$", "^many_000[89]$")
-        n_pt = 2
+        mixed, n_pt = Config("gdbtrace-mixed", "ebpf", 10, 10, "^many_000[0-7]$", "^many_000[89]$"), 2
     else:
-        mixed = measure("gdbtrace-mixed", "ebpf", 1000, 1000, MIXED_KERNEL, MIXED_PTRACE)
-        n_pt = 50
+        mixed, n_pt = Config("gdbtrace-mixed", "ebpf", 1000, 1000, MIXED_KERNEL, MIXED_PTRACE), 50
+    configs = [ebpf1, ebpf_big, pt1, pt_big, mixed] + ([] if B.SMOKE else [ebpf_huge])
+    for i in range(RUNS):
+        for c in configs:
+            c.run_once()
+            B.log(f"round {i + 1}/{RUNS}: {c.mech} {c.tps}: "
+                  f"{c.error or ('%.0f ns' % c.runs[-1]['ns'])}")
+    rows = {}
+    for c in configs:
+        r = c.row()
+        c.row_ns = r["ns_per_hit"]
+        rows[id(c)] = r
     B.row("gdbtrace-kmod", "many_nop:10000tp", None,
           reason="module_rows_need_the_QEMU_guest_(bench/kmodule.sh):_not_taken_by_this_script")
 
@@ -184,31 +226,28 @@ def main():
         return 0
     ratio_target("gdbtrace-ebpf 1000 tracepoints", ebpf_big, ebpf1, 1.1)
     ratio_target("gdbtrace-ebpf 10000 tracepoints", ebpf_huge, ebpf1, 1.1)
-    for name, m in (("1000", ebpf_big), ("10000", ebpf_huge)):
-        row = m[0]
-        b = dict(kv.split(":") for kv in (row.get("backends") or "").split(",") if ":" in kv)
+    for name, c in (("1000", ebpf_big), ("10000", ebpf_huge)):
+        backends = rows[id(c)].get("backends") or ""
+        b = dict(kv.split(":") for kv in backends.split(",") if ":" in kv)
         fallback = sum(int(v) for k, v in b.items() if k != "ebpf")
-        judge(bool(m[1]) and fallback == 0,
+        judge(bool(c.runs) and fallback == 0,
               f"gdbtrace-ebpf {name} tracepoints all collected by eBPF (no fallback to ptrace): "
-              f"{row.get('backends') or 'no measurement'}")
-    r = ebpf_huge[0]
+              f"{backends or 'no measurement'}")
+    r = rows[id(ebpf_huge)]
     judge(r.get("tstart_s") is not None and r["tstart_s"] <= 10,
           f"gdbtrace-ebpf 10000 tracepoints tstart <= 10 s: {r.get('tstart_s')} s (worst run)")
     judge(r.get("rss_beyond_buffer_mb") is not None and r["rss_beyond_buffer_mb"] <= 64,
           f"gdbtrace-ebpf 10000 tracepoints stub memory beyond the buffer <= 64 MB: "
           f"{r.get('rss_beyond_buffer_mb')} MB (worst run)")
     ratio_target("gdbtrace-ptrace 1000 tracepoints", pt_big, pt1, 1.2)
-    # Mixed: 950 calls of 1000 hit eBPF probes, 50 ptrace ones; alone, those hits cost
-    # (950 * eBPF-1000's + 50 * ptrace-1000's) / 1000 per call.
-    if mixed[1] and ebpf_big[1] and pt_big[1]:
-        alone = ((1000 - n_pt) * ebpf_big[0]["ns_per_hit"] + n_pt * pt_big[0]["ns_per_hit"]) / 1000
-        ratios = [x["ns"] / alone for x in mixed[1]]
-        med, worst = statistics.median(ratios), max(ratios)
-        judge(med <= 1.2 and worst <= 1.2,
-              f"gdbtrace-mixed (950 eBPF + 50 ptrace) per call <= 1.2x each collector alone: "
-              f"median {med:.2f}x, worst {worst:.2f}x ({mixed[0]['ns_per_hit']:.0f} vs {alone:.0f} ns)")
-    else:
-        judge(False, "gdbtrace-mixed per call <= 1.2x each collector alone: no measurement")
+    # Mixed: of 1000 calls, 950 hit eBPF probes and 50 ptrace ones; alone, those hits cost
+    # (950 x eBPF-1000's + 50 x ptrace-1000's) / 1000 per call, taken from the same round.
+    def alone(i):
+        e, p = ebpf_big.ns(i), pt_big.ns(i)
+        return None if e is None or p is None else ((1000 - n_pt) * e + n_pt * p) / 1000
+    judge_ratios(f"gdbtrace-mixed ({1000 - n_pt} eBPF + {n_pt} ptrace) per call vs each collector "
+                 f"alone, same round", round_ratios(mixed.ns, alone), 1.2,
+                 f"median row {mixed.row_ns or 0:.0f} ns per call")
     judge(False, "gdbtrace-kmod 10000 tracepoints in the QEMU guest: not measured by this script")
     return 0 if all(TARGETS) else 3
 
