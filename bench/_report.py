@@ -308,6 +308,20 @@ if pt1 and pt2 and pt1.get("hits_per_s") and pt2.get("hits_per_s"):
 for r in judged_rows:
     target(r["judged"] == "PASS", r.get("text", r["workload"]))
 
+# Compact trace-buffer storage: the default buffer holds >= 3x the `collect $rdi` frames it held when
+# every frame was stored whole (bench/_buffer.py computes that figure from the same run).
+buffer_row = next((r for r in rows if r.get("column") == "buffer" and r["script"] == "buffer"), None)
+if buffer_row:
+    if buffer_row["ns_per_hit"] is None:
+        target(None, f"default buffer holds >= 3x the collect $rdi frames: no measurement "
+                     f"({buffer_row.get('reason', '')})")
+    else:
+        ratio = float(buffer_row["ratio"])
+        target(ratio >= float(buffer_row.get("target_ratio", 3)) and buffer_row.get("stop_reason") == "tfull",
+               f"{buffer_row['mechanism']} default 5 MB buffer holds >= 3x the collect $rdi frames: "
+               f"{int(buffer_row['ns_per_hit']):,} frames of {buffer_row['stored_frame_bytes']} stored bytes vs "
+               f"{int(buffer_row['frames_before']):,} of {buffer_row['tfile_frame_bytes']} = {ratio:.2f}x")
+
 if targets:
     lines += ["### targets", ""] + [f"- **{t['result']}** {t['text']}" for t in targets] + [""]
 

@@ -60,6 +60,9 @@ echo "fresh-check.sh: $(git -C "$root/root/gdbtrace" log -1 --format='%h %s') in
 in_root() {
   unshare --mount --propagation private /bin/sh -ec '
     root=$1; shift
+    # A real machine'"'"'s / is a mount point: the tests that make their own mount namespaces
+    # (tests/install/debs.sh, the fuzz harness) change its propagation, which a plain directory refuses.
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"

@@ -868,8 +868,10 @@ program stops."""
         offset = 0
         if not opts["from_start"]:
             buf = status.get("buffer") or {}
-            if isinstance(buf.get("used"), int) and isinstance(buf.get("frames"), int):
-                offset, runner.next_index = buf["used"], buf["frames"]
+            # "stream": the frame stream's bytes (qGdbtrace.frames offsets); "used" counts
+            # the buffer's compact storage.
+            if isinstance(buf.get("stream"), int) and isinstance(buf.get("frames"), int):
+                offset, runner.next_index = buf["stream"], buf["frames"]
             else:  # count what is there from the frame headers
                 counter = frames_mod.FrameCounter()
                 for _off, chunk in stub.iter_stream(0):

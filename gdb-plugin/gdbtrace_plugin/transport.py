@@ -279,7 +279,7 @@ class TfileSource(Stub):
             "stop_reason": next((k for k in fields if k.startswith("t") and k not in
                                  ("tframes", "tcreated", "tfree", "tsize")), ""),
             "frames": int(fields.get("tframes", "0"), 16) if fields.get("tframes") else None,
-            "buffer": {"used": self._stream_end, "size": int(fields["tsize"], 16) if fields.get("tsize") else None,
+            "buffer": {"used": self._stream_end, "stream": self._stream_end, "size": int(fields["tsize"], 16) if fields.get("tsize") else None,
                        "frames": int(fields.get("tframes", "0"), 16) if fields.get("tframes") else None},
             "tracepoints": [],
         }

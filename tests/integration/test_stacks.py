@@ -44,7 +44,7 @@ class StacksTestCase(GdbTestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def traced(self, tracepoint, after, stacks="on", until=None):
+    def traced(self, tracepoint, after, stacks="on", until=None, server_args=()):
         """gdb: TRACEPOINT with stacks, bench_stacks run to its end (or a breakpoint at UNTIL),
         then AFTER."""
         # A stack snapshot makes every frame kilobytes: as docs/stacks.md tells users, the buffer
@@ -55,7 +55,7 @@ class StacksTestCase(GdbTestCase):
                        "monitor gdbtrace stacks %s" % stacks, "trace %s" % tracepoint] +
                       (["break %s" % until] if until else []) + ["tstart",
                        "continue", "monitor gdbtrace status", "tstop"] + list(after),
-                      program="bench_stacks", timeout=120)
+                      program="bench_stacks", timeout=120, server_args=server_args)
         self.assertNoOutput(run, r"Python Exception|Traceback|Error occurred in Python")
         self.assertOutput(run, r"tracepoint 1 at 0x[0-9a-f]+: backend %s" % self.BACKEND)
         self.assertOutput(run, r"stacks: on, \d+ bytes from \$sp per hit")
@@ -133,6 +133,26 @@ class StacksTestCase(GdbTestCase):
         again = run_gdb(["symbol-file -o %s %s" % (base.group(1), program("bench_stacks")),
                          "target tfile %s" % tfile, "tfind 700", "bt"], connect=False)
         self.assertOrdered(again, bt)
+
+    def test_small_environment_keeps_the_frames_next_to_the_stack_top(self):
+        # A program started with an empty environment (as by `env -i`, or a service manager) has
+        # main's frame within a few hundred bytes of the stack mapping's end: the snapshot piece that
+        # crosses that end must keep what lies before it, or no stack unwinds past leaf.
+        check = self.dir / "check.gdb"
+        check.write_text(CHECK_SNAPSHOT)
+        run = self.traced("leaf", ["info proc mappings", "tfind 0", "source %s" % check,
+                                   "tfind none", "gdbtrace stacks -all -top 2"],
+                          until="deep", server_args=("--wrapper", "env", "-i", "--"))
+        m = re.search(r"SNAPSHOT sp=(0x[0-9a-f]+) end=(0x[0-9a-f]+) blocks=(\d+) contiguous=(\w+)",
+                      run.output)
+        self.assertTrue(m, run.transcript())
+        self.assertEqual(m.group(4), "True", run.transcript())
+        stack_end = re.search(r"^\s*0x[0-9a-f]+\s+(0x[0-9a-f]+)\s.*\[stack\]", run.output, re.M)
+        self.assertTrue(stack_end, run.transcript())
+        self.assertEqual(int(m.group(2), 16), int(stack_end.group(1), 16),
+                         "the snapshot must reach the mapping's end\n" + run.transcript())
+        self.assertOutput(run, r"700\s+70\.0%\s+leaf <- common <- path_b <- main <- "
+                               r"__libc_start_call_main <- __libc_start_main <- _start")
 
     def test_snapshot_stops_at_the_end_of_the_stack_mapping(self):
         # 64 KiB from $sp in main's callees runs past the top of the stack: the pieces past the

@@ -23,21 +23,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from gdbtest import (GdbTestCase, Server, available_collectors, free_port, is_stock_gdbserver, program,
+from gdbtest import (GdbTestCase, Server, available_collectors, free_port, program,
                      require, run_gdb)
 
-REPO = Path(__file__).resolve().parents[2]
-PLUGIN = REPO / "gdb-plugin" / "gdbtrace.py"
-
-needs_gdbtrace = unittest.skipIf(is_stock_gdbserver(), "needs gdbtrace-server (stacks)")
-
-
-def read_folded(path):
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        out[stack] = int(count)
-    return out
+from test_stacks import PLUGIN, needs_gdbtrace, read_folded
 
 
 def build_id(path):

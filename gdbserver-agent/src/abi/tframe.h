@@ -8,6 +8,15 @@
  *   'M'     + u64 address + u16 length + length bytes
  *   'V'     + u32 trace state variable number + i64 value
  *
+ * Inside the stub (eBPF ring records, the trace buffer) a frame may carry
+ * compact register blocks instead of 'R' (trace/compact_frame.h):
+ *
+ *   'r'     + one slot per register of a layout the reader knows: a u64 for
+ *             registers of 8 bytes or less, the register's bytes for wider ones
+ *
+ * They never leave the stub: everything gdb, a file or the plugin reads is
+ * expanded to 'R' first.
+ *
  * Writers: trace/frame.h FrameBuilder (ptrace collector), the eBPF program
  * (bpf/bpf_codegen.cc), the kernel module (kmodule/collect.c). Readers:
  * trace/frame.h FrameView (engine, tfind, kernel collectors' drains), gdb
@@ -31,6 +40,7 @@
 #define GT_TFRAME_REGS 'R'
 #define GT_TFRAME_MEM 'M'
 #define GT_TFRAME_TSV 'V'
+#define GT_TFRAME_COMPACT_REGS 'r' /* the stub's own; see above */
 
 /* Bytes of each block before its payload (the tag included). */
 #define GT_TFRAME_REGS_HEADER 1u  /* 'R', then the register block */

@@ -9,8 +9,8 @@
 #include "abi/tframe.h"
 #include "bpf/bpf_asm.h"
 #include "bpf/bpf_layout.h"
-#include "bpf/bpf_record.h"
 #include "bpf/bpf_rings.h"
+#include "trace/compact_frame.h"
 
 namespace gdbtrace::bpf {
 namespace {
@@ -107,6 +107,7 @@ private:
   // nullopt: the block is left out ('M' actions, like gdbserver).
   void memory_block_const(uint32_t len, std::optional<uint32_t> error_pc);
   void memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, uint32_t error_pc);
+  void stack_piece(uint32_t len);
   void tsv_block(uint32_t number, uint32_t index);
 
   // --- agent expressions ---
@@ -463,7 +464,7 @@ Result<void> Generator::load_register(uint8_t dst, unsigned regno) {
   return ok();
 }
 
-// The compact register block (bpf_record.h): the tag, then a u64 per register
+// The compact register block (trace/compact_frame.h): the tag, then a u64 per register
 // the uprobe can read; the collector spreads them over the 'R' block.
 void Generator::registers_block() {
   uint32_t n = opts_.regblock_size;
@@ -476,7 +477,7 @@ void Generator::registers_block() {
   }
   a_.emit(mov64_reg(R1, R7));
   a_.emit(alu64_reg(BPF_ADD, R1, R8));
-  a_.emit(st_imm(BPF_B, R1, 0, kCompactRegsTag));
+  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_COMPACT_REGS));
   int32_t at = 1;
   for (unsigned r = 0; r < GT_NUM_REGS_AVX; r++) {
     if (gt_reg_offset(r) + gt_reg_size(r) > n)
@@ -601,6 +602,55 @@ void Generator::memory_block_dynamic(uint8_t size_reg, bool nz, uint32_t max, ui
   out_.frame_max += kMemHeader + max + 1;
 }
 
+// One piece of a stack snapshot (trace/stack_actions.h), address in kAddr:
+// read whole when it can be, else only the part before the next page
+// boundary. Near the top of the stack the piece runs past the end of the
+// mapping, and the bytes before that end hold the outermost frames an
+// unwinder needs: a program started with a small environment has main's
+// frame within one piece of the end, so leaving the whole piece out lost
+// every caller. A piece is smaller than a page (at most 2 KiB), so it crosses
+// at most one boundary, and the end of a mapping is one.
+void Generator::stack_piece(uint32_t len) {
+  int whole = a_.new_label(), done = a_.new_label();
+  auto args = [&](uint8_t size_reg) {
+    a_.emit(mov64_reg(R1, R7));
+    a_.emit(alu64_reg(BPF_ADD, R1, R8));
+    a_.emit(alu64_imm(BPF_ADD, R1, kMemHeader));
+    if (size_reg == R0)
+      a_.emit(mov64_imm(R2, int32_t(len)));
+    else
+      a_.emit(mov64_reg(R2, size_reg));
+    a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+  };
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(alu64_reg(BPF_ADD, R1, R8));
+  a_.emit(st_imm(BPF_B, R1, 0, GT_TFRAME_MEM));
+  a_.emit(ldx(BPF_DW, R3, R10, kAddr));
+  a_.emit(stx(BPF_DW, R1, kMemAddr, R3));
+  a_.emit(st_imm(BPF_H, R1, kMemLen, int32_t(len)));
+  read_user([&] { args(R0); });
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), whole);
+  // r9 = 4096 - (addr & 4095): 1..4096 bytes up to the next page boundary.
+  a_.emit(ldx(BPF_DW, R9, R10, kAddr));
+  a_.emit(alu64_imm(BPF_AND, R9, 4095));
+  a_.emit(mov64_imm(R2, 4096));
+  a_.emit(alu64_reg(BPF_SUB, R2, R9));
+  a_.emit(mov64_reg(R9, R2));
+  a_.jump(jmp_imm(BPF_JGE, R9, int32_t(len), 0), done); // no boundary inside: the piece is lost
+  a_.emit(mov64_reg(R1, R7));
+  a_.emit(alu64_reg(BPF_ADD, R1, R8));
+  a_.emit(stx(BPF_H, R1, kMemLen, R9));
+  read_user([&] { args(R9); });
+  a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), done);
+  a_.emit(alu64_imm(BPF_ADD, R9, kMemHeader));
+  a_.emit(alu64_reg(BPF_ADD, R8, R9));
+  a_.ja(done);
+  a_.bind(whole);
+  a_.emit(alu64_imm(BPF_ADD, R8, int32_t(kMemHeader + len)));
+  a_.bind(done);
+  out_.frame_max += kMemHeader + len;
+}
+
 Result<void> Generator::memory_action(const CollectMemory& m) {
   if (m.basereg >= 0) {
     if (!register_available(unsigned(m.basereg), opts_))
@@ -613,7 +663,10 @@ Result<void> Generator::memory_action(const CollectMemory& m) {
   } else {
     store_const(kAddr, uint64_t(m.offset));
   }
-  memory_block_const(m.length, std::nullopt);
+  if (m.stack && m.length <= GT_TFRAME_MEM_MAX && m.length < 4096)
+    stack_piece(m.length);
+  else
+    memory_block_const(m.length, std::nullopt);
   return ok();
 }
 

@@ -4,7 +4,7 @@
 // The program: check the enabled flag, evaluate the condition, count the hit
 // (atomically; beyond the pass count nothing is collected), reserve a frame of
 // the tracepoint's maximum size in the ring buffer, write the blocks in action
-// order in gdb's tfile layout (registers in the compact block of bpf_record.h),
+// order in gdb's tfile layout (registers in the compact block of trace/compact_frame.h),
 // store the real size in the header, submit.
 // Agent expressions are compiled with a static stack layout (the AX verifier
 // proved one stack depth per instruction and AgentExpr::depth holds it): AX
@@ -61,7 +61,7 @@ struct Program {
   std::vector<bpf_insn> insns;
   uint32_t frame_max = 0;      // ring-buffer reservation per hit
   std::vector<bool> registers; // remote regnums the 'R' block fills
-  // Remote regnums of the record's compact register block, in order (bpf_record.h).
+  // Remote regnums of the record's compact register block, in order (trace/compact_frame.h).
   std::vector<unsigned> compact_registers;
 };
 

@@ -24,11 +24,11 @@
 #include "ax/ax.h"
 #include "bpf/bpf_codegen.h"
 #include "bpf/bpf_layout.h"
-#include "bpf/bpf_record.h"
 #include "bpf/bpf_rings.h"
 #include "bpf/bpf_support.h"
 #include "common/unique_fd.h"
 #include "trace/collector_probe_site.h"
+#include "trace/compact_frame.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -84,9 +84,11 @@ struct Probe {
   // Loaded, to be attached at the end of the install batch.
   UniqueFd program;
   std::optional<ProbeSite> site;
-  bool emulates = false;           // its program can emulate the probed instruction (bpf_emulate.h)
-  bpf::CompactRegisters registers; // of its records' compact register block (bpf_record.h)
-  uint64_t attached_at = 0;        // attach sequence number (0: not attached yet)
+  bool emulates = false; // its program can emulate the probed instruction (bpf_emulate.h)
+  // The registers of its records' compact register block (trace/compact_frame.h):
+  // the program writes them in register-number order, as CompactRegisters::of_mask lays them out.
+  RegisterMask registers;
+  uint64_t attached_at = 0; // attach sequence number (0: not attached yet)
 };
 
 class BpfCollector final : public Collector {
@@ -172,7 +174,6 @@ private:
   // Counts of probes of this run replaced by a copy (keep_definition_order),
   // and hits whose record arrived after the run stopped.
   std::map<Location, CollectorStats> replaced_stats_;
-  std::vector<uint8_t> expanded_; // the frame handle_record builds from a record
 };
 
 Result<void> BpfCollector::init() {
@@ -469,10 +470,10 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   p.slot = slot;
   p.pid = pid;
   p.def = std::move(def);
-  p.registers = bpf::CompactRegisters::of(prog->compact_registers);
   std::vector<bool> regs = prog->registers;
   regs.resize(GT_NUM_REGS_AVX, false);
   ctx.set_register_availability(tp.number, regs);
+  p.registers = register_mask(regs);
   return p;
 }
 
@@ -734,12 +735,8 @@ void BpfCollector::handle_record(std::span<const uint8_t> record) {
     replaced_stats_[{p->tp, p->address}].after_stop++;
     return;
   }
-  std::span<const uint8_t> out(data, frame.total_size());
-  // A record that does not expand goes in as it is: the engine counts it malformed.
-  if (!p->registers.slots.empty() &&
-      bpf::expand_record(out, p->registers, ctx_->register_block_size(), expanded_))
-    out = expanded_;
-  ctx_->append_frame(out, p->address);
+  // The trace buffer stores it as it is (a record that does not parse is counted malformed).
+  ctx_->append_compact_frame({data, frame.total_size()}, p->registers, p->address);
   ctx_->record_hit(p->tp); // may request a stop (pass count)
 }
 

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
@@ -151,13 +153,18 @@ Reply qtbuffer(TraceEngine& engine, std::string_view args) {
   auto range = parse_byte_range(args, "qTBuffer");
   if (!range)
     return error_reply(range.error());
-  auto bytes = engine.frame_bytes();
-  if (range->offset == bytes.size())
+  uint64_t size = engine.frame_stream_size();
+  if (range->offset == size)
     return "l";
-  if (range->offset > bytes.size())
+  if (range->offset > size)
     return "E.qTBuffer offset beyond the trace data";
-  size_t n = std::min<uint64_t>({range->length, bytes.size() - range->offset, kMaxBufferChunk});
-  return hex::encode(bytes.data() + range->offset, n);
+  std::string out;
+  engine.read_frame_stream(range->offset, std::min<uint64_t>(range->length, kMaxBufferChunk),
+                           [&](std::span<const uint8_t> piece) {
+                             out += hex::encode(piece.data(), piece.size());
+                             return true;
+                           });
+  return out;
 }
 
 Reply gdbtrace_status(TraceEngine& engine, std::string_view) {
@@ -169,12 +176,16 @@ Reply gdbtrace_frames(TraceEngine& engine, std::string_view args) {
   auto range = parse_byte_range(args, "qGdbtrace.frames: want qGdbtrace.frames:OFF,LEN");
   if (!range)
     return error_reply(range.error());
-  auto bytes = engine.frame_bytes();
-  if (range->offset > bytes.size())
+  uint64_t size = engine.frame_stream_size();
+  if (range->offset > size)
     return "E.qGdbtrace.frames offset beyond the trace data";
-  size_t n = std::min<uint64_t>({range->length, bytes.size() - range->offset, kMaxFramesChunk});
-  std::string out(range->offset + n == bytes.size() ? "l" : "m");
-  out.append(reinterpret_cast<const char*>(bytes.data() + range->offset), n);
+  size_t n = std::min<uint64_t>({range->length, size - range->offset, kMaxFramesChunk});
+  std::string out(range->offset + n == size ? "l" : "m");
+  out.reserve(1 + n);
+  engine.read_frame_stream(range->offset, n, [&](std::span<const uint8_t> piece) {
+    out.append(reinterpret_cast<const char*>(piece.data()), piece.size());
+    return true;
+  });
   return out;
 }
 
@@ -195,8 +206,8 @@ Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
       path.find('\0') != std::string::npos)
     return "E.qGdbtrace.frames.file: want qGdbtrace.frames.file:OFF;HEXPATH";
   uint64_t offset = *off;
-  auto bytes = engine.frame_bytes();
-  if (offset > bytes.size())
+  uint64_t size = engine.frame_stream_size();
+  if (offset > size)
     return "E.qGdbtrace.frames.file offset beyond the trace data";
   int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
@@ -206,22 +217,36 @@ Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
     ::close(fd);
     return "E.qGdbtrace.frames.file: not an empty regular file";
   }
-  const uint8_t* p = bytes.data() + offset;
-  size_t left = bytes.size() - offset;
-  while (left) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      return "E.qGdbtrace.frames.file: " + std::string(std::strerror(err));
+  // The stream is expanded a frame at a time: gather pieces into writes of
+  // about a megabyte rather than one write per frame.
+  constexpr size_t kWriteBatch = 1 << 20;
+  std::vector<uint8_t> batch;
+  int err = 0;
+  auto write_all = [&](std::span<const uint8_t> bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::write(fd, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        err = n < 0 ? errno : EIO;
+        return false;
+      }
+      bytes = bytes.subspan(size_t(n));
     }
-    p += n;
-    left -= size_t(n);
-  }
+    return true;
+  };
+  engine.read_frame_stream(offset, size - offset, [&](std::span<const uint8_t> piece) {
+    if (piece.size() >= kWriteBatch) // a long run of frames stored as they are
+      return (batch.empty() || write_all(std::exchange(batch, {}))) && write_all(piece);
+    batch.insert(batch.end(), piece.begin(), piece.end());
+    return batch.size() < kWriteBatch || write_all(std::exchange(batch, {}));
+  });
+  if (!err)
+    write_all(batch);
   ::close(fd);
-  return "F" + hex::u64(bytes.size() - offset);
+  if (err)
+    return "E.qGdbtrace.frames.file: " + std::string(std::strerror(err));
+  return "F" + hex::u64(size - offset);
 }
 
 // qGdbtrace.save.file:HEXPATH -> OK | E.<why>
@@ -463,31 +488,23 @@ Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
   if (!range)
     return error_reply(range.error());
   uint32_t regblock = engine_.report().register_block_size;
-  auto bytes = engine_.frame_bytes();
+  uint64_t count = engine_.frame_count();
   // The process may have loaded libraries since QTStart. Only during the run:
   // afterwards the list read last (at a stop, at QTStop) is kept, and a pid
   // reused by another process can never lend it its modules.
   if (engine_.running() && engine_.stack_bytes())
     (void)unwinder_.refresh_modules(engine_.traced_pid());
-  FrameCursor& c = frame_cursor_;
-  if (c.data != bytes.data() || c.size != bytes.size() || engine_.running() ||
-      range->offset < c.frame)
-    c = FrameCursor{bytes.data(), bytes.size(), 0, 0};
-  while (c.frame < range->offset && c.offset < bytes.size()) {
-    c.offset += FrameView(bytes.subspan(c.offset), regblock).total_size();
-    ++c.frame;
-  }
-  if (c.offset >= bytes.size())
-    return range->offset == c.frame ? Reply("l")
-                                    : Reply("E.qGdbtrace.stacks frame beyond the trace data");
+  if (range->offset >= count)
+    return range->offset == count ? Reply("l")
+                                  : Reply("E.qGdbtrace.stacks frame beyond the trace data");
   std::string out = "m";
   std::unordered_set<uint64_t> named;
   std::unordered_set<int> described;
-  for (uint64_t n = 0; n < range->length && c.offset < bytes.size() && out.size() < kMaxFramesChunk;
-       ++n) {
-    FrameView view(bytes.subspan(c.offset), regblock);
-    size_t size = std::min<size_t>(view.total_size(), bytes.size() - c.offset);
-    UnwoundStack stack = unwinder_.unwind(bytes.subspan(c.offset, size), regblock);
+  std::vector<uint8_t> scratch;
+  uint64_t f = range->offset;
+  for (uint64_t n = 0; n < range->length && f < count && out.size() < kMaxFramesChunk; ++n, ++f) {
+    std::span<const uint8_t> frame = engine_.stream_frame(f, scratch);
+    UnwoundStack stack = unwinder_.unwind(frame, regblock);
     // Each pc's names once per reply ('S' line before the first frame using it):
     // stacks repeat, and the reply crosses gdb's packet path (~20 MB/s).
     // Modules by build-id too, so that frames a module has no symbols for can
@@ -504,17 +521,15 @@ Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
              (e.module_id >= 0 ? hex::u64(e.module_id) : "") + ";" +
              (e.has_offset ? hex::u64(e.offset) : "") + "\n";
     }
-    out += "F" + hex::u64(c.frame) + " T" + hex::u64(view.tp_number()) + " " +
+    out += "F" + hex::u64(f) + " T" + hex::u64(FrameView(frame, regblock).tp_number()) + " " +
            stack_status_word(stack.status);
     if (!stack.error.empty())
       out += ":" + stack.error;
     for (const auto& e : stack.entries)
       out += "\t" + hex::u64(e.pc);
     out += "\n";
-    c.offset += size;
-    ++c.frame;
   }
-  if (c.offset >= bytes.size())
+  if (f >= count)
     out[0] = 'l';
   return out;
 }

@@ -90,14 +90,8 @@ private:
     size_t action = 0, step = 0, source = 0;
   } tp_cursor_;
   // qGdbtrace.stacks: the unwinder (module list cached from QTStart on, so
-  // frames unwind after the process exited) and where the last reply ended,
-  // so a bulk read walks the frame stream once.
+  // frames unwind after the process exited).
   StackUnwinder unwinder_;
-  struct FrameCursor {
-    const uint8_t* data = nullptr;
-    size_t size = 0;
-    uint64_t frame = 0, offset = 0;
-  } frame_cursor_;
   // qTfV/qTsV: the next variable to upload.
   struct TsvCursor {
     std::vector<TsvDefinition> snapshot;

@@ -49,8 +49,9 @@ std::string format_report_json(const TraceReport& r) {
   j += ",\"stop_text\":" + json_string(st.stop_text);
   j += ",\"stop_tracepoint\":" + std::to_string(st.stop_tp);
   j += ",\"buffer\":{\"size\":" + std::to_string(st.size) +
-       ",\"used\":" + std::to_string(r.buffer_used) + ",\"frames\":" + std::to_string(st.frames) +
-       ",\"created\":" + std::to_string(st.created) +
+       ",\"used\":" + std::to_string(r.buffer_used) +
+       ",\"stream\":" + std::to_string(r.stream_bytes) +
+       ",\"frames\":" + std::to_string(st.frames) + ",\"created\":" + std::to_string(st.created) +
        ",\"discarded\":" + std::to_string(r.frames_discarded) +
        ",\"circular\":" + json_bool(st.circular) + "}";
   j += ",\"register_block_size\":" + std::to_string(r.register_block_size);

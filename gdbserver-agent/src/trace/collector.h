@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "trace/compact_frame.h"
 #include "trace/tracepoint.h"
 
 namespace gdbtrace {
@@ -38,6 +39,11 @@ public:
   // and a number has one location per address). Returns false if the buffer is
   // full and not circular (the engine then stops the run with tfull).
   virtual bool append_frame(std::span<const uint8_t> frame, uint64_t address) = 0;
+  // The same for a frame whose register blocks are compact blocks
+  // (trace/compact_frame.h) of REGISTERS, as the eBPF ring records carry
+  // them: the engine stores it as it is. This default hands on the tfile frame.
+  virtual bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
+                                    uint64_t address);
   virtual uint32_t register_block_size() const = 0; // 560 or 816
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.

@@ -68,19 +68,22 @@ private:
 };
 
 struct FrameBlock {
-  char type = 0;                 // 'R', 'M', 'V'
-  const uint8_t* data = nullptr; // R: register bytes; M: memory bytes
+  char type = 0;                 // 'R', 'M', 'V', 'r' (compact registers)
+  const uint8_t* data = nullptr; // R, r: register bytes; M: memory bytes
   uint64_t address = 0;          // M
-  uint32_t length = 0;           // R: block size; M: byte count
+  uint32_t length = 0;           // R, r: block size (tag excluded); M: byte count
   uint32_t tsv = 0;              // V
   int64_t value = 0;             // V
+  std::span<const uint8_t> raw;  // the whole block, its tag included
 };
 
-// A view of one frame's blocks. REGBLOCK_SIZE is needed to step over 'R'.
+// A view of one frame's blocks. REGBLOCK_SIZE is needed to step over 'R';
+// COMPACT_SIZE, the size of a compact register block (compact_frame.h, tag
+// included), to step over 'r': 0 when the frame has none (an 'r' is damage).
 class FrameView {
 public:
-  FrameView(std::span<const uint8_t> frame, uint32_t regblock_size)
-      : frame_(frame), regblock_size_(regblock_size) {}
+  FrameView(std::span<const uint8_t> frame, uint32_t regblock_size, uint32_t compact_size = 0)
+      : frame_(frame), regblock_size_(regblock_size), compact_size_(compact_size) {}
   // A frame shorter than its header has tracepoint 0 and no blocks.
   bool has_header() const { return frame_.size() >= kFrameHeaderSize; }
   uint16_t tp_number() const { return has_header() ? gt_tframe_tp(frame_.data()) : 0; }
@@ -106,6 +109,13 @@ public:
         b.length = regblock_size_;
         p = b.data + b.length;
         break;
+      case GT_TFRAME_COMPACT_REGS:
+        if (compact_size_ == 0 || left < compact_size_)
+          return false;
+        b.data = tag + 1;
+        b.length = compact_size_ - 1;
+        p = b.data + b.length;
+        break;
       case GT_TFRAME_MEM:
         if (left < GT_TFRAME_MEM_HEADER)
           return false;
@@ -126,15 +136,17 @@ public:
       default:
         return false;
       }
+      b.raw = {tag, size_t(p - tag)};
       if (!fn(b))
         return true;
     }
     return true;
   }
+  // The first register block, 'R' or 'r'.
   std::optional<FrameBlock> registers() const {
     std::optional<FrameBlock> out;
     for_each([&](const FrameBlock& b) {
-      if (b.type != GT_TFRAME_REGS)
+      if (b.type != GT_TFRAME_REGS && b.type != GT_TFRAME_COMPACT_REGS)
         return true;
       out = b;
       return false;
@@ -145,6 +157,7 @@ public:
 private:
   std::span<const uint8_t> frame_;
   uint32_t regblock_size_;
+  uint32_t compact_size_;
 };
 
 } // namespace gdbtrace

@@ -22,11 +22,13 @@ Result<uint32_t> check_stack_bytes(uint64_t bytes);
 
 // TP with the stack snapshot added: an 'R' action unless TP already collects
 // registers, then the stack as several 'M' actions of at most a few hundred
-// bytes at $sp+0, $sp+N, ... Collectors read each action all or nothing (eBPF,
-// the module) or up to the first fault (ptrace); near the top of the stack,
-// where $sp+BYTES runs past the end of the mapping, the pieces that fault are
-// left out, so the snapshot ends within one piece of the mapping's end and
-// never holds bytes that were not read. Step actions are left alone.
+// bytes at $sp+0, $sp+N, ... Near the top of the stack, where $sp+BYTES runs
+// past the end of the mapping, the pieces past it are left out and the one
+// that crosses it is kept up to it by ptrace (up to the first fault) and eBPF
+// (up to the page boundary, bpf_codegen's stack_piece), so the snapshot ends at
+// the mapping's end and never holds bytes that were not read; the module reads
+// each piece all or nothing (it ends within one piece of the end). Step
+// actions are left alone.
 Tracepoint with_stack_actions(const Tracepoint& tp, uint32_t bytes);
 
 // The size of one piece for a snapshot of BYTES (at most 32 pieces: the

@@ -57,15 +57,19 @@ std::string tfile_header(const TfileContents& c) {
 }
 
 Result<void> write_tfile(const std::string& path, const TfileContents& contents,
-                         std::span<const uint8_t> frames) {
+                         const FrameStreamWriter& frames) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
   if (!f)
     return make_error(errno, "cannot create " + path + ": " + std::strerror(errno));
   std::string header = tfile_header(contents);
   static const uint8_t end_marker[4] = {0, 0, 0, 0};
-  bool good = std::fwrite(header.data(), 1, header.size(), f.get()) == header.size() &&
-              std::fwrite(frames.data(), 1, frames.size(), f.get()) == frames.size() &&
-              std::fwrite(end_marker, 1, 4, f.get()) == 4;
+  bool good = std::fwrite(header.data(), 1, header.size(), f.get()) == header.size();
+  if (good)
+    frames([&](std::span<const uint8_t> piece) {
+      good = std::fwrite(piece.data(), 1, piece.size(), f.get()) == piece.size();
+      return good;
+    });
+  good = good && std::fwrite(end_marker, 1, 4, f.get()) == 4;
   int err = errno;
   if (std::fclose(f.release()) != 0 || !good)
     return make_error(err ? err : EIO, "cannot write " + path + ": " + std::strerror(err));

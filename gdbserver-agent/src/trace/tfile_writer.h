@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,8 +31,13 @@ struct TfileContents {
 // Everything before the frames: magic, "R", tdesc, status, tsv, tp lines, blank line.
 std::string tfile_header(const TfileContents& contents);
 
-// Writes header + FRAMES (a frame stream) + the end marker to PATH.
+// Writes the frame stream into a file piece by piece: calls its argument
+// with each piece in order, stopping when it returns false.
+using FrameStreamWriter =
+    std::function<void(const std::function<bool(std::span<const uint8_t>)>& write)>;
+
+// Writes header + the frame stream FRAMES writes + the end marker to PATH.
 Result<void> write_tfile(const std::string& path, const TfileContents& contents,
-                         std::span<const uint8_t> frames);
+                         const FrameStreamWriter& frames);
 
 } // namespace gdbtrace

@@ -7,6 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "trace/frame.h"
+
 namespace gdbtrace {
 
 void TraceBuffer::clear() {
@@ -18,6 +20,7 @@ void TraceBuffer::clear() {
   first_seq_ = 0;
   created_ = 0;
   discarded_ = 0;
+  next_xoffset_ = 0;
   by_tp_.clear();
   by_pc_.clear();
   populated_base_ = nullptr;
@@ -67,23 +70,91 @@ void TraceBuffer::set_capacity(size_t bytes) {
   clear();
 }
 
-bool TraceBuffer::append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc) {
-  if (frame.size() > capacity_)
-    return false;
-  if (frame.size() > free_bytes()) {
-    if (!circular_)
-      return false;
-    while (frame.size() > free_bytes())
-      drop_oldest();
+bool TraceBuffer::append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+                         uint16_t set) {
+  size_t register_blocks = 0;
+  FrameView(frame, regblock_size_).for_each([&](const FrameBlock& b) {
+    register_blocks += b.type == GT_TFRAME_REGS;
+    return true;
+  });
+  if (register_blocks == 0)
+    set = kNoRegisters;
+  // Compact only what gets smaller: a set of nearly all registers in u64 slots can be larger.
+  size_t stored = frame.size();
+  bool compact = false;
+  if (set < sets_.size()) {
+    size_t small = compact_size(frame.size(), register_blocks, sets_[set].layout, regblock_size_);
+    compact = small < stored;
+    stored = std::min(small, stored);
   }
-  uint64_t seq = first_seq_ + metas_.size();
-  metas_.push_back(Meta{base_ + store_.size(), uint32_t(frame.size()), tp_number, pc});
+  if (!make_room(stored))
+    return false;
+  add_meta(tp_number, pc, frame.size(), set, compact);
+  populate_ahead(store_.size() + stored);
+  if (compact) {
+    size_t at = store_.size();
+    store_.resize(at + stored);
+    compact_frame(frame, sets_[set].layout, regblock_size_, store_.data() + at);
+  } else {
+    store_.insert(store_.end(), frame.begin(), frame.end());
+  }
+  return true;
+}
+
+bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+                                 uint16_t set) {
+  const CompactRegisters& layout = sets_[set].layout;
+  size_t register_blocks = 0;
+  FrameView(frame, regblock_size_, layout.block_size()).for_each([&](const FrameBlock& b) {
+    register_blocks += b.type == GT_TFRAME_COMPACT_REGS;
+    return true;
+  });
+  if (!make_room(frame.size()))
+    return false;
+  size_t expanded = frame.size() + register_blocks * (GT_TFRAME_REGS_HEADER + regblock_size_ -
+                                                      layout.block_size());
+  add_meta(tp_number, pc, expanded, register_blocks ? set : kNoRegisters, register_blocks > 0);
   populate_ahead(store_.size() + frame.size());
   store_.insert(store_.end(), frame.begin(), frame.end());
+  return true;
+}
+
+// Indexes the frame about to be written at the end of the store; EXPANDED: its tfile size.
+void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set,
+                           bool compact) {
+  uint64_t seq = first_seq_ + metas_.size();
+  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, tp_number, set, compact});
+  next_xoffset_ += expanded;
   by_tp_[tp_number].push_back(seq);
   by_pc_[pc].push_back(seq);
   ++created_;
+}
+
+// Room for BYTES more stored bytes: there already, or (circular) made by
+// discarding the oldest frames.
+bool TraceBuffer::make_room(size_t bytes) {
+  if (bytes > capacity_)
+    return false;
+  if (bytes <= free_bytes())
+    return true;
+  if (!circular_)
+    return false;
+  while (bytes > free_bytes())
+    drop_oldest();
   return true;
+}
+
+// A run has a few register sets (one per collector kind and FPU choice),
+// looked up when a tracepoint is installed, not per frame.
+uint16_t TraceBuffer::register_set(const RegisterMask& held) {
+  for (size_t i = 0; i < sets_.size(); ++i)
+    if (sets_[i].mask == held)
+      return uint16_t(i);
+  std::vector<bool> regs(GT_NUM_REGS_AVX);
+  for (unsigned r = 0; r < regs.size(); ++r)
+    regs[r] = held[r];
+  sets_.push_back({held, regs, CompactRegisters::of_mask(held)});
+  return uint16_t(sets_.size() - 1);
 }
 
 // Makes the reserved pages up to END (and a batch beyond) present before the
@@ -118,6 +189,7 @@ void TraceBuffer::populate_ahead(size_t end) {
 
 void TraceBuffer::drop_oldest() {
   const Meta m = metas_.front();
+  const size_t size = stored_bytes(0);
   auto tp = by_tp_.find(m.tp);
   tp->second.pop_front();
   if (tp->second.empty())
@@ -129,7 +201,7 @@ void TraceBuffer::drop_oldest() {
   metas_.pop_front();
   ++first_seq_;
   ++discarded_;
-  start_ += m.size;
+  start_ += size;
   // Compact once the dead prefix is the larger part: amortised O(1) per byte.
   if (start_ > store_.size() / 2) {
     store_.erase(store_.begin(), store_.begin() + long(start_));
@@ -138,11 +210,71 @@ void TraceBuffer::drop_oldest() {
   }
 }
 
-std::span<const uint8_t> TraceBuffer::frame(long n) const {
+std::span<const uint8_t> TraceBuffer::frame(long n, std::vector<uint8_t>& scratch) const {
   if (n < 0 || size_t(n) >= metas_.size())
     return {};
   const Meta& m = metas_[size_t(n)];
-  return {store_.data() + (m.offset - base_), m.size};
+  std::span<const uint8_t> stored{store_.data() + (m.offset - base_), stored_bytes(size_t(n))};
+  if (!m.compact)
+    return stored;
+  // Cannot fail: append wrote it from a well-formed frame.
+  expand_frame(stored, sets_[m.held].layout, regblock_size_, scratch);
+  return scratch;
+}
+
+const std::vector<bool>* TraceBuffer::frame_registers_held(long n) const {
+  uint16_t set = metas_[size_t(n)].held;
+  return set < sets_.size() ? &sets_[set].held : nullptr;
+}
+
+uint64_t TraceBuffer::stream_size() const {
+  return metas_.empty() ? 0 : next_xoffset_ - metas_.front().xoffset;
+}
+
+// The frame holding stream offset OFFSET (< stream_size()): the last one
+// starting at or before it.
+long TraceBuffer::frame_at_stream_offset(uint64_t offset) const {
+  uint64_t at = metas_.front().xoffset + offset;
+  auto it = std::upper_bound(metas_.begin(), metas_.end(), at,
+                             [](uint64_t x, const Meta& m) { return x < m.xoffset; });
+  return long(it - metas_.begin()) - 1;
+}
+
+void TraceBuffer::read_stream(uint64_t offset, uint64_t length, const Sink& sink) const {
+  uint64_t size = stream_size();
+  if (offset >= size || length == 0)
+    return;
+  length = std::min(length, size - offset);
+  long n = frame_at_stream_offset(offset);
+  uint64_t skip = metas_.front().xoffset + offset - metas_[size_t(n)].xoffset;
+  std::vector<uint8_t> scratch;
+  // Frames stored as they are lie back to back in the store: one span for a run of them.
+  std::span<const uint8_t> run;
+  auto flush = [&] {
+    bool more = run.empty() || sink(run);
+    run = {};
+    return more;
+  };
+  for (; length > 0; ++n) {
+    const Meta& m = metas_[size_t(n)];
+    std::span<const uint8_t> bytes = frame(n, scratch);
+    bytes = bytes.subspan(skip, std::min<uint64_t>(bytes.size() - skip, length));
+    skip = 0;
+    length -= bytes.size();
+    if (!m.compact && !run.empty() && run.data() + run.size() == bytes.data()) {
+      run = {run.data(), run.size() + bytes.size()};
+      continue;
+    }
+    if (!flush())
+      return;
+    if (!m.compact) {
+      run = bytes;
+      continue;
+    }
+    if (!sink(bytes)) // SCRATCH is reused by the next frame
+      return;
+  }
+  flush();
 }
 
 long TraceBuffer::first_in(const SeqList& list, uint64_t from_seq) const {

@@ -1,19 +1,33 @@
-// The trace buffer: frames stored back to back exactly as gdb's tfile holds
-// them (see frame.h), so qTBuffer / qGdbtrace.frames / tsave are byte copies.
+// The trace buffer: frames stored back to back, and the frame stream gdb
+// reads from it.
+//
+// A frame is stored as the tfile frame it was given (frame.h), except that
+// the register blocks of a frame whose registers are partly unavailable (a
+// kernel collector's: no FPU state) are stored compactly (compact_frame.h),
+// as append_compact receives them or as append makes them: a register-only
+// eBPF frame takes 183 bytes instead of 823. Readers never see
+// that: frame(), read_stream() and stream_size() give the tfile frames,
+// expanded one at a time, and stream offsets (qTBuffer, qGdbtrace.frames)
+// count the expanded bytes. capacity(), used() and free_bytes() count the
+// stored bytes: what tstatus reports and what fills the buffer.
 //
 // Linear mode refuses a frame that does not fit (the run then stops with
 // tfull); circular mode discards the oldest frames to make room. Alongside the
-// bytes it keeps a frame index: frame number -> offset (O(1)), and per
-// tracepoint and per pc sorted sequence lists, so every tfind form is a binary
-// search instead of a walk from the first frame.
+// bytes it keeps a frame index: frame number -> stored and expanded offsets
+// (O(1); a stream offset -> its frame is a binary search), and per tracepoint
+// and per pc sorted sequence lists, so every tfind form is a binary search
+// instead of a walk from the first frame.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <span>
 #include <unordered_map>
 #include <vector>
+
+#include "trace/compact_frame.h"
 
 namespace gdbtrace {
 
@@ -30,12 +44,33 @@ public:
   void set_capacity(size_t bytes); // also clears
   void set_circular(bool circular) { circular_ = circular; }
   bool circular() const { return circular_; }
+  // Bytes of a frame's 'R' blocks (560 or 816); fixed while frames are held
+  // (set at QTStart, which clears the buffer).
+  void set_register_block_size(uint32_t bytes) { regblock_size_ = bytes; }
+  uint32_t register_block_size() const { return regblock_size_; }
 
-  // Appends FRAME (a complete tfile frame). PC is the address tfind pc/range
-  // use for it. False when it cannot be stored (linear buffer full, or a frame
-  // larger than the whole buffer).
-  bool append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc);
+  // Register sets frames are stored with: HELD[r] = remote register r is
+  // held (the others read as unavailable and are not stored). The number a
+  // set gets stays valid for the buffer's life (clear() keeps the sets).
+  static constexpr uint16_t kAllRegisters = 0xffff; // every register: stored as given
+  uint16_t register_set(const RegisterMask& held);
+  uint16_t register_set(const std::vector<bool>& held) { return register_set(register_mask(held)); }
+  const std::vector<bool>& registers_of(uint16_t set) const { return sets_[set].held; }
+  const CompactRegisters& layout_of(uint16_t set) const { return sets_[set].layout; }
 
+  // Appends FRAME (a complete, well-formed tfile frame) whose 'R' blocks hold
+  // the registers of SET. PC is the address tfind pc/range use for it. False
+  // when it cannot be stored (linear buffer full, or a frame larger than the
+  // whole buffer).
+  bool append(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+              uint16_t set = kAllRegisters);
+  // The same for a well-formed compact frame whose register blocks are
+  // compact blocks of SET's layout (as the eBPF ring records carry them):
+  // stored as it is.
+  bool append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+                      uint16_t set);
+
+  // Stored bytes: what the frames take of the capacity.
   size_t capacity() const { return capacity_; }
   size_t used() const { return store_.size() - start_; }
   size_t free_bytes() const { return capacity_ - used(); }
@@ -43,14 +78,28 @@ public:
   uint64_t frames_created() const { return created_; }
   uint64_t frames_discarded() const { return discarded_; }
 
-  // The whole frame stream, oldest frame first.
-  std::span<const uint8_t> bytes() const {
-    return {store_.data() + start_, store_.size() - start_};
-  }
-  // Frame N (0 = oldest present); empty span when out of range.
-  std::span<const uint8_t> frame(long n) const;
+  // The frame stream: the frames in tfile layout, oldest first. Its size, and
+  // its bytes from OFFSET, at most LENGTH of them, handed to SINK in order, a
+  // frame (or a run of frames stored as they are) at a time: the stream is
+  // never built whole. SINK returns false to stop early.
+  using Sink = std::function<bool(std::span<const uint8_t>)>;
+  uint64_t stream_size() const;
+  void read_stream(uint64_t offset, uint64_t length, const Sink& sink) const;
+
+  // Frame N (0 = oldest present) in tfile layout: a view of the store, or of
+  // SCRATCH when it was stored compactly. Empty when out of range.
+  std::span<const uint8_t> frame(long n, std::vector<uint8_t>& scratch) const;
   uint16_t frame_tp(long n) const { return metas_[size_t(n)].tp; }
+  // Bytes of frame N in the frame stream (its tfile size).
+  size_t frame_stream_bytes(long n) const {
+    return (size_t(n) + 1 < metas_.size() ? metas_[size_t(n) + 1].xoffset : next_xoffset_) -
+           metas_[size_t(n)].xoffset;
+  }
   uint64_t frame_pc(long n) const { return metas_[size_t(n)].pc; }
+  // The registers frame N's 'R' blocks hold (null: all).
+  const std::vector<bool>* frame_registers_held(long n) const;
+  // Whether frame N has an 'R' block.
+  bool frame_has_registers(long n) const { return metas_[size_t(n)].held != kNoRegisters; }
 
   // The first frame after frame AFTER (-1: from the start) that matches; -1 if none.
   long find_tracepoint(uint16_t tp_number, long after) const;
@@ -59,21 +108,40 @@ public:
   long find_range(uint64_t lo, uint64_t hi, bool inside, long after) const;
 
 private:
+  // Meta::held: an index into sets_, kAllRegisters, or this.
+  static constexpr uint16_t kNoRegisters = 0xfffe; // no 'R' block
+  // 32 bytes a frame: a frame's sizes are the distance to the next one's offsets.
   struct Meta {
-    uint64_t offset; // logical stream offset (store_ index + base_)
-    uint32_t size;
-    uint16_t tp;
+    uint64_t offset;  // logical stored offset (store_ index + base_)
+    uint64_t xoffset; // logical offset in the expanded stream
     uint64_t pc;
+    uint16_t tp;
+    uint16_t held; // register set of the 'R' blocks
+    bool compact;  // its register blocks are stored as compact blocks of sets_[held]
+  };
+  static_assert(sizeof(Meta) == 32, "the index costs 32 bytes a frame (plus 16 in by_tp_/by_pc_)");
+  struct RegisterSet {
+    RegisterMask mask;
+    std::vector<bool> held;
+    CompactRegisters layout;
   };
   using SeqList = std::deque<uint64_t>; // ascending frame sequence numbers
 
+  size_t stored_bytes(size_t n) const {
+    return (n + 1 < metas_.size() ? metas_[n + 1].offset : base_ + store_.size()) -
+           metas_[n].offset;
+  }
+  bool make_room(size_t bytes);
+  void add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set, bool compact);
   void drop_oldest();
   void populate_ahead(size_t end);
   void prepare_at_start();
   long first_in(const SeqList& list, uint64_t from_seq) const;
+  long frame_at_stream_offset(uint64_t offset) const;
 
   size_t capacity_;
   bool circular_ = false;
+  uint32_t regblock_size_ = 0;
   std::vector<uint8_t> store_;
   size_t start_ = 0;       // store_ index of the oldest frame
   uint64_t base_ = 0;      // logical offset of store_[0]
@@ -81,6 +149,8 @@ private:
   uint64_t first_seq_ = 0; // sequence number of frame 0
   uint64_t created_ = 0;
   uint64_t discarded_ = 0;
+  uint64_t next_xoffset_ = 0;     // expanded offset of the next frame appended
+  std::vector<RegisterSet> sets_; // see register_set()
   // Pages of store_'s reservation made present in batches ahead of the write
   // position (see populate_ahead): [store_.data(), populated_end_).
   const uint8_t* populated_base_ = nullptr;

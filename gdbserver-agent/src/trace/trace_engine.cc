@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/hex.h"
+#include "trace/compact_frame.h"
 #include "trace/frame.h"
 #include "trace/stack_actions.h"
 #include "trace/trace_engine_impl.h"
@@ -39,36 +40,61 @@ uint32_t TraceEngine::Impl::num_regs() const {
 }
 
 bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame, uint64_t address) {
+  return append(frame, nullptr, address);
+}
+
+bool TraceEngine::Impl::append_compact_frame(std::span<const uint8_t> frame,
+                                             const RegisterMask& registers, uint64_t address) {
+  return append(frame, &registers, address);
+}
+
+bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMask* compact,
+                               uint64_t address) {
   if (!running || frame.size() < kFrameHeaderSize)
     return false;
-  FrameView view(frame, register_block_size());
-  uint16_t tp = view.tp_number();
+  uint16_t tp = gt_tframe_tp(frame.data());
   auto& c = counters[{tp, address}];
+  // A compact frame names its registers; a tfile frame holds those its
+  // collector declared (the others are not stored, and read as unavailable).
+  uint16_t set = TraceBuffer::kAllRegisters;
+  if (compact) {
+    set = buffer.register_set(*compact);
+  } else if (auto known = register_sets.find(tp); known != register_sets.end()) {
+    set = known->second;
+  }
+  const CompactRegisters* layout = compact ? &buffer.layout_of(set) : nullptr;
+  FrameView view(frame, register_block_size(), layout ? layout->block_size() : 0);
   // Collectors' frames come from kernel rings: one that does not parse would
-  // break every tfile reader downstream (qTBuffer and tsave are byte copies).
+  // break every tfile reader downstream (qTBuffer and tsave expand them).
   if (view.total_size() != frame.size() || !view.for_each([](const FrameBlock&) { return true; })) {
     ++c.malformed;
     return false;
   }
-  // tfind pc/range use the frame's pc: the 'R' block's rip, else the location
-  // that collected it (a number with several locations has one address each).
+  // tfind pc/range use the frame's pc: the register block's rip, else the
+  // location that collected it (a number with several locations has one
+  // address each).
   uint64_t pc = 0;
-  if (auto r = view.registers())
-    pc = get_le<uint64_t>(r->data + gt_reg_offset(GT_RIP));
+  if (auto r = view.registers()) {
+    int at = layout ? layout->slot_offset(GT_RIP) : int(gt_reg_offset(GT_RIP));
+    if (at >= 0)
+      pc = get_le<uint64_t>(r->data + at);
+  }
   if (!pc)
     pc = address;
-  if (!buffer.append(frame, tp, pc)) {
+  bool stored =
+      layout ? buffer.append_compact(frame, tp, pc, set) : buffer.append(frame, tp, pc, set);
+  if (!stored) {
     ++c.buffer_drops;
     request_stop(TraceStopReason::BufferFull, {}, 0);
     return false;
   }
   ++c.frames;
-  c.bytes += frame.size();
+  c.bytes += buffer.frame_stream_bytes(long(buffer.frame_count()) - 1); // its tfile size
   return true;
 }
 
 void TraceEngine::Impl::set_register_availability(uint32_t tp, const std::vector<bool>& valid) {
-  register_availability[tp] = valid;
+  register_sets[tp] = buffer.register_set(valid);
 }
 
 std::optional<int64_t> TraceEngine::Impl::get_tsv(uint32_t number) {
@@ -470,17 +496,17 @@ void TraceEngine::hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_
 
 RegisterBlock TraceEngine::frame_registers() const {
   RegisterBlock regs;
-  auto frame = impl_->buffer.frame(impl_->current_frame);
+  std::vector<uint8_t> scratch;
+  auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (frame.empty())
     return regs;
   FrameView view(frame, impl_->register_block_size());
   if (auto r = view.registers()) {
     std::memcpy(regs.bytes.data(), r->data, std::min<size_t>(r->length, regs.bytes.size()));
     uint32_t n = impl_->num_regs();
-    auto avail = impl_->register_availability.find(view.tp_number());
+    const std::vector<bool>* held = impl_->buffer.frame_registers_held(impl_->current_frame);
     for (uint32_t i = 0; i < n; ++i)
-      if (avail == impl_->register_availability.end() || i >= avail->second.size() ||
-          avail->second[i])
+      if (!held || (i < held->size() && (*held)[i]))
         regs.valid.set(i);
     return regs;
   }
@@ -492,7 +518,8 @@ RegisterBlock TraceEngine::frame_registers() const {
 }
 
 Result<size_t> TraceEngine::frame_memory(uint64_t address, std::span<uint8_t> out) const {
-  auto frame = impl_->buffer.frame(impl_->current_frame);
+  std::vector<uint8_t> scratch;
+  auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (frame.empty())
     return make_error(EINVAL, "no trace frame selected");
   if (out.empty())
@@ -534,7 +561,8 @@ Result<size_t> TraceEngine::frame_memory(uint64_t address, std::span<uint8_t> ou
 
 std::string TraceEngine::traceframe_info_xml() const {
   std::string xml = "<traceframe-info>\n";
-  auto frame = impl_->buffer.frame(impl_->current_frame);
+  std::vector<uint8_t> scratch;
+  auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (!frame.empty()) {
     FrameView(frame, impl_->register_block_size()).for_each([&](const FrameBlock& b) {
       if (b.type == 'M')

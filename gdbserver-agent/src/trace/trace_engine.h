@@ -154,8 +154,17 @@ public:
   // Snapshots for the upload (qTfP/qTsP, qTfV/qTsV).
   std::vector<Tracepoint> tracepoints() const;
   std::vector<TsvDefinition> tsvs() const;
-  // The frame stream (concatenated tfile frames, oldest first), after draining.
-  std::span<const uint8_t> frame_bytes();
+  // The frame stream: the buffer's frames in tfile layout, oldest first, as
+  // qTBuffer, QTSave and qGdbtrace.frames hand it out. Its size after
+  // draining; its bytes from OFFSET (at most LENGTH) given to SINK piece by
+  // piece, as the buffer expands them (TraceBuffer::read_stream).
+  uint64_t frame_stream_size();
+  void read_frame_stream(uint64_t offset, uint64_t length,
+                         const std::function<bool(std::span<const uint8_t>)>& sink) const;
+  // Frames in the buffer after draining, and frame N of them in tfile layout
+  // (a view of the buffer or of SCRATCH; empty past the end).
+  uint64_t frame_count();
+  std::span<const uint8_t> stream_frame(uint64_t n, std::vector<uint8_t>& scratch) const;
   Result<void> save(const std::string& path);
   // By remote register number: whether every frame's 'R' block holds that
   // register (kernel collectors have no x87/SSE/AVX state). What `tsave -r`

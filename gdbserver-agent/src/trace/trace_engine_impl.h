@@ -66,6 +66,10 @@ struct TraceEngine::Impl : TraceContext {
 
   // --- TraceContext (collectors call these) ---
   bool append_frame(std::span<const uint8_t> frame, uint64_t address) override;
+  bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
+                            uint64_t address) override;
+  // COMPACT: FRAME's register blocks are compact blocks of these registers.
+  bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
@@ -137,7 +141,9 @@ struct TraceEngine::Impl : TraceContext {
   // record_hit() calls this run, per number: a pass count is the tracepoint's,
   // over all its locations.
   std::map<uint32_t, uint64_t> pass_hits;
-  std::map<uint32_t, std::vector<bool>> register_availability;
+  // The registers each number's collector fills in its tfile frames
+  // (set_register_availability), as the buffer's register set.
+  std::map<uint32_t, uint16_t> register_sets;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
   // The target's stopped_epoch at the last drain_for_counts, when it had one.

@@ -43,7 +43,7 @@ void TraceEngine::reset() {
   m.readonly_regions.clear();
   m.counters.clear();
   m.pass_hits.clear();
-  m.register_availability.clear();
+  m.register_sets.clear();
   std::erase_if(m.tsvs, [](const auto& kv) { return !kv.second.builtin; });
   m.buffer.clear();
 }
@@ -263,6 +263,7 @@ Result<void> TraceEngine::start() {
   m.pass_hits.clear();
   for (auto& e : m.tracepoints)
     e->earlier = {};
+  m.buffer.set_register_block_size(m.register_block_size());
   m.buffer.reserve_for_run();
   // Collectors may report frames from install() on: be running while installing.
   m.running = true;
@@ -407,6 +408,7 @@ TraceReport TraceEngine::Impl::make_report() const {
   TraceReport r;
   r.status = status();
   r.buffer_used = buffer.used();
+  r.stream_bytes = buffer.stream_size();
   r.frames_discarded = buffer.frames_discarded();
   r.register_block_size = register_block_size();
   r.stack_bytes = stack_bytes;
@@ -435,7 +437,8 @@ std::optional<int64_t> TraceEngine::tsv_value(uint32_t number) {
   Impl& m = *impl_;
   if (m.current_frame >= 0) {
     std::optional<int64_t> v;
-    FrameView(m.buffer.frame(m.current_frame), m.register_block_size())
+    std::vector<uint8_t> scratch;
+    FrameView(m.buffer.frame(m.current_frame, scratch), m.register_block_size())
         .for_each([&](const FrameBlock& b) {
           if (b.type == 'V' && b.tsv == number)
             v = b.value; // the last one wins, as gdbserver
@@ -472,9 +475,25 @@ std::vector<TsvDefinition> TraceEngine::tsvs() const {
   return impl_->tsv_definitions();
 }
 
-std::span<const uint8_t> TraceEngine::frame_bytes() {
+uint64_t TraceEngine::frame_stream_size() {
   impl_->drain_all();
-  return impl_->buffer.bytes();
+  return impl_->buffer.stream_size();
+}
+
+void TraceEngine::read_frame_stream(uint64_t offset, uint64_t length,
+                                    const TraceBuffer::Sink& sink) const {
+  impl_->buffer.read_stream(offset, length, sink);
+}
+
+uint64_t TraceEngine::frame_count() {
+  impl_->drain_all();
+  return impl_->buffer.frame_count();
+}
+
+std::span<const uint8_t> TraceEngine::stream_frame(uint64_t n,
+                                                   std::vector<uint8_t>& scratch) const {
+  return n < impl_->buffer.frame_count() ? impl_->buffer.frame(long(n), scratch)
+                                         : std::span<const uint8_t>{};
 }
 
 TfileContents TraceEngine::Impl::tfile_contents() const {
@@ -501,57 +520,44 @@ TfileContents TraceEngine::Impl::tfile_contents() const {
 std::vector<bool> TraceEngine::Impl::registers_in_every_frame() const {
   uint32_t n = num_regs();
   std::vector<bool> present(n, true);
-  std::span<const uint8_t> stream = buffer.bytes();
-  while (stream.size() >= kFrameHeaderSize) {
-    FrameView view(stream, register_block_size());
-    if (view.total_size() > stream.size())
-      break;
-    auto avail = register_availability.find(view.tp_number());
-    if (avail != register_availability.end() && view.registers())
+  for (long f = 0; f < long(buffer.frame_count()); ++f) {
+    const std::vector<bool>* held = buffer.frame_registers_held(f);
+    if (held && buffer.frame_has_registers(f))
       for (uint32_t r = 0; r < n; ++r)
-        if (r >= avail->second.size() || !avail->second[r])
+        if (r >= held->size() || !(*held)[r])
           present[r] = false;
-    stream = stream.subspan(view.total_size());
   }
   return present;
 }
 
-// The frame stream with each 'R' block cut down to the PRESENT registers, in
-// g-packet order (the layout of target_description(PRESENT)), and each frame's
-// tracepoint number replaced by NUMBER_OF(frame index, number).
-static std::vector<uint8_t>
-rewrite_frames(std::span<const uint8_t> stream, uint32_t regblock_size,
-               const std::vector<bool>& present,
-               const std::function<uint16_t(long, uint16_t)>& number_of) {
-  std::vector<uint8_t> out;
-  for (long index = 0; stream.size() >= kFrameHeaderSize; ++index) {
-    FrameView view(stream, regblock_size);
-    if (view.total_size() > stream.size())
-      break;
-    FrameBuilder frame(number_of(index, view.tp_number()));
-    view.for_each([&](const FrameBlock& b) {
-      if (b.type == GT_TFRAME_REGS) {
-        std::vector<uint8_t> kept;
-        uint32_t offset = 0;
-        for (uint32_t r = 0; r < present.size() && offset < b.length; ++r) {
-          uint32_t size = gt_reg_size(r);
-          if (present[r])
-            kept.insert(kept.end(), b.data + offset, b.data + offset + size);
-          offset += size;
-        }
-        frame.add_registers(kept);
-      } else if (b.type == GT_TFRAME_MEM) {
-        frame.add_memory(b.address, {b.data, b.length});
-      } else if (b.type == GT_TFRAME_TSV) {
-        frame.add_tsv(b.tsv, b.value);
+// FRAME with each 'R' block cut down to the PRESENT registers, in g-packet
+// order (the layout of target_description(PRESENT)), and NUMBER as its
+// tracepoint number.
+static std::span<const uint8_t> rewrite_frame(std::span<const uint8_t> frame,
+                                              uint32_t regblock_size,
+                                              const std::vector<bool>& present, uint16_t number,
+                                              FrameBuilder& out) {
+  FrameView view(frame, regblock_size);
+  out = FrameBuilder(number);
+  view.for_each([&](const FrameBlock& b) {
+    if (b.type == GT_TFRAME_REGS) {
+      std::vector<uint8_t> kept;
+      uint32_t offset = 0;
+      for (uint32_t r = 0; r < present.size() && offset < b.length; ++r) {
+        uint32_t size = gt_reg_size(r);
+        if (present[r])
+          kept.insert(kept.end(), b.data + offset, b.data + offset + size);
+        offset += size;
       }
-      return true;
-    });
-    auto bytes = frame.finish();
-    out.insert(out.end(), bytes.begin(), bytes.end());
-    stream = stream.subspan(view.total_size());
-  }
-  return out;
+      out.add_registers(kept);
+    } else if (b.type == GT_TFRAME_MEM) {
+      out.add_memory(b.address, {b.data, b.length});
+    } else if (b.type == GT_TFRAME_TSV) {
+      out.add_tsv(b.tsv, b.value);
+    }
+    return true;
+  });
+  return out.finish();
 }
 
 // A frame names only its tracepoint number, and gdb's tfile reader maps a
@@ -591,7 +597,8 @@ std::map<Location, uint16_t> TraceEngine::Impl::file_numbers() const {
 // after them: gdb's tfile reader then shows those as <unavailable> (it has no
 // per-frame availability, only the 'R' block size) instead of reading zeros.
 // A number with several locations is written as one number per location
-// (file_numbers).
+// (file_numbers). The frames are written one at a time, as the buffer
+// expands them.
 Result<void> TraceEngine::save(const std::string& path) {
   Impl& m = *impl_;
   m.drain_all();
@@ -627,9 +634,11 @@ Result<void> TraceEngine::save(const std::string& path) {
     t.tp = &copy;
   }
   if (all && numbers.empty())
-    return write_tfile(path, contents, m.buffer.bytes());
+    return write_tfile(path, contents, [&](const TraceBuffer::Sink& sink) {
+      m.buffer.read_stream(0, m.buffer.stream_size(), sink);
+    });
   // A frame's location: where its pc is (the 'R' block's, or the location that
-  // collected it, see append_frame). A while-stepping frame's pc is past the
+  // collected it, see append). A while-stepping frame's pc is past the
   // location: it stays with the number's first location.
   auto number_of = [&](long index, uint16_t tp) -> uint16_t {
     if (!renumbered.count(tp))
@@ -637,9 +646,16 @@ Result<void> TraceEngine::save(const std::string& path) {
     auto it = numbers.find({tp, m.buffer.frame_pc(index)});
     return it != numbers.end() ? it->second : tp;
   };
-  std::vector<uint8_t> frames =
-      rewrite_frames(m.buffer.bytes(), m.register_block_size(), present, number_of);
-  return write_tfile(path, contents, frames);
+  return write_tfile(path, contents, [&](const TraceBuffer::Sink& sink) {
+    std::vector<uint8_t> scratch;
+    FrameBuilder kept(0);
+    for (long f = 0; f < long(m.buffer.frame_count()); ++f) {
+      std::span<const uint8_t> frame = m.buffer.frame(f, scratch);
+      uint16_t number = number_of(f, gt_tframe_tp(frame.data()));
+      if (!sink(rewrite_frame(frame, m.register_block_size(), present, number, kept)))
+        return;
+    }
+  });
 }
 
 std::vector<bool> TraceEngine::registers_in_every_frame() const {

@@ -49,6 +49,9 @@ struct TracepointReport {
 struct TraceReport {
   TraceStatus status;
   uint64_t buffer_used = 0, frames_discarded = 0;
+  // Bytes of the frame stream (tfile frames, as qGdbtrace.frames reads them):
+  // more than buffer_used where frames are stored compactly.
+  uint64_t stream_bytes = 0;
   uint32_t register_block_size = 0;
   uint32_t stack_bytes = 0; // `monitor gdbtrace stacks`: bytes from $sp per hit, 0 = off
   std::vector<TracepointReport> tracepoints; // definition order

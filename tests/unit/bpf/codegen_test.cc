@@ -100,7 +100,7 @@ TEST(BpfCodegen, FrameReservationCoversEveryBlock) {
   tp.actions.push_back(CollectExpr{ax("reg 2 trace_quick 8 const16 300 trace tracev 7 end")});
   auto p = generate_program(tp, CodegenMaps{}, options());
   ASSERT_TRUE(p) << p.error().message;
-  // Registers travel compactly (bpf_record.h): a u64 for each of the 16 GPRs,
+  // Registers travel compactly (trace/compact_frame.h): a u64 for each of the 16 GPRs,
   // rip, eflags, cs, ss and orig_rax; fs_base needs a task offset options() lacks.
   ASSERT_EQ(p->compact_registers.size(), 21u);
   uint32_t expect = 6 + (1 + 8 * 21) + (11 + 100) + (11 + 65535 + 11 + (70000 - 65535)) + (11 + 8) +

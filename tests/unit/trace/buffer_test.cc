@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "abi/amd64_regs.h"
 #include "trace/frame.h"
 #include "trace/trace_buffer.h"
 
@@ -60,6 +61,23 @@ TEST(FrameLayout, LongMemorySplitsIntoBlocks) {
 }
 
 namespace {
+// The whole frame stream, read as qTBuffer does (in pieces).
+std::vector<uint8_t> stream_of(const TraceBuffer& buf, uint64_t offset = 0,
+                               uint64_t length = UINT64_MAX) {
+  std::vector<uint8_t> out;
+  buf.read_stream(offset, length, [&](std::span<const uint8_t> piece) {
+    out.insert(out.end(), piece.begin(), piece.end());
+    return true;
+  });
+  return out;
+}
+
+std::vector<uint8_t> frame_at(const TraceBuffer& buf, long n) {
+  std::vector<uint8_t> scratch;
+  auto f = buf.frame(n, scratch);
+  return {f.begin(), f.end()};
+}
+
 std::vector<uint8_t> frame_of(uint16_t tp, size_t payload) {
   FrameBuilder f(tp);
   std::vector<uint8_t> m(payload, uint8_t(tp));
@@ -81,8 +99,9 @@ TEST(TraceBuffer, LinearFillsThenRefuses) {
   EXPECT_EQ(buf.used(), 81u);
   EXPECT_EQ(buf.free_bytes(), 19u);
   // The stream is the frames back to back.
-  auto bytes = buf.bytes();
+  auto bytes = stream_of(buf);
   ASSERT_EQ(bytes.size(), 81u);
+  EXPECT_EQ(buf.stream_size(), 81u);
   EXPECT_TRUE(std::equal(fr.begin(), fr.end(), bytes.begin() + 54));
 }
 
@@ -96,8 +115,8 @@ TEST(TraceBuffer, CircularDiscardsOldest) {
   EXPECT_EQ(buf.frames_discarded(), 7u);
   // Frame 0 is now tracepoint 8's frame, and the stream starts with it.
   EXPECT_EQ(buf.frame_tp(0), 8);
-  EXPECT_EQ(buf.bytes()[0], 8);
-  auto f2 = buf.frame(2);
+  EXPECT_EQ(stream_of(buf)[0], 8);
+  auto f2 = frame_at(buf, 2);
   EXPECT_EQ(FrameView(f2, 0).tp_number(), 10);
   EXPECT_EQ(buf.find_tracepoint(9, -1), 1);
   EXPECT_EQ(buf.find_tracepoint(3, -1), -1); // discarded
@@ -179,7 +198,7 @@ TEST(TraceBuffer, PreparesTheFirstPagesAtStartOnly) {
   EXPECT_LT(resident_kb() - before, 2 * 1024) << "a 1 MB buffer made more than itself resident";
   std::vector<uint8_t> frame(100, 0x5a);
   ASSERT_TRUE(small.append(frame, 2, 0x2000));
-  EXPECT_EQ(small.frame(0)[99], 0x5a);
+  EXPECT_EQ(frame_at(small, 0)[99], 0x5a);
 }
 
 TEST(TraceBuffer, PreparesPagesOnlyABatchAhead) {
@@ -210,9 +229,165 @@ TEST(TraceBuffer, PreparesPagesOnlyABatchAhead) {
   EXPECT_LT(resident_kb() - before, (40 + 16) * 1024);
   ASSERT_EQ(buf.frame_count(), prepared + n);
   for (size_t i : {size_t(1), n / 3, n / 2, n - 1}) {
-    auto got = buf.frame(long(prepared + i));
+    auto got = frame_at(buf, long(prepared + i));
     ASSERT_EQ(got.size(), frame.size());
     EXPECT_EQ(got[0], uint8_t(i * 31));
     EXPECT_EQ(got[frame.size() - 1], uint8_t(i * 31));
   }
+}
+
+namespace {
+// What the eBPF collector fills: general registers, rip, eflags, segments, fs_base.
+std::vector<bool> ebpf_registers() {
+  std::vector<bool> held(GT_NUM_REGS_AVX, false);
+  for (unsigned r = 0; r <= GT_GS; r++)
+    held[r] = true;
+  held[GT_FS_BASE] = true;
+  return held;
+}
+
+// A `collect $rdi` frame as a kernel collector hands it over: the full 'R'
+// block, zeros where it has no register; EXTRA bytes of memory after it.
+std::vector<uint8_t> register_frame(uint16_t tp, uint64_t seed, size_t extra = 0) {
+  std::vector<uint8_t> block(GT_REGBLOCK_SIZE_AVX, 0);
+  auto held = ebpf_registers();
+  for (unsigned r = 0; r < held.size(); r++)
+    if (held[r])
+      for (unsigned i = 0; i < gt_reg_size(r); i++)
+        block[gt_reg_offset(r) + i] = uint8_t(seed * 13 + r * 7 + i + 1);
+  FrameBuilder f(tp);
+  f.add_registers(block);
+  if (extra)
+    f.add_memory(0x7ffd0000 + seed, std::vector<uint8_t>(extra, uint8_t(seed)));
+  auto bytes = f.finish();
+  return {bytes.begin(), bytes.end()};
+}
+} // namespace
+
+// Frames whose registers are partly unavailable are stored compactly: the
+// buffer holds about four times more `collect $rdi` frames, and every reader
+// (frame, the stream at any offset) gets the frames' exact tfile bytes.
+TEST(TraceBuffer, StoresPartialRegisterFramesCompactly) {
+  auto held = ebpf_registers();
+  const size_t full = register_frame(1, 0).size(); // 6 + 1 + 816
+  ASSERT_EQ(full, 823u);
+  TraceBuffer buf(100 * full);
+  buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  uint16_t set = buf.register_set(held);
+  std::vector<uint8_t> want;
+  size_t held_frames = 0;
+  while (true) {
+    auto f = register_frame(uint16_t(1 + held_frames % 3), held_frames, held_frames % 5 * 9);
+    if (!buf.append(f, uint16_t(1 + held_frames % 3), 0x401000 + held_frames % 3, set))
+      break;
+    want.insert(want.end(), f.begin(), f.end());
+    ++held_frames;
+  }
+  // 207 stored bytes a frame, plus its memory block: ~3.5x more frames.
+  EXPECT_GE(held_frames, 340u) << "a 100-frame buffer should hold ~3.5x more compact frames";
+  EXPECT_EQ(buf.frame_count(), held_frames);
+  EXPECT_LE(buf.used(), buf.capacity());
+  EXPECT_LT(buf.free_bytes(), 300u) << "free space counts the stored (compact) bytes";
+  EXPECT_EQ(buf.stream_size(), want.size());
+  EXPECT_EQ(stream_of(buf), want);
+  // Any window of the stream, as qTBuffer's 2000-byte chunks and odd offsets read it.
+  for (uint64_t off : {uint64_t(0), uint64_t(1), uint64_t(822), uint64_t(823), uint64_t(5000),
+                       uint64_t(want.size() - 7)})
+    for (uint64_t len : {uint64_t(1), uint64_t(2000), uint64_t(100000)}) {
+      auto got = stream_of(buf, off, len);
+      size_t n = size_t(std::min<uint64_t>(len, want.size() - off));
+      ASSERT_EQ(got, std::vector<uint8_t>(want.begin() + long(off), want.begin() + long(off + n)))
+          << "offset " << off << " length " << len;
+    }
+  EXPECT_TRUE(stream_of(buf, want.size(), 10).empty());
+  // Frame by frame, with the registers each holds.
+  size_t at = 0;
+  for (long n = 0; n < long(held_frames); ++n) {
+    auto f = frame_at(buf, n);
+    ASSERT_EQ(f, std::vector<uint8_t>(want.begin() + long(at), want.begin() + long(at + f.size())));
+    at += f.size();
+    ASSERT_NE(buf.frame_registers_held(n), nullptr);
+    EXPECT_EQ(*buf.frame_registers_held(n), held);
+  }
+}
+
+// A frame without a held set (ptrace: every register) is stored as it is, and
+// a reader of the stream gets runs of such frames in one piece.
+TEST(TraceBuffer, MixesCompactAndWholeFrames) {
+  auto held = ebpf_registers();
+  TraceBuffer buf(1 << 20);
+  buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  uint16_t set = buf.register_set(held);
+  std::vector<uint8_t> want;
+  for (uint64_t i = 0; i < 30; i++) {
+    auto f = register_frame(2, i, i % 4);
+    bool compact = i % 10 >= 7; // runs of 7 whole frames, then 3 compact ones
+    ASSERT_TRUE(buf.append(f, 2, 0x401000, compact ? set : TraceBuffer::kAllRegisters));
+    want.insert(want.end(), f.begin(), f.end());
+  }
+  EXPECT_EQ(buf.frame_registers_held(0), nullptr);
+  EXPECT_LT(buf.used(), want.size());
+  size_t pieces = 0;
+  std::vector<uint8_t> got;
+  buf.read_stream(0, UINT64_MAX, [&](std::span<const uint8_t> piece) {
+    ++pieces;
+    got.insert(got.end(), piece.begin(), piece.end());
+    return true;
+  });
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(pieces, 3u * (1 + 3)) << "each run of whole frames in one piece, compact ones apart";
+  // A sink that stops is not called again.
+  pieces = 0;
+  buf.read_stream(0, UINT64_MAX, [&](std::span<const uint8_t>) { return ++pieces < 2; });
+  EXPECT_EQ(pieces, 2u);
+}
+
+// Circular mode makes room by compact size, and stream offsets start at the
+// oldest frame kept.
+TEST(TraceBuffer, CircularDiscardsByStoredSize) {
+  auto held = ebpf_registers();
+  const size_t compact_frame = 6 + 1 + 8 * 25;
+  TraceBuffer buf(10 * compact_frame);
+  buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  buf.set_circular(true);
+  uint16_t set = buf.register_set(held);
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint64_t i = 0; i < 25; i++) {
+    frames.push_back(register_frame(uint16_t(i), i));
+    ASSERT_TRUE(buf.append(frames.back(), uint16_t(i), 0x1000 + i, set));
+  }
+  EXPECT_EQ(buf.used(), 10 * compact_frame);
+  EXPECT_EQ(buf.frame_count(), 10u);
+  EXPECT_EQ(buf.frames_discarded(), 15u);
+  std::vector<uint8_t> want;
+  for (size_t i = 15; i < 25; i++)
+    want.insert(want.end(), frames[i].begin(), frames[i].end());
+  EXPECT_EQ(stream_of(buf), want);
+  EXPECT_EQ(stream_of(buf, 823, 823), frames[16]);
+  EXPECT_EQ(buf.find_tracepoint(17, -1), 2);
+}
+
+// A frame that arrives compact (an eBPF ring record) is stored as it is and
+// reads back as the tfile frame; register sets keep their numbers across clear().
+TEST(TraceBuffer, StoresCompactRecordsAsTheyAre) {
+  auto held = ebpf_registers();
+  TraceBuffer buf(1 << 20);
+  buf.set_register_block_size(GT_REGBLOCK_SIZE_AVX);
+  uint16_t set = buf.register_set(held);
+  EXPECT_EQ(buf.register_set(held), set);
+  std::vector<uint8_t> want;
+  for (uint64_t i = 0; i < 5; i++) {
+    auto f = register_frame(4, i, i * 3);
+    auto regs = CompactRegisters::of_mask(register_mask(held));
+    std::vector<uint8_t> record(compact_size(f.size(), 1, regs, GT_REGBLOCK_SIZE_AVX));
+    compact_frame(f, regs, GT_REGBLOCK_SIZE_AVX, record.data());
+    ASSERT_TRUE(buf.append_compact(record, 4, 0x401000, set));
+    EXPECT_EQ(buf.frame_stream_bytes(long(i)), f.size());
+    want.insert(want.end(), f.begin(), f.end());
+  }
+  EXPECT_EQ(stream_of(buf), want);
+  EXPECT_EQ(buf.used(), 5 * (6 + 1 + 8 * 25) + (3 + 6 + 9 + 12) + 4 * 11);
+  buf.clear();
+  EXPECT_EQ(buf.register_set(held), set);
+  EXPECT_EQ(buf.registers_of(set), held);
 }

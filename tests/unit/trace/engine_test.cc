@@ -18,6 +18,7 @@
 #include "server/trace_protocol.h"
 #include "trace/frame.h"
 #include "trace/ptrace_collector.h"
+#include "trace/trace_buffer.h"
 #include "trace/trace_engine.h"
 
 using namespace gdbtrace;
@@ -25,6 +26,16 @@ using gdbtrace::test::FakeTarget;
 using gdbtrace::test::make_regs;
 
 namespace {
+
+// The whole frame stream, as qTBuffer hands it out.
+std::vector<uint8_t> frame_stream(TraceEngine& engine) {
+  std::vector<uint8_t> out;
+  engine.read_frame_stream(0, engine.frame_stream_size(), [&](std::span<const uint8_t> piece) {
+    out.insert(out.end(), piece.begin(), piece.end());
+    return true;
+  });
+  return out;
+}
 
 class EngineTest : public ::testing::Test {
 protected:
@@ -559,7 +570,7 @@ TEST_F(EngineTest, StacksAddRegistersAndSnapshotFromSp) {
   EXPECT_EQ(send("qTfP"), "T1:401000:E:0:0");
   EXPECT_EQ(send("qTsP"), "l"); // no actions of ours in gdb's definition
 
-  auto frame = engine->frame_bytes();
+  auto frame = frame_stream(*engine);
   FrameView view(frame, GT_REGBLOCK_SIZE_AVX);
   ASSERT_TRUE(view.registers());
   std::vector<uint8_t> snapshot;
@@ -599,8 +610,7 @@ TEST_F(EngineTest, StacksPacketFraming) {
 TEST_F(EngineTest, FramesFileWritesOnlyIntoAnEmptyRegularFile) {
   define({"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"});
   target.hit(0x401000, make_regs(0x401000));
-  auto stream = engine->frame_bytes();
-  std::vector<uint8_t> expected(stream.begin(), stream.end());
+  std::vector<uint8_t> expected = frame_stream(*engine);
   char path[] = "/tmp/gdbtrace-frames-test-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -829,6 +839,67 @@ TEST_F(KernelEngineTest, CountsDrainOnceWhileTheProcessStaysStopped) {
   EXPECT_EQ(send("qTP:1:401000").rfind("V1:", 0), 0u); // hits 1 (hex), then bytes
   EXPECT_EQ(k->drains, before + 4);
   EXPECT_TRUE(k->pending.empty());
+}
+
+// A kernel collector's frames (registers 0-23 only) are stored compactly: tfree
+// counts the stored bytes, while qTBuffer, the frame selection and its
+// registers see the tfile frames the collector handed over, mixed in hit order
+// with a ptrace frame stored whole.
+TEST_F(KernelEngineTest, CompactFramesReadBackAsTheCollectorsFrames) {
+  auto* k = use_kernel_engine(true);
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:1:0-",
+                 "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
+    ASSERT_EQ(send(p), "OK") << p;
+  std::vector<uint8_t> stream;
+  auto kernel_frame = [&](uint64_t rdi) {
+    auto regs = make_regs(0x401000);
+    regs.set_u64(GT_RDI, rdi);
+    std::vector<uint8_t> block(GT_REGBLOCK_SIZE_AVX, 0); // zeros where it has no register
+    std::memcpy(block.data(), regs.bytes.data(), gt_reg_offset(GT_GS) + gt_reg_size(GT_GS));
+    FrameBuilder f(1);
+    f.add_registers(block);
+    f.add_memory(0x601000, std::vector<uint8_t>{1, 2, 3});
+    auto bytes = f.finish();
+    k->pending.emplace_back(bytes.begin(), bytes.end());
+    stream.insert(stream.end(), bytes.begin(), bytes.end());
+  };
+  kernel_frame(7);
+  kernel_frame(8);
+  k->drain(); // in hit order before the ptrace frame
+  target.hit(0x402000, make_regs(0x402000));
+  kernel_frame(9);
+  std::string status = send("qTStatus"); // drains
+  ASSERT_NE(status.find("tframes:4;"), std::string::npos) << status;
+  // Three compact frames (6 + 'r' of 24 u64 + 14 of 'M') and one whole ptrace frame.
+  size_t whole = stream.size() / 3;
+  size_t stored = 3 * (6 + 1 + 24 * 8 + 14);
+  std::string hex_stream;
+  for (std::string chunk;
+       (chunk = send("qTBuffer:" + hex::u64(hex_stream.size() / 2) + ",7d0")) != "l";)
+    hex_stream += chunk;
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(hex::decode(hex_stream, got));
+  // The ptrace frame sits between the second and third kernel frame.
+  size_t ptrace_size = got.size() - stream.size();
+  EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.begin() + long(2 * whole)),
+            std::vector<uint8_t>(stream.begin(), stream.begin() + long(2 * whole)));
+  EXPECT_EQ(std::vector<uint8_t>(got.end() - long(whole), got.end()),
+            std::vector<uint8_t>(stream.end() - long(whole), stream.end()));
+  EXPECT_NE(
+      status.find("tfree:" + hex::u64(TraceBuffer::kDefaultSize - stored - ptrace_size) + ";"),
+      std::string::npos)
+      << status;
+  // Frame 3 (the third kernel frame): its registers, with the others unavailable.
+  ASSERT_EQ(send("QTFrame:3"), "F3T1");
+  RegisterBlock r = engine->frame_registers();
+  EXPECT_EQ(r.get_u64(GT_RDI), 9u);
+  EXPECT_EQ(r.pc(), 0x401000u);
+  EXPECT_TRUE(r.valid.test(GT_GS));
+  EXPECT_FALSE(r.valid.test(GT_FS_BASE));
+  EXPECT_FALSE(r.valid.test(GT_XMM0));
+  // The ptrace frame keeps every register.
+  ASSERT_EQ(send("QTFrame:2"), "F2T2");
+  EXPECT_TRUE(engine->frame_registers().valid.test(GT_XMM0));
 }
 
 // Malformed and random packets get an error reply (or are not ours); nothing crashes
