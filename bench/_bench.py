@@ -5,6 +5,7 @@ bench/run.sh collects; everything else is log. Environment: BENCH_SMOKE, BENCH_B
 GDBTRACE_SERVER.
 """
 import atexit
+import functools
 import json
 import os
 import re
@@ -69,22 +70,37 @@ def untraced(argv, parse=phases, runs=3):
     return {k: statistics.median(r[k] for r in results if k in r) for k in results[0]}
 
 
-def file_offset(prog, sym):
-    """File offset of SYMBOL in PROG (what a tracefs uprobe wants)."""
-    addr = None
+@functools.lru_cache(maxsize=None)
+def _symbols(prog):
+    """{symbol: address} of PROG (nm), read once per program."""
+    out = {}
     for line in subprocess.run(["nm", prog], capture_output=True, text=True).stdout.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[2] == sym:
-            addr = int(parts[0], 16)
-    if addr is None:
-        return None
+        if len(parts) == 3:
+            out[parts[2]] = int(parts[0], 16)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _load_segments(prog):
+    """[(file offset, vaddr, size)] of PROG's LOAD segments (readelf), read once per program."""
+    out = []
     for line in subprocess.run(["readelf", "-lW", prog], capture_output=True,
                                text=True).stdout.splitlines():
         m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+(0x[0-9a-f]+)", line)
         if m:
-            off, vaddr, size = (int(x, 16) for x in m.groups())
-            if vaddr <= addr < vaddr + size:
-                return addr - vaddr + off
+            out.append(tuple(int(x, 16) for x in m.groups()))
+    return out
+
+
+def file_offset(prog, sym):
+    """File offset of SYMBOL in PROG (what a tracefs uprobe wants)."""
+    addr = _symbols(prog).get(sym)
+    if addr is None:
+        return None
+    for off, vaddr, size in _load_segments(prog):
+        if vaddr <= addr < vaddr + size:
+            return addr - vaddr + off
     return None
 
 

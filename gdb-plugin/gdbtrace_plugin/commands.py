@@ -9,7 +9,7 @@ import time
 
 import gdb
 
-from . import exporters, latency, regs, stats
+from . import exporters, functions, latency, regs, stats
 from .session import (Threads, TraceData, UserError, any_linespec, check_gdbtrace, current_stub, iter_frames, program_name,
                       register_block_size, tracepoint_defs, tracepoint_map)
 from . import batch, decode, frames as frames_mod
@@ -55,8 +55,13 @@ def _get(d, *keys, default=None):
     return default
 
 
-def format_status(status):
-    """Text for `gdbtrace status` from the stub's JSON."""
+# Above this many tracepoint locations `gdbtrace status` sums them per collector (-all: every row).
+STATUS_ROWS = 50
+
+
+def format_status(status, all_rows=False, top=10, symbolizer=None):
+    """Text for `gdbtrace status` from the stub's JSON: a row per tracepoint location (a sum per
+    collector above STATUS_ROWS locations, unless ALL_ROWS), then the TOP functions by hits."""
     lines = []
     running = status.get("running")
     reason = status.get("stop_reason") or ""
@@ -101,16 +106,38 @@ def format_status(status):
         rows.append([str(t.get("number", "?")), address if isinstance(address, str) else "0x%x" % address,
                      backend, str(t.get("hits", 0)), str(t.get("frames", 0)), str(t.get("drops", 0)),
                      str(t.get("after_stop", "-")), str(t.get("errors", 0)), _fmt_bytes(t.get("bytes", 0))])
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
-    for t, r in zip(tps, rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        # Why a tracepoint is not on the preferred collector, when the stub says so: verbatim.
-        if t.get("fallback"):
-            lines.append("    " + str(t["fallback"]))
+    if len(tps) > STATUS_ROWS and not all_rows:
+        lines.extend(_per_collector_lines(tps, running))
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+        for t, r in zip(tps, rows):
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+            # Why a tracepoint is not on the preferred collector, when the stub says so: verbatim.
+            if t.get("fallback"):
+                lines.append("    " + str(t["fallback"]))
+    lines.extend(functions.format_top_functions(tps, top, symbolizer or functions.symbolize))
     if status.get("stacks"):
         lines.append("Stacks: %d bytes from $sp per hit (gdbtrace stacks, gdbtrace flamegraph)" % status["stacks"])
     return "\n".join(lines)
+
+
+def _per_collector_lines(tps, running):
+    """One line per collector summing its locations' counters (the rows of thousands of
+    tracepoints would bury everything else)."""
+    sums = {}
+    for t in tps:
+        backend = t.get("backend") or ("-" if not running else "?")
+        s = sums.setdefault(backend, {"locations": 0, "hits": 0, "frames": 0, "drops": 0, "errors": 0,
+                                      "bytes": 0})
+        s["locations"] += 1
+        for k in ("hits", "frames", "drops", "errors", "bytes"):
+            s[k] += t.get(k) or 0
+    lines = ["%d tracepoint locations (gdbtrace status -all: one row each):" % len(tps)]
+    for backend, s in sorted(sums.items(), key=lambda kv: -kv[1]["locations"]):
+        lines.append("  %s: %d locations, hits %d, frames %d, drops %d, errors %d, %s" % (
+            backend, s["locations"], s["hits"], s["frames"], s["drops"], s["errors"], _fmt_bytes(s["bytes"])))
+    return lines
 
 
 def _monitor_backends():
@@ -129,15 +156,28 @@ Per tracepoint location: the collector serving it (module, ebpf, ptrace), hits,
 frames, drops, hits after the stop (hits = frames + drops + after stop), errors, bytes; buffer use; the stack snapshot size when stacks are on; from
 the stub's qGdbtrace.status. (Per-hit cost is measured by bench/, not here.)
 
-Usage: gdbtrace status [-json]"""
+With several locations, the functions with the most hits follow (-top N, default 10;
+-top 0: none). Above 50 locations the rows are summed per collector (-all: every row).
+
+Usage: gdbtrace status [-json] [-all] [-top N]"""
 
     def __init__(self):
         super().__init__("gdbtrace status", gdb.COMMAND_TRACEPOINTS, gdb.COMPLETE_NONE)
 
     def invoke(self, arg, from_tty):
         args = gdb.string_to_argv(arg)
-        if args not in ([], ["-json"]):
-            raise UserError("usage: gdbtrace status [-json]")
+        usage = "usage: gdbtrace status [-json] [-all] [-top N]"
+        as_json, all_rows, top = False, False, 10
+        while args:
+            a = args.pop(0)
+            if a == "-json":
+                as_json = True
+            elif a == "-all":
+                all_rows = True
+            elif a == "-top" and args and args[0].isdigit():
+                top = int(args.pop(0))
+            else:
+                raise UserError(usage)
 
         def body():
             stub = current_stub()
@@ -146,11 +186,11 @@ Usage: gdbtrace status [-json]"""
                 collectors = _monitor_backends()
                 if collectors:
                     status["collectors_text"] = collectors
-            if args == ["-json"]:
+            if as_json:
                 import json
                 gdb.write(json.dumps(status, indent=2, sort_keys=True) + "\n")
             else:
-                gdb.write(format_status(status) + "\n")
+                gdb.write(format_status(status, all_rows, top) + "\n")
         _wrap(body)
 
 
@@ -1038,3 +1078,4 @@ def register():
     StatsCommand()
     PlotCommand()
     LatencyCommand()
+    functions.TraceFunctionsCommand()

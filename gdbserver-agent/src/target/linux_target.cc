@@ -258,6 +258,7 @@ Result<void> LinuxTarget::attach(Pid pid) {
       Lwp& l = p.lwps[tid];
       l.tid = tid;
       l.running = true;
+      ++run_epoch_;
       l.stop_expected = true; // PTRACE_ATTACH sends SIGSTOP
       attached.push_back(tid);
     }
@@ -625,6 +626,16 @@ Result<void> LinuxTarget::remove_breakpoint(Pid pid, BreakpointType type, uint64
   if (auto r = next.remove(access, address, kind > 0 ? kind : 1); !r)
     return r;
   return update_debug_registers(*p, next);
+}
+
+std::optional<uint64_t> LinuxTarget::stopped_epoch(Pid pid) const {
+  auto it = procs_.find(pid);
+  if (it == procs_.end())
+    return std::nullopt;
+  for (const auto& [tid, l] : it->second->lwps)
+    if (l.running && !l.zombie)
+      return std::nullopt;
+  return run_epoch_;
 }
 
 Result<void> LinuxTarget::insert_trace_breakpoint(Pid pid, uint64_t address,

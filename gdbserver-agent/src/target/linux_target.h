@@ -142,6 +142,7 @@ public:
                                        TraceHitCallback callback) override;
   Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) override;
   StepOverStats step_over_stats() const override { return step_over_stats_; }
+  std::optional<uint64_t> stopped_epoch(Pid pid) const override;
 
   Result<std::string> auxv(Pid pid) override;
   Result<std::string> exec_file(Pid pid) override;
@@ -262,6 +263,7 @@ private:
   bool report_thread_events_ = false;
   bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;
   StepOverStats step_over_stats_;
+  uint64_t run_epoch_ = 0; // counts thread resumes (stopped_epoch)
 };
 
 } // namespace gdbtrace

@@ -838,6 +838,7 @@ void LinuxTarget::resume_lwp(Process& p, Lwp& l, const user_regs_struct* known) 
   ptrace(static_cast<__ptrace_request>(request), l.tid, nullptr, (void*)(long)sig);
   // Even on ESRCH: a vanished thread reports its exit through waitpid.
   l.running = true;
+  ++run_epoch_;
   l.single_stepped = request == PTRACE_SINGLESTEP;
 }
 
@@ -912,6 +913,7 @@ bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
     l.single_stepped = true;
     if (ptrace(PTRACE_SINGLESTEP, l.tid, nullptr, (void*)(long)signal) != 0) {
       l.running = true; // gone: its exit arrives through waitpid
+      ++run_epoch_;
       return false;
     }
     signal = 0;
@@ -921,6 +923,7 @@ bool LinuxTarget::single_step_sync(Process& p, Lwp& l, int signal) {
     }
     if (w != l.tid) {
       l.running = true;
+      ++run_epoch_;
       return false;
     }
     if (is_plain_sigstop(st) && l.stop_expected) {

@@ -199,6 +199,10 @@ public:
   virtual Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) = 0;
   // Since the target was created.
   virtual StepOverStats step_over_stats() const { return {}; }
+  // When every thread of PID is stopped (in a ptrace-stop): a number that grows
+  // whenever any thread resumes, so a caller that saw the same number before
+  // knows PID has not run since. nullopt while any thread runs (or unknown).
+  virtual std::optional<uint64_t> stopped_epoch(Pid) const { return std::nullopt; }
 
   // --- process information ---
   virtual Result<std::string> auxv(Pid pid) = 0;      // raw bytes

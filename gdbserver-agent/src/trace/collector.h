@@ -44,11 +44,6 @@ public:
   // them: the engine stores it as it is. This default hands on the tfile frame.
   virtual bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
                                     uint64_t address);
-  // Hands the frames in-kernel collectors produced so far to the buffer. A
-  // collector that builds its frame in the stub calls it first, so frames of
-  // tracepoints split across collectors stay in hit order (kernel frames wait
-  // in their rings until a drain).
-  virtual void drain_kernel_frames() {}
   virtual uint32_t register_block_size() const = 0; // 560 or 816
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.

@@ -195,7 +195,9 @@ private:
       }
     }
     // A frame the full buffer refuses is the engine's drop, counted there.
-    ctx_->drain_kernel_frames();
+    // Kernel collectors' frames are not drained first (that cost grew with
+    // their probe count): the buffer holds each collector's frames in hit
+    // order, kernel frames entering at their drain (docs/collectors.md).
     return ctx_->append_frame(frame.finish(), tp.address);
   }
 

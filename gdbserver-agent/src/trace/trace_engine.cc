@@ -14,12 +14,12 @@ namespace gdbtrace {
 namespace {
 // Kernel collectors stage frames in their rings and wake the stub when a ring
 // passes a fill mark (half full, eBPF and module alike), and everything that
-// reads frames or counts (qTStatus, qTP, qTBuffer, tfind, tsave, tstop, a
-// ptrace hit) drains first; this heartbeat only bounds how long a trickle of
-// frames waits. Every drain takes a CPU from the tracee's threads (~1 us per
-// `collect $regs` frame on the VM of docs/benchmarks.md): at 50 ms, a burst of
-// hits from two threads on two CPUs paid a third of that cost during the
-// burst, at one second it is paid when the burst has passed or the ring needs it.
+// reads frames or counts (qTStatus, qTP, qTBuffer, tfind, tsave, tstop)
+// drains first (a ptrace hit does not: docs/collectors.md); this heartbeat only bounds how long a
+// trickle of frames waits. Every drain takes a CPU from the tracee's threads (~1 us per `collect
+// $regs` frame on the VM of docs/benchmarks.md): at 50 ms, a burst of hits from two threads on two
+// CPUs paid a third of that cost during the burst, at one second it is paid when the burst has
+// passed or the ring needs it.
 constexpr auto kDrainPeriod = std::chrono::seconds(1);
 constexpr uint32_t kTimestampTsv = 1; // gdbserver's builtin $trace_timestamp
 } // namespace
@@ -192,17 +192,11 @@ Result<void> TraceEngine::Impl::check_tsv_references(const Tracepoint& tp) const
 }
 
 TracepointEntry* TraceEngine::Impl::find(uint32_t number, uint64_t address) {
-  for (auto& e : tracepoints)
-    if (e->tp.number == number && e->tp.address == address)
-      return e.get();
-  return nullptr;
+  return tracepoints.find(number, address);
 }
 
 TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) {
-  for (auto& e : tracepoints)
-    if (e->tp.number == number)
-      return e.get();
-  return nullptr;
+  return tracepoints.first_with_number(number);
 }
 
 const TracepointEntry* TraceEngine::Impl::first_with_number(uint32_t number) const {
@@ -274,17 +268,16 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
 
 const TracepointEntry* TraceEngine::Impl::installed_at(uint64_t address,
                                                        const TracepointEntry* except) const {
-  for (const auto& e : tracepoints)
-    if (e.get() != except && e->installed && e->collector && e->tp.address == address)
-      return e.get();
+  for (const TracepointEntry* e : tracepoints.at_address(address))
+    if (e != except && e->installed && e->collector)
+      return e;
   return nullptr;
 }
 
 std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& entry) {
   // Another tracepoint at this address may have its uprobe in already.
-  for (const auto& e : tracepoints)
-    if (e.get() != &entry && e->installed && !e->original_text.empty() &&
-        e->tp.address == entry.tp.address)
+  for (const TracepointEntry* e : tracepoints.at_address(entry.tp.address))
+    if (e != &entry && e->installed && !e->original_text.empty())
       return e->original_text;
   // A uprobe changes one byte, except that kernels with optimized uprobes (6.18+)
   // turn a 5-byte nop into a call into their trampoline after the first hit.
@@ -298,22 +291,22 @@ std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& 
   return text;
 }
 
-// Only collectors serving a tracepoint now: this runs at every ptrace hit.
-void TraceEngine::Impl::drain_kernel_frames() {
-  for (auto& c : collectors) {
-    if (!(c->caps() & Collector::kProbesInKernel))
-      continue;
-    for (const auto& e : tracepoints)
-      if (e->installed && e->collector == c.get()) {
-        c->drain();
-        break;
-      }
-  }
-}
-
 void TraceEngine::Impl::drain_all() {
   for (auto& c : collectors)
     c->drain();
+}
+
+// gdb reads counts with one qTP per location (tstatus, info tracepoints), and
+// a drain costs a kernel collector time in proportion to its probes (eBPF
+// reads each probe's stats slot): a drain per qTP made one tstatus of n
+// tracepoints O(n^2). With the process stopped and not resumed since the last
+// drain, no probe can have fired (a probe hits only in the traced process).
+void TraceEngine::Impl::drain_for_counts() {
+  std::optional<uint64_t> epoch = target.stopped_epoch(traced_pid);
+  if (epoch && drained_stopped_epoch == epoch)
+    return;
+  drain_all();
+  drained_stopped_epoch = epoch;
 }
 
 void TraceEngine::Impl::arm_drain_timer() {
@@ -415,10 +408,9 @@ Result<void> TraceEngine::move_to_trap_collector(uint64_t address) {
 // checked before anything is removed, so a refusal leaves the run as it was.
 Result<void> TraceEngine::Impl::move_to_trap_collector(uint64_t address) {
   std::vector<TracepointEntry*> moving;
-  for (auto& e : tracepoints)
-    if (e->installed && e->collector && e->tp.address == address &&
-        (e->collector->caps() & Collector::kProbesInKernel))
-      moving.push_back(e.get());
+  for (TracepointEntry* e : tracepoints.at_address(address))
+    if (e->installed && e->collector && (e->collector->caps() & Collector::kProbesInKernel))
+      moving.push_back(e);
   if (moving.empty())
     return ok();
   auto refuse = [](const TracepointEntry& e, const std::string& why) {
@@ -481,9 +473,8 @@ bool TraceEngine::Impl::uses_kept_tsvs(const Tracepoint& tp) const {
 }
 
 std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t address) const {
-  for (const auto& e : impl_->tracepoints)
-    if (e->installed && e->collector && e->tp.address == address &&
-        (e->collector->caps() & Collector::kProbesInKernel))
+  for (const TracepointEntry* e : impl_->tracepoints.at_address(address))
+    if (e->installed && e->collector && (e->collector->caps() & Collector::kProbesInKernel))
       return "tracepoint " + std::to_string(e->tp.number) + " is collected in the kernel (" +
              e->collector->name() + ") at this address, which takes the int3 trap";
   return std::nullopt;

@@ -13,6 +13,7 @@
 #include "trace/trace_engine.h"
 #include "trace/trace_status.h"
 #include "trace/tracepoint_parser.h"
+#include "trace/tracepoint_table.h"
 
 namespace gdbtrace {
 
@@ -69,7 +70,6 @@ struct TraceEngine::Impl : TraceContext {
                             uint64_t address) override;
   // COMPACT: FRAME's register blocks are compact blocks of these registers.
   bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
-  void drain_kernel_frames() override;
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
@@ -110,6 +110,9 @@ struct TraceEngine::Impl : TraceContext {
   void apply_pending_stop();
   void arm_drain_timer();
   void drain_all();
+  // drain_all, unless the traced process has not run since the last drain
+  // made while it was stopped: then the rings hold nothing new.
+  void drain_for_counts();
   // gdb downloads TSVs after tracepoints: their numbers are checked at QTStart
   // (and at once for tracepoints defined during a run).
   VerifyEnv verify_env() const;
@@ -132,7 +135,7 @@ struct TraceEngine::Impl : TraceContext {
   // Why tracepoints go to ptrace and what to do about it; "" when an in-kernel collector exists.
   std::string fallback_text() const;
 
-  std::vector<std::unique_ptr<TracepointEntry>> tracepoints; // definition order
+  TracepointTable<TracepointEntry> tracepoints; // definition order, indexed
   std::map<uint32_t, TsvEntry> tsvs;
   std::map<Location, EngineCounters> counters;
   // record_hit() calls this run, per number: a pass count is the tracepoint's,
@@ -143,6 +146,8 @@ struct TraceEngine::Impl : TraceContext {
   std::map<uint32_t, uint16_t> register_sets;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
+  // The target's stopped_epoch at the last drain_for_counts, when it had one.
+  std::optional<uint64_t> drained_stopped_epoch;
   long current_frame = -1;
 
   bool running = false;

@@ -74,12 +74,11 @@ Result<void> TraceEngine::define_tracepoint(TracepointDefinition def) {
   auto entry = std::make_unique<TracepointEntry>();
   entry->tp = std::move(tp);
   entry->complete = !def.more;
-  auto* e = entry.get();
-  m.tracepoints.push_back(std::move(entry));
+  auto* e = m.tracepoints.add(std::move(entry));
   if (m.running && e->complete) {
     if (auto r = m.install(*e); !r) {
       m.console("gdbtrace: " + r.error().message + "\n");
-      m.tracepoints.pop_back();
+      m.tracepoints.erase(e);
       return r;
     }
     m.retire_plt_locations(*e);
@@ -137,9 +136,9 @@ Result<void> TraceEngine::Impl::add_actions_to(TracepointEntry& e, ActionList li
 // that are PLT stubs (when the new one is not a stub itself).
 void TraceEngine::Impl::retire_plt_locations(const TracepointEntry& entry) {
   std::optional<bool> new_is_stub;
-  for (auto& other : tracepoints) {
+  for (TracepointEntry* other : tracepoints.with_number(entry.tp.number)) {
     TracepointEntry& o = *other;
-    if (&o == &entry || o.tp.number != entry.tp.number || !o.installed || !o.tp.enabled)
+    if (&o == &entry || !o.installed || !o.tp.enabled)
       continue;
     if (!is_plt_stub(traced_pid, o.tp.address))
       continue;
@@ -187,7 +186,7 @@ Result<void> TraceEngine::Impl::check_redefined_actions(TracepointEntry& e,
 }
 
 void TraceEngine::Impl::drop(TracepointEntry* e) {
-  std::erase_if(tracepoints, [e](const auto& p) { return p.get() == e; });
+  tracepoints.erase(e);
 }
 
 Result<void> TraceEngine::add_source(TracepointSource src) {
@@ -429,7 +428,7 @@ Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_
   auto* e = impl_->find(number, address);
   if (!e)
     return not_defined(number, address);
-  impl_->drain_all(); // its bytes count frames the engine holds
+  impl_->drain_for_counts(); // its bytes count frames the engine holds
   auto r = impl_->report_for(*e);
   return TracepointCounts{r.hits, r.bytes};
 }

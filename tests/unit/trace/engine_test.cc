@@ -715,7 +715,9 @@ public:
     hits.erase(tp);
     return s;
   }
+  int drains = 0;
   void drain() override {
+    ++drains;
     for (auto& f : pending)
       ctx->append_frame(f, address);
     pending.clear();
@@ -785,6 +787,58 @@ TEST_F(KernelEngineTest, FallbackMessageDrainAndRegisterAvailability) {
   EXPECT_EQ(send("QTFrame:1"), "F1T1");
   EXPECT_NE(monitor("gdbtrace backend ptrace").find("backend selection: ptrace"),
             std::string::npos);
+}
+
+// A ptrace hit appends its own frame and leaves the kernel collector's ring
+// alone (draining it at every hit cost each ptrace hit in proportion to the
+// kernel probes); the kernel frames enter at the next drain, after it.
+TEST_F(KernelEngineTest, PtraceHitDoesNotDrainKernelRings) {
+  auto* k = use_kernel_engine(true);
+  // Tracepoint 2 steps: the kernel collector refuses while-stepping, ptrace takes it.
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:1:0-",
+                 "QTDP:-2:402000:R01-", "QTDP:-2:402000:SR01", "QTStart"})
+    ASSERT_EQ(send(p), "OK") << p;
+  FrameBuilder f(1);
+  auto regs = make_regs(0x401000);
+  f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+  auto bytes = f.finish();
+  k->pending.emplace_back(bytes.begin(), bytes.end()); // hit first, still in its ring
+  ASSERT_EQ(target.trace_bps.count(0x402000), 1u);     // tracepoint 2 is ptrace's
+  target.hit(0x402000, make_regs(0x402000));
+  EXPECT_EQ(k->pending.size(), 1u) << "the ptrace hit drained the kernel ring";
+  // Buffer order is arrival order: the ptrace frame, then the drained kernel frame.
+  EXPECT_NE(send("qTStatus").find("tframes:2;"), std::string::npos);
+  EXPECT_EQ(send("QTFrame:0"), "F0T2");
+  EXPECT_EQ(send("QTFrame:1"), "F1T1");
+}
+
+// gdb's tstatus sends one qTP per location: each drained every kernel
+// collector, whose drain costs in proportion to its probes. While the process
+// stays stopped (the same stopped_epoch), one drain serves them all.
+TEST_F(KernelEngineTest, CountsDrainOnceWhileTheProcessStaysStopped) {
+  auto* k = use_kernel_engine(true);
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"})
+    ASSERT_EQ(send(p), "OK") << p;
+  int before = k->drains;
+  target.epoch.reset(); // running: every read drains
+  send("qTP:1:401000");
+  send("qTP:1:401000");
+  EXPECT_EQ(k->drains, before + 2);
+  target.epoch = 7; // stopped
+  send("qTP:1:401000");
+  send("qTP:1:401000");
+  EXPECT_EQ(k->drains, before + 3);
+  // A frame produced before the stop is counted by the first read at this epoch.
+  FrameBuilder f(1);
+  auto regs = make_regs(0x401000);
+  f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+  auto bytes = f.finish();
+  k->pending.emplace_back(bytes.begin(), bytes.end());
+  k->hits[1] = 1;
+  target.epoch = 8;                                    // resumed and stopped again
+  EXPECT_EQ(send("qTP:1:401000").rfind("V1:", 0), 0u); // hits 1 (hex), then bytes
+  EXPECT_EQ(k->drains, before + 4);
+  EXPECT_TRUE(k->pending.empty());
 }
 
 // A kernel collector's frames (registers 0-23 only) are stored compactly: tfree

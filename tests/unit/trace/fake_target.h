@@ -31,6 +31,9 @@ public:
   Result<void> attach(Pid) override { return unsupported(); }
   Result<void> detach(Pid) override { return unsupported(); }
   Result<void> kill(Pid) override { return unsupported(); }
+  // What stopped_epoch answers (nullopt: the process is running).
+  std::optional<uint64_t> epoch;
+  std::optional<uint64_t> stopped_epoch(Pid) const override { return epoch; }
   std::vector<Pid> processes() const override { return {1}; }
   bool is_attached(Pid) const override { return false; }
   std::vector<ThreadInfo> threads() const override { return {}; }
