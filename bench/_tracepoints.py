@@ -119,7 +119,18 @@ def session(backend, span, regex, late_ptrace_regex=None):
     return res
 
 
-class Config:
+class Rounds:
+    """Runs of one row, one per interleaved round."""
+
+    def ns(self, i):
+        """Round I's per hit, or None when that round has no run of this row."""
+        return self.runs[i]["ns"] if i < len(self.runs) else None
+
+    def median_run(self):
+        return sorted(self.runs, key=lambda r: r["ns"])[len(self.runs) // 2]
+
+
+class Config(Rounds):
     """One row: its sessions run interleaved with the other rows' (rounds), so every round's ratio
     compares runs taken minutes apart at most on this shared machine."""
 
@@ -139,17 +150,13 @@ class Config:
         r["ns"] = r["ns_per_iter"] - self.base
         self.runs.append(r)
 
-    def ns(self, i):
-        """Round I's per hit, or None when that round has no run of this row."""
-        return self.runs[i]["ns"] if i < len(self.runs) else None
-
     def row(self):
         """The median run's row (per hit = traced - untraced at SPAN), every run in runs_ns."""
         workload = f"many_nop:{self.tps}tp"
         if not self.runs:
             return B.row(self.mech, workload, None, reason=self.error or "no_run")
         runs = self.runs
-        mid = sorted(runs, key=lambda r: r["ns"])[len(runs) // 2]
+        mid = self.median_run()
         backends = ",".join(f"{k}:{v}" for k, v in sorted(mid["backends"].items()))
         return B.row(self.mech, workload, mid["ns"], n=mid["calls"], tracepoints=self.tps,
                      untraced_ns_per_iter=self.base, runs_ns="/".join(f"{r['ns']:.0f}" for r in runs),
@@ -169,7 +176,7 @@ def judge(ok, text):
     B.row("target", "tracepoints", None, judged="PASS" if ok else "MISS", text=text)
 
 
-class FloorConfig:
+class FloorConfig(Rounds):
     """The raw tracefs uprobe (no fetch args) on the same T functions, without gdb or the stub: the
     kernel's own per-hit cost at T sites, to tell its growth from the collectors'."""
 
@@ -194,14 +201,11 @@ class FloorConfig:
             return
         self.runs.append({"ns": ns - self.base, "hits": sum(hits.values())})
 
-    def ns(self, i):
-        return self.runs[i]["ns"] if i < len(self.runs) else None
-
     def row(self):
         workload = f"many_nop:{self.tps}tp"
         if not self.runs:
             return B.row(self.mech, workload, None, reason=self.error or "no_run")
-        mid = sorted(self.runs, key=lambda r: r["ns"])[len(self.runs) // 2]
+        mid = self.median_run()
         return B.row(self.mech, workload, mid["ns"], n=self.calls, tracepoints=self.tps,
                      untraced_ns_per_iter=self.base,
                      runs_ns="/".join(f"{r['ns']:.0f}" for r in self.runs),

@@ -71,6 +71,13 @@ public:
     return it == by_address_.end() ? none : it->second;
   }
 
+  // Calls F(entry) for every location whose address lies in [LO, HI).
+  template <class F> void for_each_in(uint64_t lo, uint64_t hi, F f) const {
+    for (auto it = by_address_.lower_bound(lo); it != by_address_.end() && it->first < hi; ++it)
+      for (Entry* e : it->second)
+        f(*e);
+  }
+
 private:
   template <class Key>
   static void unlink(std::map<Key, std::vector<Entry*>>& index, Key key, Entry* e) {
