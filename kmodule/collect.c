@@ -162,16 +162,32 @@ static int put_mem_chunk(struct gt_hit *h, u64 addr, u32 len, int nz, u32 *got)
 	if (!data)
 		goto full;
 	if (copy_from_user_nofault(data, (const void __user *)(uintptr_t)addr, len)) {
-		if (!nz)
+		u32 done = 0;
+
+		if (nz) {
+			/* tracenz may run up to unmapped memory: read byte by byte. */
+			while (done < len &&
+			       !copy_from_user_nofault(data + done,
+						       (const void __user *)(uintptr_t)(addr + done), 1))
+				done++;
+		} else {
+			/* What is readable of the range, up to the first fault, as
+			 * gdbserver and the ptrace collector collect: a page at a
+			 * time. A stack snapshot's piece that crosses the end of the
+			 * stack mapping keeps the outermost frames this way. */
+			while (done < len) {
+				u64 at = addr + done;
+				u32 n = min_t(u32, len - done, PAGE_SIZE - (at & (PAGE_SIZE - 1)));
+
+				if (copy_from_user_nofault(data + done,
+							   (const void __user *)(uintptr_t)at, n))
+					break;
+				done += n;
+			}
+		}
+		if (done == 0)
 			goto fault;
-		/* tracenz may run up to unmapped memory: read byte by byte. */
-		for (len16 = 0; len16 < len; len16++)
-			if (copy_from_user_nofault(data + len16,
-						   (const void __user *)(uintptr_t)(addr + len16), 1))
-				break;
-		if (len16 == 0)
-			goto fault;
-		len = len16;
+		len = done;
 	}
 	if (nz) {
 		u8 *z = memchr(data, 0, len);

@@ -24,11 +24,10 @@ Result<uint32_t> check_stack_bytes(uint64_t bytes);
 // registers, then the stack as several 'M' actions of at most a few hundred
 // bytes at $sp+0, $sp+N, ... Near the top of the stack, where $sp+BYTES runs
 // past the end of the mapping, the pieces past it are left out and the one
-// that crosses it is kept up to it by ptrace (up to the first fault) and eBPF
-// (up to the page boundary, bpf_codegen's stack_piece), so the snapshot ends at
-// the mapping's end and never holds bytes that were not read; the module reads
-// each piece all or nothing (it ends within one piece of the end). Step
-// actions are left alone.
+// that crosses it is kept up to it (ptrace and the module: up to the first
+// fault; eBPF: up to the page boundary, bpf_codegen's stack_piece), so the
+// snapshot ends at the mapping's end and never holds bytes that were not
+// read. Step actions are left alone.
 Tracepoint with_stack_actions(const Tracepoint& tp, uint32_t bytes);
 
 // The size of one piece for a snapshot of BYTES (at most 32 pieces: the
