@@ -196,8 +196,11 @@ class Server:
         binary = GDBSERVER if kind == "gdbserver" else SERVER
         cmd = [binary, "--once", *wrapper, f":{self.port}", *argv]
         self.log = open(self.log_path, "w")
+        # gdbtrace-server saves a trace gdb would lose (a `target remote` session whose program ends)
+        # in $TMPDIR: a directory of this server's, removed by stop().
+        self.tmpdir = tempfile.mkdtemp(prefix=f"server-{self.port}-tmp-", dir=WORK)
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, "TMPDIR": self.tmpdir, **(env or {})})
         for _ in range(200):
             if "Listening on port" in open(self.log_path).read():
                 break
@@ -221,6 +224,7 @@ class Server:
             self.proc.kill()
         self.proc.wait()
         self.log.close()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def gdb(script, timeout=900):

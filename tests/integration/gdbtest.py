@@ -14,6 +14,8 @@ Main entry points:
          'multi'  : SERVER --multi :PORT; gdb gets `set remote exec-file PROGRAM` and the commands `run` it
          'stdio'  : no TCP: gdb runs `target extended-remote | SERVER - PROGRAM ARGS`
          'attach' : the harness starts PROGRAM ARGS itself, then SERVER --attach :PORT PID
+    server_env: extra environment of a server the harness starts (by default its TMPDIR is a directory
+    of its own, removed with it: gdbtrace-server saves a trace there that gdb would lose).
     mi=True: commands are MI commands, run one by one through `gdb -i=mi` (see MiSession); each command
     waits for its ^done/^error, and a ^running one also for the next *stopped.
   Server(...)      a stub started by the test itself (attach/reconnect scenarios); pass it as
@@ -31,6 +33,7 @@ import ctypes
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -226,8 +229,16 @@ class Server:
     inferior's output) go to a log file: .log()."""
 
     def __init__(self, mode="multi", program=None, args=(), pid=None, server_args=(), once=None,
-                 binary=None, startup_timeout=15):
+                 binary=None, startup_timeout=15, env=None):
         self.binary = binary or server_path()
+        # The server's TMPDIR (where gdbtrace-server saves a trace gdb would lose, e.g. at the end of
+        # a `target remote` session): a directory of its own, removed by stop(), unless ENV names one.
+        self._tmpdir = None
+        env = dict(env or {})
+        if "TMPDIR" not in env:
+            self._tmpdir = tempfile.mkdtemp(prefix="gdbtrace-server-tmp-")
+            env["TMPDIR"] = self._tmpdir
+        self._env = {**os.environ, **env}
         self.mode = mode
         self.port = None
         self.proc = None
@@ -255,7 +266,7 @@ class Server:
             start_offset = self._logfile.tell()
             # The inferior inherits the server's cwd: keep files it may write out of the source tree.
             self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
-                                         stdout=self._logfile, stderr=subprocess.STDOUT)
+                                         stdout=self._logfile, stderr=subprocess.STDOUT, env=self._env)
             deadline = time.time() + startup_timeout
             while time.time() < deadline:
                 text = self.log()[start_offset:]
@@ -266,7 +277,7 @@ class Server:
                     break
                 time.sleep(0.02)
             text = self.log()[start_offset:]
-            self.stop()
+            self._kill()
             if "already in use" not in text:
                 raise ServerStartError(
                     f"server did not start listening: {' '.join(self.command)}\n--- log ---\n{text}")
@@ -285,7 +296,7 @@ class Server:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self):
+    def _kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
         if self.proc:
@@ -293,6 +304,11 @@ class Server:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+
+    def stop(self):
+        self._kill()
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def __enter__(self):
         return self
@@ -399,7 +415,7 @@ def gdb_base_command(program_path=None, interpreter=None):
 
 
 def run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extended=True, mode="once",
-            mi=False, server=None, gdb_args=(), connect=True):
+            mi=False, server=None, gdb_args=(), connect=True, server_env=None):
     """Runs gdb against a fresh stub (or `server`, left running) and returns what happened.
     `program` is a test program name (tests/programs) or a path. `connect=False` leaves the
     `target ...` command to the test's own commands."""
@@ -407,7 +423,7 @@ def run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extende
     if program is not None:
         prog = program if "/" in program else globals()["program"](program)
     if mi:
-        return _run_mi(commands, prog, args, server_args, timeout, extended, mode, server)
+        return _run_mi(commands, prog, args, server_args, timeout, extended, mode, server, server_env)
 
     before = descendants()
     own_server = server is None
@@ -418,9 +434,9 @@ def run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extende
         if own_server and mode == "attach":
             tracee = Tracee(prog, args)
             time.sleep(0.2)  # let it get past the dynamic loader
-            server = Server("attach", pid=tracee.pid, server_args=server_args)
+            server = Server("attach", pid=tracee.pid, server_args=server_args, env=server_env)
         elif own_server and mode != "stdio":
-            server = Server(mode, program=prog, args=args, server_args=server_args)
+            server = Server(mode, program=prog, args=args, server_args=server_args, env=server_env)
 
         cmd = gdb_base_command() + ["-batch"] + list(gdb_args)
         if prog:
@@ -803,7 +819,7 @@ class mi_connected:
         kill_new_processes(self.before)
 
 
-def _run_mi(commands, prog, args, server_args, timeout, extended, mode, server):
+def _run_mi(commands, prog, args, server_args, timeout, extended, mode, server, server_env=None):
     """run_gdb(mi=True): connects (-target-select), then runs each MI command; a ^running command
     also waits for the following *stopped."""
     before = descendants()
@@ -815,9 +831,9 @@ def _run_mi(commands, prog, args, server_args, timeout, extended, mode, server):
         if own_server and mode == "attach":
             tracee = Tracee(prog, args)
             time.sleep(0.2)
-            server = Server("attach", pid=tracee.pid, server_args=server_args)
+            server = Server("attach", pid=tracee.pid, server_args=server_args, env=server_env)
         elif own_server and mode != "stdio":
-            server = Server(mode, program=prog, args=args, server_args=server_args)
+            server = Server(mode, program=prog, args=args, server_args=server_args, env=server_env)
         session = MiSession(prog, server, timeout=timeout)
         target = "extended-remote" if extended else "remote"
         if mode == "stdio":

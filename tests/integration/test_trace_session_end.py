@@ -89,11 +89,12 @@ class TraceAfterTheProgramEnds(GdbTestCase):
         self.assertNoOutput(run, r"its trace \(\d+ frames\)")
 
     def test_target_remote_saves_the_trace_before_gdb_closes_the_connection(self):
-        run = run_gdb(TRACE + ["tstart", "continue"], program="trace_loop", args=(5,), extended=False)
+        run = run_gdb(TRACE + ["tstart", "continue"], program="trace_loop", args=(5,), extended=False,
+                      server_env={"TMPDIR": self.tmp.name})
         m = re.search(r"gdbtrace: process \d+ ended; its trace \(5 frames\) was saved to (\S+) ", run.output)
         self.assertTrue(m, run.transcript())
         saved = m.group(1)
-        self.addCleanup(lambda: os.path.exists(saved) and os.unlink(saved))
+        self.assertEqual(os.path.dirname(saved), self.tmp.name, "the file goes to $TMPDIR")
         self.assertOutput(run, r"exited normally")
         back = run_gdb([f"target tfile {saved}", "tstatus", "tfind 4", "print $rdi"], connect=False)
         self.assertOrdered(back, [r"Collected 5 trace frames", r"Found trace frame 4", r"^\$1 = 4$"])
