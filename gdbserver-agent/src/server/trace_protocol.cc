@@ -15,6 +15,7 @@
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
+#include "common/unique_fd.h"
 #include "server/tdesc.h"
 #include "server/trace_report_format.h"
 #include "server/trace_requests.h"
@@ -189,6 +190,26 @@ Reply gdbtrace_frames(TraceEngine& engine, std::string_view args) {
   return out;
 }
 
+// The file a qGdbtrace.*.file packet writes: PATH, absolute, which must exist
+// and be an empty regular file (opened without create and without following a
+// link), so these packets cannot make or replace a file. An error says why,
+// after PACKET's name.
+static Result<UniqueFd> open_plugin_file(const std::string& path, const char* packet) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return make_error(errno, std::string(packet) + ": " + std::strerror(errno));
+  UniqueFd file(fd);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
+    return make_error(EINVAL, std::string(packet) + ": not an empty regular file");
+  return file;
+}
+
+static bool absolute_path(std::string_view hex_path, std::string& path) {
+  return hex::decode_string(hex_path, path) && !path.empty() && path[0] == '/' &&
+         path.find('\0') == std::string::npos;
+}
+
 // qGdbtrace.frames.file:OFF;HEXPATH -> F<bytes written> | E.<why>
 // The frame stream from OFF written into PATH, an empty file the plugin made
 // on the same host (it reads and deletes it): a local bulk read costs one
@@ -202,21 +223,16 @@ Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
   std::optional<uint64_t> off =
       semi == std::string_view::npos ? std::nullopt : hex::parse_u64(args.substr(0, semi));
   std::string path;
-  if (!off || !hex::decode_string(args.substr(semi + 1), path) || path.empty() || path[0] != '/' ||
-      path.find('\0') != std::string::npos)
+  if (!off || !absolute_path(args.substr(semi + 1), path))
     return "E.qGdbtrace.frames.file: want qGdbtrace.frames.file:OFF;HEXPATH";
   uint64_t offset = *off;
   uint64_t size = engine.frame_stream_size();
   if (offset > size)
     return "E.qGdbtrace.frames.file offset beyond the trace data";
-  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return "E.qGdbtrace.frames.file: " + std::string(std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0) {
-    ::close(fd);
-    return "E.qGdbtrace.frames.file: not an empty regular file";
-  }
+  auto file = open_plugin_file(path, "qGdbtrace.frames.file");
+  if (!file)
+    return "E." + file.error().message;
+  int fd = file->get();
   // The stream is expanded a frame at a time: gather pieces into writes of
   // about a megabyte rather than one write per frame.
   constexpr size_t kWriteBatch = 1 << 20;
@@ -243,7 +259,6 @@ Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
   });
   if (!err)
     write_all(batch);
-  ::close(fd);
   if (err)
     return "E.qGdbtrace.frames.file: " + std::string(std::strerror(err));
   return "F" + hex::u64(size - offset);
@@ -257,20 +272,12 @@ Reply gdbtrace_frames_file(TraceEngine& engine, std::string_view args) {
 // host has no such file and refuses, and the plugin writes the file itself.
 Reply gdbtrace_save_file(TraceEngine& engine, std::string_view args) {
   std::string path;
-  if (!hex::decode_string(args, path) || path.empty() || path[0] != '/' ||
-      path.find('\0') != std::string::npos)
+  if (!absolute_path(args, path))
     return "E.qGdbtrace.save.file: want qGdbtrace.save.file:HEXPATH";
-  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return "E.qGdbtrace.save.file: " + std::string(std::strerror(errno));
-  struct stat st {};
-  Reply reply = "OK";
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
-    reply = "E.qGdbtrace.save.file: not an empty regular file";
-  else if (auto saved = engine.save("/proc/self/fd/" + std::to_string(fd)); !saved)
-    reply = error_reply(saved.error());
-  ::close(fd);
-  return reply;
+  auto file = open_plugin_file(path, "qGdbtrace.save.file");
+  if (!file)
+    return "E." + file.error().message;
+  return ok_or_error(engine.save("/proc/self/fd/" + std::to_string(file->get())));
 }
 
 } // namespace
