@@ -130,8 +130,6 @@ static int check_jumps(struct verifier* v) {
       v->err_pc = pc;
       if (!is_insn_start(v, target))
         return AX_ERR_BAD_JUMP;
-      if (target <= pc)
-        v->out->has_backward_jump = 1;
     }
   }
   return AX_OK;
@@ -174,19 +172,17 @@ static int check_stack(struct verifier* v) {
     if (depth > v->out->max_stack)
       v->out->max_stack = depth;
 
-    switch (v->code[pc]) {
-    case AX_OP_END:
+    if (ax_opinfo(v->code[pc])->flags & AX_F_JUMP) {
+      /* Only a reachable backward jump can loop: the eBPF code generator
+       * (which cannot loop) and the module's step budget go by this flag. */
+      uint32_t target = be16(v->code + pc + 1);
+      if (target <= pc)
+        v->out->has_backward_jump = 1;
+      rc = reach(v, &wl_n, target, depth);
+      if (rc < 0 || v->code[pc] == AX_OP_GOTO)
+        continue;
+    } else if (v->code[pc] == AX_OP_END) {
       continue;
-    case AX_OP_GOTO:
-      rc = reach(v, &wl_n, be16(v->code + pc + 1), depth);
-      continue;
-    case AX_OP_IF_GOTO:
-      rc = reach(v, &wl_n, be16(v->code + pc + 1), depth);
-      if (rc < 0)
-        return rc;
-      break;
-    default:
-      break;
     }
     next = pc + size;
     if (next >= v->len)

@@ -167,26 +167,28 @@ VerifyEnv TraceEngine::Impl::verify_env() const {
   return env;
 }
 
+// gdb sends QTDV after the tracepoints, so a reference to an undefined TSV can
+// only be refused now. The verifier already listed each expression's TSVs when
+// the QTDP arrived (AgentExpr::tsvs_read/tsvs_written): check those lists, with
+// the error text verify_expr gives for the same fault.
 Result<void> TraceEngine::Impl::check_tsv_references(const Tracepoint& tp) const {
-  VerifyEnv env;
-  env.num_regs = num_regs();
-  env.tsv_exists = [this](uint32_t n) { return tsvs.count(n) != 0; };
   std::string what = "tracepoint " + std::to_string(tp.number);
-  auto check = [&](const AgentExpr& e, bool cond, const std::string& kind) -> Result<void> {
-    if (!e.info.uses_tsv)
-      return ok();
-    auto r = verify_expr(e.code, cond, env, what + " " + kind);
-    if (!r)
-      return r.error();
+  auto check = [&](const AgentExpr& e, const char* kind) -> Result<void> {
+    for (const auto* list : {&e.tsvs_read, &e.tsvs_written})
+      for (uint32_t n : *list)
+        if (!tsvs.count(n))
+          return make_error(EINVAL, what + " " + kind +
+                                        ": bytecode rejected: " + ax_strerror(AX_ERR_BAD_TSV) +
+                                        " (number " + std::to_string(n) + ")");
     return ok();
   };
   if (tp.has_condition)
-    if (auto r = check(tp.condition, true, "condition"); !r)
+    if (auto r = check(tp.condition, "condition"); !r)
       return r;
   for (const auto* list : {&tp.actions, &tp.step_actions})
     for (const auto& a : *list)
       if (auto* x = std::get_if<CollectExpr>(&a))
-        if (auto r = check(x->expr, false, "action"); !r)
+        if (auto r = check(x->expr, "action"); !r)
           return r;
   return ok();
 }
