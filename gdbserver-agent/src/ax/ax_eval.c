@@ -208,6 +208,78 @@ static int jump(struct machine* m, uint64_t target) {
   return AX_OK;
 }
 
+/* dup, pop, swap, rot, pick: the value stack rearranged. */
+static int stack_op(struct machine* m, uint8_t op, uint64_t k) {
+  uint64_t a = 0, b = 0, c = 0;
+  int rc;
+  switch (op) {
+  case AX_OP_DUP:
+    if ((rc = pop(m, &a)) < 0 || (rc = push(m, a)) < 0)
+      return rc;
+    return push(m, a);
+  case AX_OP_POP:
+    return pop(m, &a);
+  case AX_OP_SWAP:
+    if ((rc = pop(m, &b)) < 0 || (rc = pop(m, &a)) < 0 || (rc = push(m, b)) < 0)
+      return rc;
+    return push(m, a);
+  case AX_OP_ROT: /* a b c => c a b (gdbserver/ax.cc) */
+    if ((rc = pop(m, &c)) < 0 || (rc = pop(m, &b)) < 0 || (rc = pop(m, &a)) < 0)
+      return rc;
+    if ((rc = push(m, c)) < 0 || (rc = push(m, a)) < 0)
+      return rc;
+    return push(m, b);
+  default: /* AX_OP_PICK: pick 0 == dup */
+    if (k >= m->sp)
+      return AX_ERR_STACK_UNDERFLOW;
+    return push(m, m->stack[m->sp - 1u - k]);
+  }
+}
+
+/* getv, setv, tracev: trace state variables through the environment. */
+static int tsv_op(struct machine* m, uint8_t op, uint64_t k) {
+  const struct ax_env* env = m->env;
+  int rc;
+  switch (op) {
+  case AX_OP_GETV: {
+    int64_t value = 0;
+    if (!env->get_tsv)
+      return AX_ERR_BAD_TSV;
+    if ((rc = callback_status(env->get_tsv(env->opaque, (uint32_t)k, &value), AX_ERR_BAD_TSV)) < 0)
+      return rc;
+    return push(m, (uint64_t)value);
+  }
+  case AX_OP_SETV: /* leaves the value on the stack */
+    if (m->sp == 0)
+      return AX_ERR_STACK_UNDERFLOW;
+    if (!env->set_tsv)
+      return AX_ERR_BAD_TSV;
+    return callback_status(env->set_tsv(env->opaque, (uint32_t)k, as_signed(m->stack[m->sp - 1])),
+                           AX_ERR_BAD_TSV);
+  default: /* AX_OP_TRACEV */
+    if (!env->trace_tsv)
+      return AX_ERR_TRACE;
+    return callback_status(env->trace_tsv(env->opaque, (uint32_t)k), AX_ERR_TRACE);
+  }
+}
+
+/* trace, tracenz, trace_quick, trace16: memory into the frame. */
+static int trace_op(struct machine* m, uint8_t op, uint64_t k) {
+  uint64_t a = 0, b = 0;
+  int rc;
+  switch (op) {
+  case AX_OP_TRACE: /* addr size => */
+  case AX_OP_TRACENZ:
+    if ((rc = pop(m, &b)) < 0 || (rc = pop(m, &a)) < 0)
+      return rc;
+    return trace_mem(m, a, b, op == AX_OP_TRACENZ);
+  default: /* AX_OP_TRACE_QUICK, AX_OP_TRACE16: addr => addr */
+    if (m->sp == 0)
+      return AX_ERR_STACK_UNDERFLOW;
+    return trace_mem(m, m->stack[m->sp - 1], k, 0);
+  }
+}
+
 /* Execute the instruction at m->pc. Sets *DONE at `end`. */
 static int step(struct machine* m, int* done) {
   uint8_t op = m->code[m->pc];
@@ -293,63 +365,22 @@ static int step(struct machine* m, int* done) {
     *done = 1;
     return AX_OK;
   case AX_OP_DUP:
-    if ((rc = pop(m, &a)) < 0 || (rc = push(m, a)) < 0)
-      return rc;
-    rc = push(m, a);
-    break;
   case AX_OP_POP:
-    rc = pop(m, &a);
-    break;
   case AX_OP_SWAP:
-    if ((rc = pop(m, &b)) < 0 || (rc = pop(m, &a)) < 0 || (rc = push(m, b)) < 0)
-      return rc;
-    rc = push(m, a);
+  case AX_OP_ROT:
+  case AX_OP_PICK:
+    rc = stack_op(m, op, k);
     break;
-  case AX_OP_ROT: /* a b c => c a b (gdbserver/ax.cc) */
-    if ((rc = pop(m, &c)) < 0 || (rc = pop(m, &b)) < 0 || (rc = pop(m, &a)) < 0)
-      return rc;
-    if ((rc = push(m, c)) < 0 || (rc = push(m, a)) < 0)
-      return rc;
-    rc = push(m, b);
-    break;
-  case AX_OP_PICK: /* pick 0 == dup */
-    if (k >= m->sp)
-      return AX_ERR_STACK_UNDERFLOW;
-    rc = push(m, m->stack[m->sp - 1u - k]);
-    break;
-  case AX_OP_GETV: {
-    int64_t value = 0;
-    if (!env->get_tsv)
-      return AX_ERR_BAD_TSV;
-    if ((rc = callback_status(env->get_tsv(env->opaque, (uint32_t)k, &value), AX_ERR_BAD_TSV)) < 0)
-      return rc;
-    rc = push(m, (uint64_t)value);
-    break;
-  }
-  case AX_OP_SETV: /* leaves the value on the stack */
-    if (m->sp == 0)
-      return AX_ERR_STACK_UNDERFLOW;
-    if (!env->set_tsv)
-      return AX_ERR_BAD_TSV;
-    rc = callback_status(env->set_tsv(env->opaque, (uint32_t)k, as_signed(m->stack[m->sp - 1])),
-                         AX_ERR_BAD_TSV);
-    break;
+  case AX_OP_GETV:
+  case AX_OP_SETV:
   case AX_OP_TRACEV:
-    if (!env->trace_tsv)
-      return AX_ERR_TRACE;
-    rc = callback_status(env->trace_tsv(env->opaque, (uint32_t)k), AX_ERR_TRACE);
+    rc = tsv_op(m, op, k);
     break;
-  case AX_OP_TRACE: /* addr size => */
+  case AX_OP_TRACE:
   case AX_OP_TRACENZ:
-    if ((rc = pop(m, &b)) < 0 || (rc = pop(m, &a)) < 0)
-      return rc;
-    rc = trace_mem(m, a, b, op == AX_OP_TRACENZ);
-    break;
-  case AX_OP_TRACE_QUICK: /* addr => addr */
+  case AX_OP_TRACE_QUICK:
   case AX_OP_TRACE16:
-    if (m->sp == 0)
-      return AX_ERR_STACK_UNDERFLOW;
-    rc = trace_mem(m, m->stack[m->sp - 1], k, 0);
+    rc = trace_op(m, op, k);
     break;
   case AX_OP_PRINTF:
     rc = do_printf(m);
