@@ -66,20 +66,16 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
 }
 
 size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& fn) {
-  struct Pending {
-    uint64_t stamp;
-    const uint8_t* at; // null: in scratch_ at scratch_off
-    size_t scratch_off;
-    uint32_t len;
-  };
-  std::vector<Pending> pending;
-  std::vector<uint64_t> consumed(rings_.size());
-  scratch_.clear();
+  std::vector<uint64_t> start(rings_.size());
+  for (size_t i = 0; i < rings_.size(); i++)
+    start[i] = std::atomic_ref<uint64_t>(*rings_[i].consumer_pos()).load(std::memory_order_relaxed);
+  merge_.begin(start);
+  wrapped_.clear();
   const uint64_t mask = ring_bytes_ - 1;
-  for (size_t i = 0; i < rings_.size(); i++) {
+  for (uint32_t i = 0; i < rings_.size(); i++) {
     const Ring& ring = rings_[i];
     const uint8_t* data = static_cast<const uint8_t*>(ring.producer.get()) + page_;
-    uint64_t cons = std::atomic_ref<uint64_t>(*ring.consumer_pos()).load(std::memory_order_relaxed);
+    uint64_t cons = start[i];
     const uint64_t prod =
         std::atomic_ref<const uint64_t>(*ring.producer_pos()).load(std::memory_order_acquire);
     while (cons < prod) {
@@ -89,38 +85,31 @@ size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& f
       if (len & BPF_RINGBUF_BUSY_BIT)
         break; // still being written: later records wait for the next drain
       uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
-      uint64_t start = cons + BPF_RINGBUF_HDR_SZ;
+      uint64_t off = (cons + BPF_RINGBUF_HDR_SZ) & mask;
       cons += (uint64_t(size) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
       if ((len & BPF_RINGBUF_DISCARD_BIT) || size < kRecordStamp)
         continue;
-      Pending p{};
-      uint64_t off = start & mask;
-      if (off + size <= ring_bytes_) {
-        p.at = data + off;
-      } else { // wraps: copy the two pieces together
-        p.scratch_off = scratch_.size();
+      const uint8_t* rec = data + off;
+      if (off + size > ring_bytes_) { // wraps: copy the two pieces together
         size_t first = ring_bytes_ - off;
-        scratch_.insert(scratch_.end(), data + off, data + ring_bytes_);
-        scratch_.insert(scratch_.end(), data, data + (size - first));
+        auto& copy = wrapped_.emplace_back(data + off, data + ring_bytes_);
+        copy.insert(copy.end(), data, data + (size - first));
+        rec = copy.data(); // a vector's buffer stays put when wrapped_ grows
       }
-      p.len = size;
-      pending.push_back(p);
+      uint64_t stamp;
+      memcpy(&stamp, rec, sizeof stamp);
+      merge_.add(i, stamp, rec + kRecordStamp, size - kRecordStamp, cons);
     }
-    consumed[i] = cons;
+    merge_.scanned(i, cons);
   }
-  for (auto& p : pending) {
-    const uint8_t* rec = p.at ? p.at : scratch_.data() + p.scratch_off;
-    memcpy(&p.stamp, rec, sizeof p.stamp);
-    p.at = rec;
-  }
-  std::stable_sort(pending.begin(), pending.end(),
-                   [](const Pending& a, const Pending& b) { return a.stamp < b.stamp; });
-  for (const auto& p : pending)
-    fn({p.at + kRecordStamp, p.len - kRecordStamp});
+  size_t records = merge_.hand_out([&](std::span<const uint8_t> r) {
+    fn(r);
+    return true;
+  });
   for (size_t i = 0; i < rings_.size(); i++)
     std::atomic_ref<uint64_t>(*rings_[i].consumer_pos())
-        .store(consumed[i], std::memory_order_release);
-  return pending.size();
+        .store(merge_.free_to(uint32_t(i)), std::memory_order_release);
+  return records;
 }
 
 void PerCpuRings::discard() {

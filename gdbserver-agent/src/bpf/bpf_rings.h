@@ -4,8 +4,8 @@
 // indexed by CPU number: a program reserves in the ring of the CPU it runs on, so
 // threads on different CPUs never share a ring's spinlock or cache lines. Every
 // record starts with a u64 bpf_ktime_get_ns() stamp (RecordStamp); the consumer
-// gathers what every ring holds and hands records out in stamp order (hit order),
-// as the module's per-CPU rings are merged by sequence number.
+// gathers what every ring holds and hands records out in stamp order (hit order)
+// through the merge the module's rings use too (trace/ring_merge.h).
 //
 // The consumer maps each ring's data once (libbpf maps it twice so a record that
 // wraps reads contiguously; here a wrapping record is copied), so the stub's
@@ -20,6 +20,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "trace/ring_merge.h"
 
 namespace gdbtrace::bpf {
 
@@ -58,7 +59,8 @@ private:
   std::vector<Ring> rings_;
   size_t ring_bytes_ = 0;
   size_t page_ = 4096;
-  std::vector<uint8_t> scratch_; // records that wrap around a ring's end
+  RingMerge merge_;
+  std::vector<std::vector<uint8_t>> wrapped_; // records that wrap around a ring's end
 };
 
 // Bytes in front of every record: the hit's bpf_ktime_get_ns().

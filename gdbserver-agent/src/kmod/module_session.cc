@@ -125,25 +125,16 @@ Result<int64_t> ModuleSession::get_tsv(uint32_t num) const {
 size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>& fn) {
   if (!map_.get())
     return 0;
-  // Frames of one thread can sit in several per-CPU rings (migration): gather
-  // what every ring holds, hand it out in the module's sequence order, then
-  // free each ring up to the last record consumed.
-  struct Pending {
-    uint64_t seq;
-    uint32_t ring;
-    const uint8_t* frame;
-    uint32_t len;
-    uint64_t next_tail; // ring tail once this record is consumed
-  };
-  std::vector<Pending> pending;
   std::vector<uint64_t> tails(init_.nr_rings);
+  for (uint32_t r = 0; r < init_.nr_rings; r++)
+    tails[r] = ring(r)->tail;
+  merge_.begin(tails);
   for (uint32_t r = 0; r < init_.nr_rings; r++) {
     auto* h = ring(r);
     const uint64_t size = h->data_size;
     const uint8_t* data = reinterpret_cast<uint8_t*>(h) + h->data_offset;
     uint64_t head = std::atomic_ref<__u64>(h->head).load(std::memory_order_acquire);
-    uint64_t tail = h->tail;
-    tails[r] = tail;
+    uint64_t tail = tails[r];
     while (tail != head && head - tail <= size) {
       uint64_t off = tail % size;
       gdbtrace_record rec;
@@ -155,20 +146,13 @@ size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>&
       if (rec.len > size - off - sizeof rec)
         break; // cannot happen with a sane module; never read past the ring
       tail += (sizeof rec + rec.len + GDBTRACE_REC_ALIGN - 1) & ~uint64_t(GDBTRACE_REC_ALIGN - 1);
-      pending.push_back({rec.seq, r, data + off + sizeof rec, rec.len, tail});
+      merge_.add(r, rec.seq, data + off + sizeof rec, rec.len, tail);
     }
+    merge_.scanned(r, tail);
   }
-  std::sort(pending.begin(), pending.end(),
-            [](const Pending& a, const Pending& b) { return a.seq < b.seq; });
-  size_t frames = 0;
-  for (const auto& p : pending) {
-    if (!fn({p.frame, p.len}))
-      break;
-    tails[p.ring] = p.next_tail;
-    frames++;
-  }
+  size_t frames = merge_.hand_out(fn);
   for (uint32_t r = 0; r < init_.nr_rings; r++)
-    std::atomic_ref<__u64>(ring(r)->tail).store(tails[r], std::memory_order_release);
+    std::atomic_ref<__u64>(ring(r)->tail).store(merge_.free_to(r), std::memory_order_release);
   return frames;
 }
 

@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "gdbtrace_uapi.h"
+#include "trace/ring_merge.h"
 
 namespace gdbtrace::kmod {
 
@@ -34,8 +35,9 @@ public:
   Result<void> define_tsv(uint32_t num, int64_t value);
   Result<int64_t> get_tsv(uint32_t num) const;
 
-  // Hands every complete frame in the rings to FN (oldest first per ring) and
-  // frees its space. FN returning false stops draining (frame kept).
+  // Hands every complete frame in the rings to FN in hit order (the module's
+  // sequence numbers, across rings) and frees its space. FN returning false stops draining (frame
+  // kept).
   size_t drain(const std::function<bool(std::span<const uint8_t>)>& fn);
 
 private:
@@ -50,6 +52,7 @@ private:
   UniqueFd fd_;
   gdbtrace_init init_{};
   Mapping map_; // unmapped before fd_ closes (members go in reverse order)
+  RingMerge merge_;
 };
 
 } // namespace gdbtrace::kmod
