@@ -1,0 +1,244 @@
+// The eBPF collector's records and counts: draining the per-CPU rings into the
+// trace, drops, per-probe statistics, TSV values, and taking probes away.
+#include "bpf/bpf_collector_impl.h"
+
+namespace gdbtrace::bpf_collector_internal {
+
+Probe* BpfCollector::find_slot(uint32_t slot) {
+  auto it = by_slot_.find(slot);
+  return it == by_slot_.end() ? nullptr : &probes_[it->second];
+}
+
+void BpfCollector::reindex() {
+  by_slot_.clear();
+  by_location_.clear();
+  for (size_t i = 0; i < probes_.size(); i++) {
+    by_slot_[probes_[i].slot] = i;
+    by_location_[{probes_[i].tp, probes_[i].address}].push_back(i);
+  }
+}
+
+Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, bool enabled) {
+  bool found = false;
+  for (auto& p : probes_) {
+    if (p.tp != tp_number || (address && p.address != address))
+      continue;
+    __atomic_store_n(&control(p.slot).enabled, enabled ? 1 : 0, __ATOMIC_RELEASE);
+    found = true;
+  }
+  if (!found)
+    return make_error(ENOENT, "tracepoint " + std::to_string(tp_number) +
+                                  " is not installed in the eBPF collector");
+  return ok();
+}
+
+void BpfCollector::remove_all() {
+  batch_ = false;
+  batch_files_.clear();
+  if (!run_active_)
+    return;
+  // Frames already in the ring belong to this run: hand them over first.
+  if (!draining_)
+    drain();
+  for (const auto& [number, index] : tsv_slots_)
+    retired_tsvs_[number] = __atomic_load_n(tsv_cell(index), __ATOMIC_RELAXED);
+  // Closing the links (perf events) removes the uprobes from the tracee and,
+  // with the links, the programs; concurrently, as each close waits for a grace period.
+  std::vector<UniqueFd> events;
+  for (auto& p : probes_)
+    events.push_back(std::move(p.event));
+  bpf::close_concurrently(std::move(events));
+  // No program runs any more: what the rings hold now are hits made while the
+  // engine was stopping the run (they count as hits after the stop).
+  if (!draining_ && rings_) {
+    draining_ = true;
+    rings_.drain([this](std::span<const uint8_t> r) { handle_record(r); });
+    draining_ = false;
+  }
+  retire_stats();
+  probes_.clear();
+  reindex();
+  shared_programs_.clear();
+  run_active_ = false;
+  // Whatever is left is stale.
+  discard_ = true;
+  if (!draining_ && rings_)
+    rings_.discard();
+}
+
+// The run's counts, per location, for the status after the probes are gone.
+void BpfCollector::retire_stats() {
+  retired_stats_ = replaced_stats_;
+  for (const auto& p : probes_)
+    retired_stats_[{p.tp, p.address}] += probe_stats(p);
+}
+
+void BpfCollector::arm_watch() {
+  if (!watch_ || watching_)
+    return;
+  watching_ = true;
+  watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                     [this, alive = alive_](const std::error_code& ec) {
+                       if (!*alive)
+                         return;
+                       watching_ = false;
+                       if (ec)
+                         return;
+                       drain();
+                       if (run_active_)
+                         arm_watch();
+                     });
+}
+
+void BpfCollector::handle_record(std::span<const uint8_t> record) {
+  if (discard_ || !ctx_ || record.size() < bpf::kRecordSlot)
+    return;
+  uint64_t slot = 0;
+  memcpy(&slot, record.data(), sizeof slot);
+  record = record.subspan(bpf::kRecordSlot);
+  const uint8_t* data = record.data();
+  size_t size = record.size();
+  FrameView frame(record, ctx_->register_block_size());
+  if (!frame.has_header())
+    return;
+  if (frame.tp_number() == bpf::kErrorMarker && size >= sizeof(bpf::ErrorRecord)) {
+    bpf::ErrorRecord e;
+    memcpy(&e, data, sizeof e);
+    ctx_->request_stop(TraceStopReason::Error,
+                       "tracepoint " + std::to_string(e.tp_number) + ": " + ax_strerror(e.status) +
+                           " at bytecode offset " + std::to_string(e.pc) +
+                           (e.in_condition ? " of its condition" : " of an action") +
+                           " (eBPF collector)",
+                       e.tp_number);
+    return;
+  }
+  if (frame.total_size() > size)
+    return; // cannot happen: the program bounds the size
+  Probe* p = find_slot(slot);
+  if (!p)
+    return; // a probe already removed (uninstall) or of an earlier run
+  if (!ctx_->collecting()) {
+    // e.g. after the frame that filled the buffer or reached the pass count
+    replaced_stats_[{p->tp, p->address}].after_stop++;
+    return;
+  }
+  // The trace buffer stores it as it is (a record that does not parse is counted malformed).
+  ctx_->append_compact_frame({data, frame.total_size()}, p->registers, p->address);
+  ctx_->record_hit(p->tp); // may request a stop (pass count)
+}
+
+void BpfCollector::drain() {
+  if (!rings_ || draining_)
+    return;
+  draining_ = true;
+  rings_.drain([this](std::span<const uint8_t> r) { handle_record(r); });
+  if (run_active_)
+    account_drops();
+  draining_ = false;
+  if (!run_active_) {
+    discard_ = true;
+    rings_.discard();
+  }
+}
+
+// Hits whose frame the full ring buffer dropped still count toward pass counts.
+void BpfCollector::account_drops() {
+  // Reading every probe's per-CPU counts is a system call each: only when a
+  // frame was dropped since the last look.
+  uint64_t total = __atomic_load_n(&control(bpf::kGlobalSlot).hits, __ATOMIC_ACQUIRE);
+  if (total == drops_seen_)
+    return;
+  drops_seen_ = total;
+  for (size_t i = 0; i < probes_.size() && run_active_; i++) {
+    uint64_t drops = read_stats(probes_[i].slot).drops;
+    uint32_t tp = probes_[i].tp;
+    while (run_active_ && ctx_->collecting() && i < probes_.size() &&
+           probes_[i].drops_reported < drops) {
+      probes_[i].drops_reported++;
+      ctx_->record_hit(tp);
+    }
+  }
+}
+
+StatsSlot BpfCollector::read_stats(uint32_t slot) const {
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<StatsSlot> per_cpu(size_t(ncpu > 0 ? ncpu : 1));
+  StatsSlot sum{};
+  if (bpf_map_lookup_elem(stats_.get(), &slot, per_cpu.data()) != 0)
+    return sum;
+  for (const auto& s : per_cpu) {
+    sum.hits += s.hits;
+    sum.drops += s.drops;
+    sum.errors += s.errors;
+    sum.emulated += s.emulated;
+  }
+  return sum;
+}
+
+Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t address) {
+  if (!draining_)
+    drain(); // its frames so far, and its drops counted toward the pass count
+  CollectorStats removed;
+  bool found = false;
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (it->tp != tp_number || it->address != address) {
+      ++it;
+      continue;
+    }
+    __atomic_store_n(&control(it->slot).enabled, 0, __ATOMIC_RELEASE);
+    removed += probe_stats(*it);
+    found = true;
+    it = probes_.erase(it); // closing its link removes the uprobe from the tracee
+  }
+  reindex();
+  if (!found)
+    return make_error(ENOENT,
+                      "tracepoint " + std::to_string(tp_number) + " has no eBPF probe there");
+  // Copies replaced by keep_definition_order counted for the same location.
+  if (auto r = replaced_stats_.find({tp_number, address}); r != replaced_stats_.end()) {
+    removed += r->second;
+    replaced_stats_.erase(r);
+  }
+  set_emulating_probes(); // the probe that emulated the instruction may be gone
+  return removed;
+}
+
+CollectorStats BpfCollector::probe_stats(const Probe& p) const {
+  CollectorStats s;
+  StatsSlot k = read_stats(p.slot);
+  s.hits = __atomic_load_n(&control(p.slot).hits, __ATOMIC_RELAXED) + k.hits;
+  s.drops = k.drops;
+  s.errors = k.errors;
+  s.emulated = k.emulated;
+  return s;
+}
+
+// A location's counts: its probe (and copies that replaced earlier ones)
+// while the run lives, what they came to after it.
+CollectorStats BpfCollector::stats(uint32_t tp_number, uint64_t address) const {
+  if (!run_active_) {
+    auto it = retired_stats_.find({tp_number, address});
+    return it != retired_stats_.end() ? it->second : CollectorStats{};
+  }
+  CollectorStats sum;
+  if (auto it = replaced_stats_.find({tp_number, address}); it != replaced_stats_.end())
+    sum = it->second;
+  if (auto it = by_location_.find({tp_number, address}); it != by_location_.end())
+    for (size_t i : it->second)
+      sum += probe_stats(probes_[i]);
+  return sum;
+}
+
+std::optional<int64_t> BpfCollector::tsv_value(uint32_t number) const {
+  if (run_active_) {
+    auto it = tsv_slots_.find(number);
+    if (it == tsv_slots_.end())
+      return std::nullopt;
+    return __atomic_load_n(tsv_cell(it->second), __ATOMIC_RELAXED);
+  }
+  if (auto it = retired_tsvs_.find(number); it != retired_tsvs_.end())
+    return it->second;
+  return std::nullopt;
+}
+
+} // namespace gdbtrace::bpf_collector_internal
