@@ -199,17 +199,23 @@ void Generator::count_hit_and_reserve() {
   store_tp_number(BPF_H, kFrame); // header: u16 tracepoint
 }
 
+// r0 = the element of map MAP_FD at the key stored at kKey; MISSING_LABEL
+// when there is none.
+void Generator::lookup_key(int map_fd, int missing_label) {
+  a_.emit(ld_map_fd(R1, map_fd));
+  a_.emit(mov64_reg(R2, R10));
+  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
+  a_.emit(call(BPF_FUNC_map_lookup_elem));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), missing_label);
+}
+
 // r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
 // stamped with the time and the probe's slot; FAIL_LABEL when the ring is full. The reservation
 // size is patched in run() once the actions are known.
 void Generator::reserve_record(int fail_label) {
   a_.emit(call(BPF_FUNC_get_smp_processor_id));
   a_.emit(stx(BPF_W, R10, kKey, R0));
-  a_.emit(ld_map_fd(R1, maps_.ringbuf_fd));
-  a_.emit(mov64_reg(R2, R10));
-  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
-  a_.emit(call(BPF_FUNC_map_lookup_elem));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
+  lookup_key(maps_.ringbuf_fd, fail_label);
   a_.emit(stx(BPF_DW, R10, kRing, R0));
   a_.emit(mov64_reg(R1, R0));
   reserve_at_ = a_.size();
@@ -285,11 +291,7 @@ void Generator::stats_add(uint32_t field_offset) {
   int skip = a_.new_label();
   load_slot(R1);
   a_.emit(stx(BPF_DW, R10, kKey, R1));
-  a_.emit(ld_map_fd(R1, maps_.stats_fd));
-  a_.emit(mov64_reg(R2, R10));
-  a_.emit(alu64_imm(BPF_ADD, R2, kKey));
-  a_.emit(call(BPF_FUNC_map_lookup_elem));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), skip);
+  lookup_key(maps_.stats_fd, skip);
   a_.emit(mov64_imm(R1, 1));
   a_.emit(atomic64(BPF_ADD, R0, int16_t(field_offset), R1));
   a_.bind(skip);

@@ -137,6 +137,7 @@ private:
   void store_const(int16_t off, uint64_t v);
   void load_const(uint8_t dst, uint64_t v);
   void stats_add(uint32_t field_offset);
+  void lookup_key(int map_fd, int missing_label);
   void load_control_slot();
   void load_slot(uint8_t dst);
   void store_tp_number(uint8_t size, int16_t off);

@@ -44,27 +44,6 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
                            int end_label, uint32_t& next_pc) {
   const Insn in{e, pc, d, is_condition, e.code[pc], operand(e.code, pc)};
   switch (in.op) {
-  case AX_OP_ADD:
-  case AX_OP_SUB:
-  case AX_OP_MUL:
-  case AX_OP_DIV_SIGNED:
-  case AX_OP_DIV_UNSIGNED:
-  case AX_OP_REM_SIGNED:
-  case AX_OP_REM_UNSIGNED:
-  case AX_OP_LSH:
-  case AX_OP_RSH_SIGNED:
-  case AX_OP_RSH_UNSIGNED:
-  case AX_OP_BIT_AND:
-  case AX_OP_BIT_OR:
-  case AX_OP_BIT_XOR:
-  case AX_OP_EQUAL:
-  case AX_OP_LESS_SIGNED:
-  case AX_OP_LESS_UNSIGNED:
-  case AX_OP_LOG_NOT:
-  case AX_OP_BIT_NOT:
-  case AX_OP_EXT:
-  case AX_OP_ZERO_EXT:
-    return arithmetic(in);
   case AX_OP_CONST8:
   case AX_OP_CONST16:
   case AX_OP_CONST32:
@@ -96,8 +75,8 @@ Result<void> Generator::op(const AgentExpr& e, uint32_t pc, uint32_t d, bool is_
   case AX_OP_TRACE:
   case AX_OP_TRACENZ:
     return trace_op(in);
-  default:
-    return refuse(std::string("agent-expression op '") + op_name(in.op) + "' is not supported");
+  default: // the rest compute a value from values: arithmetic() knows them
+    return arithmetic(in);
   }
 }
 
@@ -209,7 +188,8 @@ Result<void> Generator::arithmetic(const Insn& in) {
     a_.emit(alu64_imm(BPF_XOR, R0, -1));
     a_.emit(stx(BPF_DW, R10, slot(in.d - 1), R0));
     break;
-  default: // AX_OP_EXT, AX_OP_ZERO_EXT
+  case AX_OP_EXT:
+  case AX_OP_ZERO_EXT:
     if (in.arg < 1 || in.arg > 64)
       return refuse("bad ext/zero_ext width");
     if (in.arg < 64) {
@@ -219,6 +199,8 @@ Result<void> Generator::arithmetic(const Insn& in) {
       a_.emit(stx(BPF_DW, R10, slot(in.d - 1), R0));
     }
     break;
+  default:
+    return refuse(std::string("agent-expression op '") + op_name(in.op) + "' is not supported");
   }
   return ok();
 }
