@@ -304,6 +304,9 @@ void Generator::error_paths() {
   a_.emit(ld_map_value(R1, maps_.control_fd, kDropCountOffset));
   a_.emit(mov64_imm(R2, 1));
   a_.emit(atomic64(BPF_ADD, R1, 0, R2));
+  a_.emit(mov64_imm(R2, 1)); // r9: this probe's control slot, from the prologue
+
+  a_.emit(atomic64(BPF_ADD, R9, offsetof(ControlSlot, drops), R2));
   a_.ja(exit_);
 
   bool action_errors = a_.referenced(action_error_);

@@ -327,6 +327,7 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   uint64_t skips =
       skips_of_slot ? copy_skips(*skips_of_slot, slot) : mark_threads_at(pid, tp.address, slot);
   __atomic_store_n(&c.hits, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.drops, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&c.skips_pending, skips, __ATOMIC_RELAXED);
   __atomic_store_n(&c.emulate, 0, __ATOMIC_RELAXED); // set_emulating_probes decides
   c.slot = slot;

@@ -32,7 +32,11 @@ struct ControlSlot {
   // 1: this program emulates the probed instruction (bpf_emulate.h); set by the
   // collector for the last program the kernel runs at the address only.
   uint64_t emulate;
-  uint64_t reserved[1];
+  // Frames of this probe the full ring dropped, added to by the drop path
+  // (rare) so that the collector reads every probe's drops from the mapped
+  // map, without a system call per probe. In the global slot: the run's stop
+  // flag (kStopFlagOffset).
+  uint64_t drops;
   // This slot's index and tracepoint, written by the collector: a program
   // shared by many probes (CodegenOptions::slot_from_cookie) reads them here.
   uint32_t slot;
@@ -40,13 +44,13 @@ struct ControlSlot {
 };
 static_assert(sizeof(ControlSlot) == 64);
 
-// The last control slot belongs to no tracepoint: its reserved[0] is the
+// The last control slot belongs to no tracepoint: its `drops` is the
 // run's stop flag. The program whose hit reaches a pass count sets it, so every
 // tracepoint stops collecting at that hit (gdbserver stops the run inside the
 // hit) instead of when the stub gets round to removing the probes.
 constexpr uint32_t kGlobalSlot = kMaxProbes - 1;
 constexpr uint32_t kStopFlagOffset =
-    kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, reserved);
+    kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, drops);
 // Its `hits` counts the frames every probe dropped (ring full), so the
 // collector reads the per-probe drop counts only when it moved.
 constexpr uint32_t kDropCountOffset =
