@@ -18,7 +18,7 @@
 
 #include "abi/amd64_regs.h"
 #include "gdbtrace.h"
-#include "emulate.h"
+#include "x86/emulate.h"
 
 struct gt_frame {
 	u8 *buf;

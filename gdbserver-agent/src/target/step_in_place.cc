@@ -5,7 +5,7 @@
 #include <sys/uio.h>
 
 extern "C" {
-#include "emulate.h"
+#include "x86/emulate.h"
 }
 
 namespace gdbtrace {
@@ -13,7 +13,7 @@ namespace {
 
 constexpr unsigned long long kUser64BitCodeSegment = 0x33; // __USER_CS on x86-64
 
-// pt_regs (kernel field order, emulate_user.h) and ptrace's user_regs_struct
+// pt_regs (kernel field order, x86/emulate_user.h) and ptrace's user_regs_struct
 // begin with the same 21 registers in the same order.
 static_assert(offsetof(user_regs_struct, rip) == offsetof(pt_regs, ip));
 static_assert(offsetof(user_regs_struct, eflags) == offsetof(pt_regs, flags));
@@ -30,7 +30,7 @@ bool write_tracee(void* ctx, u64 addr, const void* src, u32 len) {
   return process_vm_writev(*static_cast<pid_t*>(ctx), &local, 1, &remote, 1, 0) == ssize_t(len);
 }
 
-// The module's recipes (kmodule/emulate.c), memory operands in the tracee.
+// The module's recipes (shared/x86/emulate.c), memory operands in the tracee.
 bool apply_module_recipe(std::span<const uint8_t> insn, user_regs_struct& regs, pid_t pid) {
   gdbtrace_emu emu;
   if (gt_emu_decode(insn.data(), u32(insn.size()), &emu) != 0)

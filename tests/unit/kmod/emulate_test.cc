@@ -1,4 +1,4 @@
-// kmodule/emulate.c against the CPU: each instruction runs natively in a
+// gdbserver-agent/src/shared/x86/emulate.c against the CPU: each instruction runs natively in a
 // generated code page (all 16 registers and the flags loaded from a context,
 // stored back afterwards) and in the emulator from the same state; registers,
 // arithmetic flags, next ip and memory must agree. The module decodes probed
@@ -15,7 +15,7 @@
 #include "zydis_recipe.h"
 
 extern "C" {
-#include "emulate.h"
+#include "x86/emulate.h"
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// Test oracle for the module's instruction decoder (kmodule/emulate.c): the
+// Test oracle for the module's instruction decoder (gdbserver-agent/src/shared/x86/emulate.c): the
 // emulation recipe Zydis makes of an instruction. The module decodes probed
 // instructions itself; the unit tests hold its decoder against this one.
 #pragma once

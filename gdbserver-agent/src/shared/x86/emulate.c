@@ -51,7 +51,7 @@ static bool emu_write(u64 addr, const void *src, u32 len)
 }
 #endif
 
-#include "emulate.h"
+#include "x86/emulate.h"
 
 /* x86 register encoding (rax rcx rdx rbx rsp rbp rsi rdi r8..) -> gdb numbering. */
 static const u8 hw_to_gdb[16] = { 0, 2, 3, 1, 7, 6, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15 };

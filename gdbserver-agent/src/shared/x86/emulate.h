@@ -6,9 +6,12 @@
  *
  * The module decodes the probed instruction at ADD with the small decoder here
  * (exactly the supported forms; anything else is single-stepped by the kernel)
- * and reports the recipe. Built into the module and, unchanged, into the
- * user-space unit tests (tests/unit/kmod), which compare it with the CPU
- * executing the same instructions and its decoder with Zydis.
+ * and reports the recipe. One source for both sides: gdbtrace.ko compiles it
+ * (kmodule/Makefile copies gdbserver-agent/src/shared into the module's
+ * directory) and so does the stub (library gdbtrace_emulate: the ptrace
+ * collector's step-over, the eBPF collector's recipes) and the user-space unit
+ * tests (tests/unit/kmod), which compare it with the CPU executing the same
+ * instructions and its decoder with Zydis.
  */
 #ifndef GDBTRACE_EMULATE_H
 #define GDBTRACE_EMULATE_H
@@ -17,9 +20,10 @@
 #include <linux/types.h>
 #include <asm/ptrace.h>
 #else
-#include "emulate_user.h" /* struct pt_regs with kernel field names, u8/u32/u64, memory access */
+/* struct pt_regs with kernel field names, u8/u32/u64, memory access */
+#include "x86/emulate_user.h"
 #endif
-#include "uapi/gdbtrace_uapi.h"
+#include "gdbtrace_uapi.h" /* kmodule/uapi: struct gdbtrace_emu, the recipe */
 
 /* Decode BYTES[0..AVAIL) into OUT. 0, or -EOPNOTSUPP for anything else. */
 int gt_emu_decode(const u8 *bytes, u32 avail, struct gdbtrace_emu *out);
