@@ -47,29 +47,9 @@ bool apply_module_recipe(std::span<const uint8_t> insn, user_regs_struct& regs, 
   return done;
 }
 
-// Bytes of a ModRM memory/register operand after the ModRM byte (SIB and
-// displacement), or -1 past AVAIL.
-int modrm_operand_length(std::span<const uint8_t> rest, uint8_t modrm) {
-  unsigned mod = modrm >> 6, rm = modrm & 7;
-  if (mod == 3)
-    return 0;
-  int n = 0;
-  bool sib_base5 = false;
-  if (rm == 4) {
-    if (rest.empty())
-      return -1;
-    sib_base5 = (rest[0] & 7) == 5;
-    n = 1;
-  }
-  if (mod == 1)
-    n += 1;
-  else if (mod == 2 || (mod == 0 && (rm == 5 || sib_base5)))
-    n += 4;
-  return size_t(n) <= rest.size() ? n : -1;
-}
-
 // nop (90), xchg-free 66 90, and the multi-byte nop 0f 1f /0 (it never
-// touches its memory operand). Length, or 0.
+// touches its memory operand; its length follows the module decoder's ModRM
+// rule). Length, or 0.
 unsigned nop_length(std::span<const uint8_t> insn) {
   size_t i = 0;
   while (i < insn.size() && insn[i] == 0x66)
@@ -78,7 +58,8 @@ unsigned nop_length(std::span<const uint8_t> insn) {
     return unsigned(i + 1);
   if (i + 2 < insn.size() && insn[i] == 0x0f && insn[i + 1] == 0x1f &&
       ((insn[i + 2] >> 3) & 7) == 0) {
-    int n = modrm_operand_length(insn.subspan(i + 3), insn[i + 2]);
+    std::span<const uint8_t> rest = insn.subspan(i + 3);
+    int n = gt_emu_modrm_operand_len(rest.data(), u32(rest.size()), insn[i + 2]);
     return n < 0 ? 0 : unsigned(i + 3 + size_t(n));
   }
   return 0;

@@ -349,6 +349,27 @@ TEST(KmodEmulate, ExhaustiveDecoderAgreesWithZydis) {
   EXPECT_GT(accepted, 1000) << "of " << checked;
 }
 
+// The decoder's ModRM length rule (gt_emu_modrm_operand_len: the ptrace
+// collector's step-over measures multi-byte nops with it) against Zydis, for
+// every ModRM and SIB byte of nopw/nopl Ev (0f 1f /0), and cut short.
+TEST(KmodEmulate, ModrmOperandLengthAgreesWithZydis) {
+  for (int modrm = 0; modrm < 256; modrm++) {
+    if ((modrm >> 3) & 7)
+      continue; // 0f 1f /1../7 are reserved-nop encodings, not this form
+    for (int sib = 0; sib < 256; sib++) {
+      uint8_t b[16];
+      std::memset(b, 0x11, sizeof b);
+      b[0] = 0x0f, b[1] = 0x1f, b[2] = uint8_t(modrm), b[3] = uint8_t(sib);
+      auto z = gdbtrace::kmod::test::zydis_length({b, sizeof b});
+      ASSERT_TRUE(z.has_value()) << std::hex << modrm << " " << sib;
+      int n = gt_emu_modrm_operand_len(b + 3, sizeof b - 3, uint8_t(modrm));
+      ASSERT_EQ(3 + n, int(*z)) << std::hex << "modrm " << modrm << " sib " << sib;
+      for (uint32_t avail = 0; avail < uint32_t(n); avail++)
+        ASSERT_EQ(gt_emu_modrm_operand_len(b + 3, avail, uint8_t(modrm)), -1) << avail;
+    }
+  }
+}
+
 TEST(KmodEmulate, TruncatedInstructionDeclined) {
   const uint8_t bytes[16] = {0x48, 0x8b, 0x05, 1, 2, 3, 4}; // mov disp32(%rip),%rax
   gdbtrace_emu e;

@@ -30,5 +30,10 @@ int gt_emu_decode(const u8 *bytes, u32 avail, struct gdbtrace_emu *out);
 /* Execute EMU on REGS (ip at the instruction). False, with REGS untouched,
  * when a memory operand faults: the kernel then single-steps as usual. */
 bool gt_emu_apply(const struct gdbtrace_emu *emu, struct pt_regs *regs);
+/* Bytes after the ModRM byte MODRM (SIB, displacement) that its operand takes,
+ * any form, in REST[0..AVAIL); -1 when they run past AVAIL. The one ModRM
+ * length rule: gt_emu_decode uses it, and so does the ptrace collector's
+ * step-over for the instructions it runs beside the recipes (multi-byte nop). */
+int gt_emu_modrm_operand_len(const u8 *rest, u32 avail, u8 modrm);
 
 #endif
