@@ -44,19 +44,19 @@ install(FILES ${CMAKE_SOURCE_DIR}/kmodule/Kbuild ${CMAKE_SOURCE_DIR}/kmodule/Mak
               ${gdbtrace_kmod_sources}
         DESTINATION ${GDBTRACE_DKMS_DIR} COMPONENT dkms)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/kmodule/uapi DESTINATION ${GDBTRACE_DKMS_DIR} COMPONENT dkms)
-# The AX VM is one C source shared by the stub and the module; kmodule/Makefile's `prepare`
-# copies it to axsrc/ax/ in a checkout, the install copies it there for DKMS (the Makefile's
-# `prepare` then finds no gdbserver-agent/ and keeps these copies).
-file(GLOB gdbtrace_ax_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/ax/*.c
-     ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/ax/*.h)
-install(FILES ${gdbtrace_ax_sources} DESTINATION ${GDBTRACE_DKMS_DIR}/axsrc/ax COMPONENT dkms)
-# The wire-format headers shared by stub and module, where the tree has them (as `prepare` does).
-# (*.def: the opcode table ax_opcodes.h includes.)
-file(GLOB gdbtrace_abi_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/abi/*.h
-     ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/abi/*.def)
-if(gdbtrace_abi_headers)
-  install(FILES ${gdbtrace_abi_headers} DESTINATION ${GDBTRACE_DKMS_DIR}/axsrc/abi COMPONENT dkms)
-endif()
+# The freestanding C the stub and the module build from the same files (gdbserver-agent/src/shared:
+# ax/, abi/, x86/); kmodule/Makefile's `prepare` copies its sources to shared/ in a checkout, the
+# install copies them there for DKMS (the Makefile's `prepare` then finds no gdbserver-agent/ and
+# keeps these copies). Sources only, as `prepare` copies (*.def: the opcode table ax_opcodes.h
+# includes).
+foreach(dir ax abi x86)
+  file(GLOB gdbtrace_shared_sources CONFIGURE_DEPENDS
+       ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/shared/${dir}/*.c
+       ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/shared/${dir}/*.h
+       ${CMAKE_SOURCE_DIR}/gdbserver-agent/src/shared/${dir}/*.def)
+  install(FILES ${gdbtrace_shared_sources} DESTINATION ${GDBTRACE_DKMS_DIR}/shared/${dir}
+          COMPONENT dkms)
+endforeach()
 configure_file(${CMAKE_SOURCE_DIR}/kmodule/dkms.conf ${CMAKE_BINARY_DIR}/generated/dkms.conf @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/generated/dkms.conf DESTINATION ${GDBTRACE_DKMS_DIR}
         COMPONENT dkms)

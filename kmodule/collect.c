@@ -17,8 +17,9 @@
 #include <asm/segment.h>
 
 #include "abi/amd64_regs.h"
+#include "abi/tframe.h"
 #include "gdbtrace.h"
-#include "emulate.h"
+#include "x86/emulate.h"
 
 struct gt_frame {
 	u8 *buf;
@@ -120,43 +121,44 @@ static u8 *frame_reserve(struct gt_frame *f, u32 n)
 static int put_regs_block(struct gt_hit *h, u32 flags)
 {
 	u32 size = h->p->s->regblock_size;
-	u8 *b = frame_reserve(&h->f, 1 + size);
+	u8 *b = frame_reserve(&h->f, GT_TFRAME_REGS_HEADER + size);
 	u32 r, off;
 
 	if (!b)
 		return AX_ERR_TRACE;
-	b[0] = 'R';
-	memset(b + 1, 0, size);
+	b[0] = GT_TFRAME_REGS;
+	memset(b + GT_TFRAME_REGS_HEADER, 0, size);
 	/* Registers 0..23 are contiguous at the start of the block (8-byte GPRs,
 	 * rip, then 4-byte eflags and selectors); 57..59 follow the FPU/SSE area.
 	 * Offsets accumulate here: gt_reg_offset() is a loop per call. */
-	for (r = 0, off = 1; r <= GT_GS; off += gt_reg_size(r), r++) {
+	for (r = 0, off = GT_TFRAME_REGS_HEADER; r <= GT_GS; off += gt_reg_size(r), r++) {
 		u64 v;
 
 		if (reg_value(h->regs, r, &v) == 0)
 			memcpy(b + off, &v, gt_reg_size(r));
 	}
-	for (off = 1 + gt_reg_offset(GT_ORIG_RAX), r = GT_ORIG_RAX; r <= GT_GS_BASE; off += 8, r++) {
+	for (off = GT_TFRAME_REGS_HEADER + gt_reg_offset(GT_ORIG_RAX), r = GT_ORIG_RAX; r <= GT_GS_BASE;
+	     off += 8, r++) {
 		u64 v;
 
 		if (reg_value(h->regs, r, &v) == 0)
 			memcpy(b + off, &v, 8);
 	}
 	if (flags & GDBTRACE_ACT_REGS_FPU)
-		gt_put_fpu_regs(b + 1, size);
+		gt_put_fpu_regs(b + GT_TFRAME_REGS_HEADER, size);
 	return 0;
 }
 
-/* 'M' block of LEN (<= 0xffff) bytes at ADDR. With NZ, stop after the first
+/* 'M' block of LEN (<= GT_TFRAME_MEM_MAX) bytes at ADDR. With NZ, stop after the first
  * zero byte; *GOT tells how many bytes went in. */
 static int put_mem_chunk(struct gt_hit *h, u64 addr, u32 len, int nz, u32 *got)
 {
 	u32 saved = h->f.len;
-	u8 *b = frame_reserve(&h->f, 1 + 8 + 2);
+	u8 *b = frame_reserve(&h->f, GT_TFRAME_MEM_HEADER);
 	u8 *data;
 	u16 len16;
 
-	if (!b || len > 0xffff)
+	if (!b || len > GT_TFRAME_MEM_MAX)
 		goto full;
 	data = frame_reserve(&h->f, len);
 	if (!data)
@@ -195,11 +197,11 @@ static int put_mem_chunk(struct gt_hit *h, u64 addr, u32 len, int nz, u32 *got)
 		if (z)
 			len = z - data + 1;
 	}
-	h->f.len = saved + 11 + len;
-	b[0] = 'M';
-	memcpy(b + 1, &addr, 8);
+	h->f.len = saved + GT_TFRAME_MEM_HEADER + len;
+	b[0] = GT_TFRAME_MEM;
+	memcpy(b + GT_TFRAME_MEM_ADDR_OFFSET, &addr, sizeof(addr));
 	len16 = len;
-	memcpy(b + 9, &len16, 2);
+	memcpy(b + GT_TFRAME_MEM_LEN_OFFSET, &len16, sizeof(len16));
 	*got = len;
 	return 0;
 full:
@@ -210,12 +212,12 @@ fault:
 	return AX_ERR_MEM;
 }
 
-/* Blocks hold at most 0xffff bytes: longer ranges (trace with a big length)
+/* Blocks hold at most GT_TFRAME_MEM_MAX bytes: longer ranges (trace with a big length)
  * become several blocks. */
 static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
 {
 	while (len) {
-		u32 n = len > 0xffff ? 0xffff : len, got = 0;
+		u32 n = len > GT_TFRAME_MEM_MAX ? GT_TFRAME_MEM_MAX : len, got = 0;
 		int ret = put_mem_chunk(h, addr, n, nz, &got);
 
 		if (ret)
@@ -230,7 +232,7 @@ static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
 
 static int put_tsv_block(struct gt_hit *h, u32 num)
 {
-	u8 *b = frame_reserve(&h->f, 1 + 4 + 8);
+	u8 *b = frame_reserve(&h->f, GT_TFRAME_TSV_SIZE);
 	s64 v;
 
 	if (!b)
@@ -238,9 +240,9 @@ static int put_tsv_block(struct gt_hit *h, u32 num)
 	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
 		return AX_ERR_BAD_TSV;
 	v = atomic64_read(&h->p->s->tsv[num]);
-	b[0] = 'V';
-	memcpy(b + 1, &num, 4);
-	memcpy(b + 5, &v, 8);
+	b[0] = GT_TFRAME_TSV;
+	memcpy(b + GT_TFRAME_TSV_NUM_OFFSET, &num, sizeof(num));
+	memcpy(b + GT_TFRAME_TSV_VALUE_OFFSET, &v, sizeof(v));
 	return 0;
 }
 
@@ -458,7 +460,7 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 	hit_init(&h, p, regs);
 	h.f.buf = gt_scratch(cpu);
 	h.f.cap = GDBTRACE_MAX_FRAME;
-	h.f.len = 6; /* u16 tp, u32 size: filled in last */
+	h.f.len = GT_TFRAME_HEADER_SIZE; /* u16 tp, u32 size: filled in last */
 	if (!condition_true(&h))
 		goto out;
 	hits = atomic64_inc_return(&p->hits);
@@ -467,9 +469,9 @@ void gt_collect(struct gt_probe *p, struct pt_regs *regs)
 	if (run_actions(&h) == 0) {
 		u16 tp = p->tp;
 
-		size = h.f.len - 6;
-		memcpy(h.f.buf, &tp, 2);
-		memcpy(h.f.buf + 2, &size, 4);
+		size = h.f.len - GT_TFRAME_HEADER_SIZE;
+		memcpy(h.f.buf, &tp, sizeof(tp));
+		memcpy(h.f.buf + GT_TFRAME_SIZE_OFFSET, &size, sizeof(size));
 		ring_put(s, cpu, p, h.f.buf, h.f.len);
 	} else {
 		atomic64_inc(&p->drops);

@@ -16,6 +16,7 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
+#include "abi/amd64_regs.h"
 #include "gdbtrace.h"
 
 /* Shared state of all sessions, under gt_global_lock: the per-CPU scratch
@@ -211,7 +212,8 @@ static long do_init(struct gt_session *s, void __user *arg)
 		return -EPROTO;
 	if (s->initialized)
 		return -EBUSY;
-	if (in.regblock_size != 560 && in.regblock_size != 816)
+	if (in.regblock_size != GT_REGBLOCK_SIZE_NOAVX &&
+	    in.regblock_size != GT_REGBLOCK_SIZE_AVX)
 		return -EINVAL;
 	ring_shift = in.ring_shift;
 	if (ring_shift < GDBTRACE_MIN_RING_SHIFT || ring_shift > GDBTRACE_MAX_RING_SHIFT)

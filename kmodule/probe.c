@@ -16,7 +16,7 @@
 #include <asm/mmu_context.h>
 
 #include "gdbtrace.h"
-#include "emulate.h"
+#include "x86/emulate.h"
 
 static GT_UPROBE_HANDLER(gt_handler, uc, regs)
 {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fuzz the agent-expression VM (gdbserver-agent/src/ax) with libFuzzer.
+# Fuzz the agent-expression VM (gdbserver-agent/src/shared/ax) with libFuzzer.
 # Usage: scripts/fuzz-ax.sh [seconds=20] [build-dir=build-fuzz-ax]
 # Builds tests/unit/ax/fuzz_ax.c with clang -fsanitize=fuzzer,address,undefined
 # directly (no CMake configure of the whole tree needed), runs it on a copy of
@@ -9,7 +9,7 @@ secs=${1:-20}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${2:-$root/build-fuzz-ax}
 mkdir -p "$out/corpus"
-src=$root/gdbserver-agent/src
+src=$root/gdbserver-agent/src/shared
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$src" -o "$out/fuzz_ax" "$root/tests/unit/ax/fuzz_ax.c" \
   "$src"/ax/ax_eval.c "$src"/ax/ax_format.c "$src"/ax/ax_opcodes.c \

@@ -2,7 +2,7 @@
 
 The stub's qGdbtrace.frames packet returns the trace buffer as concatenated
 frames in gdb's tfile layout, little endian, packed (its one description is
-gdbserver-agent/src/abi/tframe.h; tests/unit/abi/abi_python_test.cc fails when
+gdbserver-agent/src/shared/abi/tframe.h; tests/unit/abi/abi_python_test.cc fails when
 the constants below differ from it):
 
     u16 tracepoint number, u32 size of the blocks that follow, then blocks

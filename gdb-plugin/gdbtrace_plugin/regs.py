@@ -1,4 +1,4 @@
-"""x86-64 register layout of the 'R' block (mirrors gdbserver-agent/src/abi/amd64_regs.h).
+"""x86-64 register layout of the 'R' block (mirrors gdbserver-agent/src/shared/abi/amd64_regs.h).
 
 Remote register numbers = tdesc order = 'g' layout: 0-15 GPRs, 16 rip, 17 eflags,
 18-23 segment selectors (4 bytes), 24-31 st0-7 (10 bytes), 32-39 x87 control (4),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `cmake --install` into a staging prefix, then the installed tree (not the build tree) at work:
 #   the prefix holds exactly the expected files (expected-files.txt + the plugin modules, module
-#     sources and AX VM sources of this checkout)
+#     sources and shared sources of this checkout)
 #   bin/gdbtrace-server --version reports the project version
 #   the man pages render and name every option of --help and every `monitor help` command
 #   the auto-load hook loads the plugin from the prefix
@@ -27,9 +27,8 @@ expected_files() {
   for f in "$repo"/kmodule/*.[ch] "$repo"/kmodule/uapi/*.h; do
     [[ $f == *.mod.c ]] || echo "src/gdbtrace-$version/${f#"$repo"/kmodule/}"
   done
-  for f in "$repo"/gdbserver-agent/src/ax/*.[ch]; do echo "src/gdbtrace-$version/axsrc/ax/${f##*/}"; done
-  for f in "$repo"/gdbserver-agent/src/abi/*.h "$repo"/gdbserver-agent/src/abi/*.def; do
-    if [ -e "$f" ]; then echo "src/gdbtrace-$version/axsrc/abi/${f##*/}"; fi
+  for f in "$repo"/gdbserver-agent/src/shared/*/*.[ch] "$repo"/gdbserver-agent/src/shared/*/*.def; do
+    echo "src/gdbtrace-$version/shared/${f#"$repo"/gdbserver-agent/src/shared/}"
   done
 }
 if diff -u <(expected_files | sort) <(cd "$stage" && find . -type f -o -type l | sed 's|^\./||' | sort) \

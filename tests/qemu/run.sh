@@ -128,7 +128,7 @@ run_series() {
   local server=${GDBTRACE_BUILD:-$repo/build-kmod}/gdbserver-agent/src/server/gdbtrace-server
   if [ ! -x "$server" ]; then
     echo "SKIP gdb session: no gdbtrace-server at $server (set GDBTRACE_BUILD)"
-    $ci && { echo "RESULT $s ($KREL): FAIL (CI=true and no gdbtrace-server)"; return 1; }
+    $ci && { echo "RESULT $s ($KREL): FAIL (CI=true or GDBTRACE_STRICT=1, and no gdbtrace-server)"; return 1; }
   else
     copy_with_libs "$root" "$server" /bin/gdbtrace-server
     strip --strip-debug "$root/bin/gdbtrace-server"
@@ -173,10 +173,10 @@ run_series() {
   [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|gdb session\)/p' "$work/$s/gdb.log"
   [ -n "${GT_MANY:-}" ] && cat "$work/$s/gdb-many.log"
   [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"
-  # Under CI a skipped guest test (e.g. no 32-bit support) is a failure.
+  # Under CI or GDBTRACE_STRICT=1 a skipped guest test (e.g. no 32-bit support) is a failure.
   if $ci && grep -q "^SKIP" "$log"; then
     grep "^SKIP" "$log"
-    echo "RESULT $s ($KREL): FAIL (CI=true and a guest test was skipped)"
+    echo "RESULT $s ($KREL): FAIL (CI=true or GDBTRACE_STRICT=1, and a guest test was skipped)"
     return 1
   fi
   local gdb_ok=true

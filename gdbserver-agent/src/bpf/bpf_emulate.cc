@@ -50,7 +50,7 @@ void sign_bit_to_flag(Assembler& a, uint32_t width, int32_t bit_shift) {
   a.emit(alu64_reg(BPF_OR, R3, R4));
 }
 
-// dst op= imm with the arithmetic flags, as set_arith_flags in kmodule/emulate.c:
+// dst op= imm with the arithmetic flags, as set_arith_flags in shared/x86/emulate.c:
 // r1 = a, r5 = b, r2 = the result, r3 = eflags.
 void add_sub(Assembler& a, const gdbtrace_emu& e, uint8_t regs) {
   bool sub = e.op == GDBTRACE_EMU_SUB_IMM;

@@ -4,7 +4,7 @@
 // its pt_regs context, and a uprobe handler that moves regs->ip makes the
 // kernel skip its out-of-line single-step (upstream 4363264111e1, which the
 // module already relies on): the ~11 µs of that step become a few stores.
-// The recipes are the module's: gt_emu_decode (kmodule/emulate.c) decodes the
+// The recipes are the module's: gt_emu_decode (shared/x86/emulate.c) decodes the
 // instruction and the code emitted here does what gt_emu_apply does, for the
 // recipes a BPF program can carry out. Stores are not among them (a BPF
 // program cannot write the tracee's memory safely), so store sites keep the
@@ -28,7 +28,7 @@
 #include "bpf/bpf_asm.h"
 
 extern "C" {
-#include "emulate.h"
+#include "x86/emulate.h"
 }
 
 namespace gdbtrace::bpf {

@@ -1,5 +1,5 @@
 // Whether gdbtrace.ko's instruction emulation is safe on the running kernel.
-// The module decodes each probed instruction itself (kmodule/emulate.c) and,
+// The module decodes each probed instruction itself (shared/x86/emulate.c) and,
 // when asked with GDBTRACE_PROBE_EMULATE, executes it in the uprobe handler;
 // that is only right where the kernel then skips its out-of-line single-step
 // (upstream 4363264111e1), which this self-test checks once per session.

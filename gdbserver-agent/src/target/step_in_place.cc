@@ -5,7 +5,7 @@
 #include <sys/uio.h>
 
 extern "C" {
-#include "emulate.h"
+#include "x86/emulate.h"
 }
 
 namespace gdbtrace {
@@ -13,7 +13,7 @@ namespace {
 
 constexpr unsigned long long kUser64BitCodeSegment = 0x33; // __USER_CS on x86-64
 
-// pt_regs (kernel field order, emulate_user.h) and ptrace's user_regs_struct
+// pt_regs (kernel field order, x86/emulate_user.h) and ptrace's user_regs_struct
 // begin with the same 21 registers in the same order.
 static_assert(offsetof(user_regs_struct, rip) == offsetof(pt_regs, ip));
 static_assert(offsetof(user_regs_struct, eflags) == offsetof(pt_regs, flags));
@@ -30,7 +30,7 @@ bool write_tracee(void* ctx, u64 addr, const void* src, u32 len) {
   return process_vm_writev(*static_cast<pid_t*>(ctx), &local, 1, &remote, 1, 0) == ssize_t(len);
 }
 
-// The module's recipes (kmodule/emulate.c), memory operands in the tracee.
+// The module's recipes (shared/x86/emulate.c), memory operands in the tracee.
 bool apply_module_recipe(std::span<const uint8_t> insn, user_regs_struct& regs, pid_t pid) {
   gdbtrace_emu emu;
   if (gt_emu_decode(insn.data(), u32(insn.size()), &emu) != 0)
@@ -47,29 +47,9 @@ bool apply_module_recipe(std::span<const uint8_t> insn, user_regs_struct& regs, 
   return done;
 }
 
-// Bytes of a ModRM memory/register operand after the ModRM byte (SIB and
-// displacement), or -1 past AVAIL.
-int modrm_operand_length(std::span<const uint8_t> rest, uint8_t modrm) {
-  unsigned mod = modrm >> 6, rm = modrm & 7;
-  if (mod == 3)
-    return 0;
-  int n = 0;
-  bool sib_base5 = false;
-  if (rm == 4) {
-    if (rest.empty())
-      return -1;
-    sib_base5 = (rest[0] & 7) == 5;
-    n = 1;
-  }
-  if (mod == 1)
-    n += 1;
-  else if (mod == 2 || (mod == 0 && (rm == 5 || sib_base5)))
-    n += 4;
-  return size_t(n) <= rest.size() ? n : -1;
-}
-
 // nop (90), xchg-free 66 90, and the multi-byte nop 0f 1f /0 (it never
-// touches its memory operand). Length, or 0.
+// touches its memory operand; its length follows the module decoder's ModRM
+// rule). Length, or 0.
 unsigned nop_length(std::span<const uint8_t> insn) {
   size_t i = 0;
   while (i < insn.size() && insn[i] == 0x66)
@@ -78,7 +58,8 @@ unsigned nop_length(std::span<const uint8_t> insn) {
     return unsigned(i + 1);
   if (i + 2 < insn.size() && insn[i] == 0x0f && insn[i + 1] == 0x1f &&
       ((insn[i + 2] >> 3) & 7) == 0) {
-    int n = modrm_operand_length(insn.subspan(i + 3), insn[i + 2]);
+    std::span<const uint8_t> rest = insn.subspan(i + 3);
+    int n = gt_emu_modrm_operand_len(rest.data(), u32(rest.size()), insn[i + 2]);
     return n < 0 ? 0 : unsigned(i + 3 + size_t(n));
   }
   return 0;

@@ -4,7 +4,7 @@
 // whole process).
 //
 // The instruction is emulated on the thread's registers: with the recipes
-// gdbtrace.ko uses at a uprobe (kmodule/emulate.c, gt_emu_decode/apply, built
+// gdbtrace.ko uses at a uprobe (shared/x86/emulate.c, gt_emu_decode/apply, built
 // into the stub as gdbtrace_emulate), and the two kinds the kernel's uprobes
 // emulate themselves so the module never needed them (nop, push reg).
 // Anything else is not executed here: the caller lifts the int3 and steps.

@@ -536,7 +536,7 @@ Result<size_t> TraceEngine::frame_memory(uint64_t address, std::span<uint8_t> ou
   size_t got = 0;
   uint64_t next_block = UINT64_MAX; // lowest collected address above ADDRESS
   view.for_each([&](const FrameBlock& b) {
-    if (b.type != 'M')
+    if (b.type != GT_TFRAME_MEM)
       return true;
     if (b.address <= address && address - b.address < b.length) {
       size_t n = std::min<size_t>(out.size(), b.length - (address - b.address));
@@ -573,10 +573,10 @@ std::string TraceEngine::traceframe_info_xml() const {
   auto frame = impl_->buffer.frame(impl_->current_frame, scratch);
   if (!frame.empty()) {
     FrameView(frame, impl_->register_block_size()).for_each([&](const FrameBlock& b) {
-      if (b.type == 'M')
+      if (b.type == GT_TFRAME_MEM)
         xml += "<memory start=\"0x" + hex::u64(b.address) + "\" length=\"0x" + hex::u64(b.length) +
                "\"/>\n";
-      else if (b.type == 'V')
+      else if (b.type == GT_TFRAME_TSV)
         xml += "<tvar id=\"" + std::to_string(b.tsv) + "\"/>\n";
       return true;
     });

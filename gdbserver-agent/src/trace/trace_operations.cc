@@ -440,7 +440,7 @@ std::optional<int64_t> TraceEngine::tsv_value(uint32_t number) {
     std::vector<uint8_t> scratch;
     FrameView(m.buffer.frame(m.current_frame, scratch), m.register_block_size())
         .for_each([&](const FrameBlock& b) {
-          if (b.type == 'V' && b.tsv == number)
+          if (b.type == GT_TFRAME_TSV && b.tsv == number)
             v = b.value; // the last one wins, as gdbserver
           return true;
         });

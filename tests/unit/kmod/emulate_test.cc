@@ -1,4 +1,4 @@
-// kmodule/emulate.c against the CPU: each instruction runs natively in a
+// gdbserver-agent/src/shared/x86/emulate.c against the CPU: each instruction runs natively in a
 // generated code page (all 16 registers and the flags loaded from a context,
 // stored back afterwards) and in the emulator from the same state; registers,
 // arithmetic flags, next ip and memory must agree. The module decodes probed
@@ -15,7 +15,7 @@
 #include "zydis_recipe.h"
 
 extern "C" {
-#include "emulate.h"
+#include "x86/emulate.h"
 }
 
 namespace {
@@ -347,6 +347,27 @@ TEST(KmodEmulate, ExhaustiveDecoderAgreesWithZydis) {
     }
   }
   EXPECT_GT(accepted, 1000) << "of " << checked;
+}
+
+// The decoder's ModRM length rule (gt_emu_modrm_operand_len: the ptrace
+// collector's step-over measures multi-byte nops with it) against Zydis, for
+// every ModRM and SIB byte of nopw/nopl Ev (0f 1f /0), and cut short.
+TEST(KmodEmulate, ModrmOperandLengthAgreesWithZydis) {
+  for (int modrm = 0; modrm < 256; modrm++) {
+    if ((modrm >> 3) & 7)
+      continue; // 0f 1f /1../7 are reserved-nop encodings, not this form
+    for (int sib = 0; sib < 256; sib++) {
+      uint8_t b[16];
+      std::memset(b, 0x11, sizeof b);
+      b[0] = 0x0f, b[1] = 0x1f, b[2] = uint8_t(modrm), b[3] = uint8_t(sib);
+      auto z = gdbtrace::kmod::test::zydis_length({b, sizeof b});
+      ASSERT_TRUE(z.has_value()) << std::hex << modrm << " " << sib;
+      int n = gt_emu_modrm_operand_len(b + 3, sizeof b - 3, uint8_t(modrm));
+      ASSERT_EQ(3 + n, int(*z)) << std::hex << "modrm " << modrm << " sib " << sib;
+      for (uint32_t avail = 0; avail < uint32_t(n); avail++)
+        ASSERT_EQ(gt_emu_modrm_operand_len(b + 3, avail, uint8_t(modrm)), -1) << avail;
+    }
+  }
 }
 
 TEST(KmodEmulate, TruncatedInstructionDeclined) {

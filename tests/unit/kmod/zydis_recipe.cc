@@ -151,4 +151,14 @@ std::optional<gdbtrace_emu> zydis_emu_recipe(std::span<const uint8_t> bytes) {
   }
 }
 
+std::optional<size_t> zydis_length(std::span<const uint8_t> bytes) {
+  ZydisDecoder dec;
+  ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  ZydisDecodedInstruction insn;
+  if (!ZYAN_SUCCESS(
+          ZydisDecoderDecodeInstruction(&dec, nullptr, bytes.data(), bytes.size(), &insn)))
+    return std::nullopt;
+  return insn.length;
+}
+
 } // namespace gdbtrace::kmod::test

@@ -51,7 +51,7 @@ static bool emu_write(u64 addr, const void *src, u32 len)
 }
 #endif
 
-#include "emulate.h"
+#include "x86/emulate.h"
 
 /* x86 register encoding (rax rcx rdx rbx rsp rbp rsi rdi r8..) -> gdb numbering. */
 static const u8 hw_to_gdb[16] = { 0, 2, 3, 1, 7, 6, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15 };
@@ -88,43 +88,55 @@ static s64 sext32(const u8 *p)
 	return v;
 }
 
+int gt_emu_modrm_operand_len(const u8 *rest, u32 avail, u8 modrm)
+{
+	u8 mod = modrm >> 6, rm = modrm & 7;
+	bool sib_base5 = false;
+	u32 n = 0;
+
+	if (mod == 3)
+		return 0;
+	if (rm == 4) {
+		if (avail < 1)
+			return -1;
+		sib_base5 = (rest[0] & 7) == 5; /* with mod 0: disp32, no base */
+		n = 1;
+	}
+	if (mod == 1)
+		n += 1;
+	else if (mod == 2 || (mod == 0 && (rm == 5 || sib_base5)))
+		n += 4;
+	return n <= avail ? (int)n : -1;
+}
+
 /* ModRM memory operand forms we accept: [rip+disp32], [base], [base+disp8],
  * [base+disp32], with rsp/r12 as base through the SIB byte 0x24. Sets *RIP for
  * the rip-relative form. Returns bytes consumed after ModRM, or -1. */
 static int decode_mem(const u8 *p, u32 avail, u8 modrm, u8 rex, int *base, s64 *disp, bool *rip)
 {
 	u8 mod = modrm >> 6, rm = modrm & 7;
-	int n = 0;
+	int n = gt_emu_modrm_operand_len(p, avail, modrm);
+	u32 sib = rm == 4 ? 1 : 0;
 
 	*rip = false;
+	if (n < 0 || mod == 3)
+		return -1;
 	if (mod == 0 && rm == 5) {
-		if (avail < 4)
-			return -1;
 		*rip = true;
 		*disp = sext32(p);
-		return 4;
+		return n;
 	}
-	if (rm == 4) {
-		/* Only SIB 0x24, "base rsp/r12, no index": and only without REX.X,
-		 * which turns index 100 from "none" into r12. */
-		if (avail < 1 || p[0] != 0x24 || (rex & 2))
-			return -1;
-		n = 1;
-	}
+	/* Only SIB 0x24, "base rsp/r12, no index": and only without REX.X, which
+	 * turns index 100 from "none" into r12. */
+	if (sib && (p[0] != 0x24 || (rex & 2)))
+		return -1;
 	*base = hw_to_gdb[rm | ((rex & 1) << 3)];
-	if (mod == 0) {
+	if (mod == 0)
 		*disp = 0;
-	} else if (mod == 1) {
-		if (avail < (u32)n + 1)
-			return -1;
-		*disp = sext8(p[n]);
-		n += 1;
-	} else {
-		if (avail < (u32)n + 4)
-			return -1;
-		*disp = sext32(p + n);
-		n += 4;
-	}
+	else if (mod == 1)
+		*disp = sext8(p[sib]);
+	else
+		*disp = sext32(p + sib);
 	return n;
 }
 

@@ -1,4 +1,4 @@
-/* User-space build of kmodule/emulate.c (library gdbtrace_emulate): struct
+/* User-space build of x86/emulate.c (library gdbtrace_emulate): struct
  * pt_regs with the kernel's field names, and memory access in place of the
  * kernel's *_nofault user-copy helpers. Shared by the unit tests (which
  * emulate against their own memory) and the stub (which emulates a tracee's
