@@ -13,6 +13,7 @@ the user's machine (/usr/..., ~/...) is not a repository path.
 Usage: doc_paths.py [REPO]   exits 1 and lists each missing path with its doc."""
 import pathlib
 import re
+import subprocess
 import sys
 
 # Bare file names are checked when they have a source suffix (a doc that says
@@ -61,7 +62,24 @@ def exists(repo, doc, token):
             return True
         if target.exists() or any(target.parent.glob(target.name + ".*")):
             return True
-    return False
+    # a build product the tree ignores (kmodule/shared/ after `make prepare`)
+    return any(subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", t]).returncode == 0
+               for t in (token, token + "/"))
+
+
+def unnamed_rooms(repo):
+    """docs/architecture.md is the map: every room of the stub (and of its shared C) and every
+    top-level folder must appear on it as `room/`."""
+    text = (repo / "docs/architecture.md").read_text()
+    src = repo / "gdbserver-agent/src"
+    rooms = [p.name + "/" for p in src.iterdir() if p.is_dir() and p.name != "shared"]
+    rooms += ["shared/" + p.name + "/" for p in (src / "shared").iterdir() if p.is_dir()]
+    rooms += [p.name + "/" for p in repo.iterdir()
+              if p.is_dir() and (repo / ".git").exists() and p.name not in (".git", "Testing")
+              and subprocess.run(["git", "-C", str(repo), "ls-files", "--error-unmatch", "-z", p.name],
+                                 capture_output=True).returncode == 0]
+    return [f"docs/architecture.md: the room `{r}` is not on the map" for r in sorted(rooms)
+            if f"`{r}" not in text and f"`{r.rstrip('/')}`" not in text]
 
 
 def main():
@@ -81,6 +99,7 @@ def main():
                 checked += 1
                 if not exists(repo, doc, token):
                     missing.append(f"{doc.relative_to(repo)}:{n}: `{token}` names no file of the repository")
+    missing += unnamed_rooms(repo)
     for m in missing:
         print(m)
     print(f"doc paths: {checked} checked, {len(missing)} missing")
