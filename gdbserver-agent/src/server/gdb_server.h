@@ -78,12 +78,13 @@ private:
 
   // packet_rows.cc: the packet table
   std::vector<PacketRow> rows();
-  // xfer_objects.cc: the qXfer objects read, one row each
+  // xfer_objects.cc: the qXfer objects, one row each
   using XferReader = std::function<Result<std::string>(const XferRequest& req)>;
   std::vector<PacketRow> xfer_rows();
   PacketRow xfer_read_row(std::string_view name, std::string_view feature, XferReader read);
   Result<Pid> xfer_process() const;
   Reply handle_qxfer(std::string_view packet, const XferReader& read);
+  Reply handle_siginfo_write(std::string_view args);
 
   // gdb_server.cc: processes we start, dispatch, connection state, events
   Result<Pid> launch(const LaunchSpec& spec);
@@ -109,13 +110,12 @@ private:
   ThreadId general_thread() const;
   unsigned num_regs() const;
 
-  // handlers_query.cc: q queries, qXfer objects, monitor commands
+  // handlers_query.cc: q queries, monitor commands
   Reply handle_qsupported(std::string_view packet);
   Reply handle_current_thread();
   Reply handle_attached(std::string_view packet);
   Reply handle_get_tls_addr(std::string_view args);
   Reply handle_thread_info(bool first);
-  Reply handle_siginfo_write(std::string_view packet);
   Reply handle_rcmd(std::string_view packet);
 
   // handlers_settings.cc: Q settings. Flags ("0"/"1") and signal lists are

@@ -1,5 +1,4 @@
-// q packets: feature negotiation, thread lists, the siginfo write, monitor
-// commands.
+// q packets: feature negotiation, thread lists, monitor commands.
 #include <csignal>
 
 #include "common/debug_format.h"
@@ -91,29 +90,6 @@ GdbServer::Reply GdbServer::handle_thread_info(bool first) {
     thread_list_.erase(thread_list_.begin());
   }
   return reply;
-}
-
-// qXfer:siginfo:write::OFFSET:DATA — patches the stopped thread's siginfo.
-GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view rest) {
-  auto parts = split(rest, ':');
-  if (parts.size() < 3 || !parts[0].empty())
-    return "E.malformed qXfer write";
-  auto offset = hex::parse_u64(parts[1]);
-  size_t data_pos = rest.find(':', parts[0].size() + 1 + parts[1].size()) + 1;
-  std::string_view data = rest.substr(data_pos); // unescaped by the table
-  if (!offset)
-    return "E.malformed qXfer write";
-  ThreadId t = general_thread();
-  auto current = target_.read_siginfo(t);
-  if (!current)
-    return "E." + current.error().message;
-  if (*offset + data.size() > current->size())
-    return "E.write beyond siginfo";
-  current->replace(*offset, data.size(), std::string(data));
-  auto w = target_.write_siginfo(t, *current);
-  if (!w)
-    return "E." + w.error().message;
-  return hex::u64(data.size());
 }
 
 GdbServer::Reply GdbServer::handle_rcmd(std::string_view hex_command) {

@@ -69,9 +69,6 @@ std::vector<PacketRow> GdbServer::rows() {
       PacketRow::prefix("qSymbol:",
                         [](const Packet&) { return Reply("OK"); }), // we look up no symbols
       PacketRow::prefix("qRcmd,", args(&GdbServer::handle_rcmd)),
-      PacketRow::prefix("qXfer:siginfo:write:", args(&GdbServer::handle_siginfo_write))
-          .binary_data("E.malformed qXfer write")
-          .advertise("qXfer:siginfo:write+"),
 
       // --- settings (handlers_settings.cc)
       PacketRow::exact("QStartNoAckMode", none(&GdbServer::handle_no_ack_mode))

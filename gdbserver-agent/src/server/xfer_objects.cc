@@ -1,7 +1,7 @@
 // The qXfer objects the server serves, one row each: the object, its annex
 // rules and how its document is made. Reads share one handler that parses
 // qXfer:OBJECT:read:ANNEX:OFFSET,LENGTH and cuts the 'm'/'l' reply from the
-// whole document; the siginfo write row is in packet_rows.cc.
+// whole document. siginfo is also written.
 #include <asio.hpp>
 
 #include "common/hex.h"
@@ -97,6 +97,11 @@ std::vector<PacketRow> GdbServer::xfer_rows() {
                                    return state().traceframe_info();
                                  })
                        .reads_state());
+  // The one object gdb writes: `set $_siginfo...`. The data is binary.
+  rows.push_back(PacketRow::prefix("qXfer:siginfo:write:",
+                                   [this](const Packet& p) { return handle_siginfo_write(p.args); })
+                     .binary_data("E.malformed qXfer write")
+                     .advertise("qXfer:siginfo:write+"));
   return rows;
 }
 
@@ -116,6 +121,29 @@ GdbServer::Reply GdbServer::handle_qxfer(std::string_view packet, const XferRead
   std::string_view chunk = std::string_view(*doc).substr(req->offset, len);
   bool last = req->offset + chunk.size() >= doc->size();
   return std::string(last ? "l" : "m") + std::string(chunk);
+}
+
+// qXfer:siginfo:write::OFFSET:DATA — patches the stopped thread's siginfo.
+GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view rest) {
+  auto parts = split(rest, ':');
+  if (parts.size() < 3 || !parts[0].empty())
+    return "E.malformed qXfer write";
+  auto offset = hex::parse_u64(parts[1]);
+  size_t data_pos = rest.find(':', parts[0].size() + 1 + parts[1].size()) + 1;
+  std::string_view data = rest.substr(data_pos); // unescaped by the table
+  if (!offset)
+    return "E.malformed qXfer write";
+  ThreadId t = general_thread();
+  auto current = target_.read_siginfo(t);
+  if (!current)
+    return "E." + current.error().message;
+  if (*offset + data.size() > current->size())
+    return "E.write beyond siginfo";
+  current->replace(*offset, data.size(), std::string(data));
+  auto w = target_.write_siginfo(t, *current);
+  if (!w)
+    return "E." + w.error().message;
+  return hex::u64(data.size());
 }
 
 } // namespace gdbtrace
