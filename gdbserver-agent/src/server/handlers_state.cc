@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "common/hex.h"
-#include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
 #include "trace/trace_engine.h"
