@@ -1,10 +1,13 @@
 // The one table of the packets the server answers. A row names a packet, says
 // how its name is matched, whether its reply is raw bytes (escaped here, never
-// by a handler), what qSupported advertises for it and whether it reads or
+// by a handler) and whether its request carries binary data (unescaped here,
+// never by a handler), what qSupported advertises for it and whether it reads or
 // writes inferior state (so the dispatcher can pick the live target or the
 // selected trace frame once); the handler gets the packet and its arguments.
 //
-// A new packet is one row plus its handler. The qSupported reply is built from
+// A family of packets (vFile operations, qXfer objects) is a row per member,
+// not one row with a handler that parses the rest again. A new packet is one
+// row plus its handler. The qSupported reply is built from
 // the rows, so a packet is advertised exactly when it is served.
 #pragma once
 
@@ -48,7 +51,7 @@ struct PacketRow {
   bool binary_request = false;
   std::string_view bad_escape_reply;
 
-  // Rows read as sentences: PacketRow::prefix("vFile:", h).binary(),
+  // Rows read as sentences: PacketRow::prefix("vFile:pread:", h).binary(),
   // PacketRow::exact("QTStart", h), PacketRow::prefix("m", h).reads_state().
   static PacketRow exact(std::string_view name, PacketHandler handler) {
     return {name, Match::Exact, false, {}, State::None, std::move(handler), false, false, {}};
