@@ -79,8 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PacketTable packets;
   packets.add(protocol.rows());
   auto send = [&](std::string_view p) {
-    if (const PacketRow* row = packets.find(p); row && harmless(p))
-      (void)PacketTable::run(*row, p);
+    if (harmless(p))
+      (void)packets.dispatch(p);
   };
   for (auto p :
        {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:401010:E:0:0", "QTStart"})

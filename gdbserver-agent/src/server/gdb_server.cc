@@ -19,6 +19,9 @@ GdbServer::GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* en
     : io_(io), target_(target), engine_(engine), options_(std::move(options)) {
   target_.set_event_handler([this](const StopEvent& event) { on_target_event(event); });
   packets_.add(rows());
+  packets_.set_around([this](const PacketRow& row, const std::function<Reply()>& run) {
+    return around_handler(row, run);
+  });
   if (engine_) {
     trace_ = std::make_unique<TraceProtocol>(*engine_,
                                              [this](const std::string& text) { console(text); });
@@ -118,7 +121,7 @@ void GdbServer::send(std::string_view payload) {
 void GdbServer::on_packet(std::string_view packet) {
   Reply reply;
   try {
-    reply = dispatch(packet);
+    reply = packets_.dispatch(packet);
   } catch (const std::exception& e) {
     // A handler must never take the server down; report the failure instead.
     reply = std::string("E.internal error: ") + e.what();
@@ -144,27 +147,24 @@ static const char kInTraceFrame[] = "E.cannot modify a trace frame (tfind none f
 
 // The row decides what a packet may do with inferior state: reads go to the
 // live target or to the selected trace frame, chosen here once; writes are
-// refused while a frame is selected.
-GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
-  if (packet.empty())
-    return "";
-  const PacketRow* row = packets_.find(packet);
-  if (!row)
-    return ""; // vMustReplyEmpty and anything unknown
+// refused while a frame is selected. PacketTable::dispatch calls this around
+// the row's handler.
+GdbServer::Reply GdbServer::around_handler(const PacketRow& row,
+                                           const std::function<Reply()>& run) {
   bool in_frame = engine_ && engine_->frame_selected();
-  if (row->state == PacketRow::State::Writes && in_frame)
+  if (row.state == PacketRow::State::Writes && in_frame)
     return kInTraceFrame;
   // Only text this packet produces goes out before its reply: text queued
   // earlier keeps waiting for the next stop (as it always did), and new text
   // waits behind it rather than overtake it.
-  if (row->console_before_reply && console_queue_.empty()) {
+  if (row.console_before_reply && console_queue_.empty()) {
     console_open_ = true;
-    Reply reply = PacketTable::run(*row, packet);
+    Reply reply = run();
     console_open_ = false;
     return reply;
   }
-  if (row->state != PacketRow::State::Reads)
-    return PacketTable::run(*row, packet);
+  if (row.state != PacketRow::State::Reads)
+    return run();
 
   std::optional<LiveState> live;
   std::optional<TraceFrameState> frame;
@@ -178,7 +178,7 @@ GdbServer::Reply GdbServer::dispatch(std::string_view packet) {
     StateSource*& p;
     ~Reset() { p = nullptr; }
   } reset{state_};
-  return PacketTable::run(*row, packet);
+  return run();
 }
 
 unsigned GdbServer::num_regs() const {

@@ -43,6 +43,8 @@ struct ServerOptions {
   LaunchSpec launch;             // program/args from the command line, wrapper, shell, ...
 };
 
+struct XferRequest;
+
 class GdbServer {
 public:
   static constexpr size_t kPacketSize = 0x4000;
@@ -76,7 +78,13 @@ private:
 
   // packet_rows.cc: the packet table
   std::vector<PacketRow> rows();
+  // xfer_objects.cc: the qXfer objects, one row each
+  using XferReader = std::function<Result<std::string>(const XferRequest& req)>;
   std::vector<PacketRow> xfer_rows();
+  PacketRow xfer_read_row(std::string_view name, std::string_view feature, XferReader read);
+  Result<Pid> xfer_process() const;
+  Reply handle_qxfer(std::string_view packet, const XferReader& read);
+  Reply handle_siginfo_write(std::string_view args);
 
   // gdb_server.cc: processes we start, dispatch, connection state, events
   Result<Pid> launch(const LaunchSpec& spec);
@@ -85,8 +93,9 @@ private:
   void on_packet(std::string_view packet);
   void on_interrupt();
   void on_disconnect();
-  Reply dispatch(std::string_view packet);
-  // What g/p/m and traceframe-info read during the current packet (set by dispatch).
+  // The server's part of every dispatch (PacketTable::Around).
+  Reply around_handler(const PacketRow& row, const std::function<Reply()>& run);
+  // What g/p/m and traceframe-info read during the current packet (set by around_handler).
   StateSource& state() { return *state_; }
   void send(std::string_view payload);
   void on_target_event(const StopEvent& event);
@@ -101,15 +110,12 @@ private:
   ThreadId general_thread() const;
   unsigned num_regs() const;
 
-  // handlers_query.cc: q queries, qXfer objects, monitor commands
+  // handlers_query.cc: q queries, monitor commands
   Reply handle_qsupported(std::string_view packet);
   Reply handle_current_thread();
   Reply handle_attached(std::string_view packet);
   Reply handle_get_tls_addr(std::string_view args);
   Reply handle_thread_info(bool first);
-  Reply handle_qxfer(std::string_view packet);
-  Result<std::string> xfer_document(const std::string& object, const std::string& annex);
-  Reply handle_siginfo_write(std::string_view packet);
   Reply handle_rcmd(std::string_view packet);
 
   // handlers_settings.cc: Q settings. Flags ("0"/"1") and signal lists are
@@ -149,7 +155,6 @@ private:
   Reply handle_read_memory(std::string_view packet);
   Reply handle_write_memory(std::string_view packet, bool binary);
   Reply handle_breakpoint(std::string_view packet);
-  Reply handle_vfile(std::string_view request);
 
   asio::io_context& io_;
   NativeTarget& target_;

@@ -1,17 +1,12 @@
-// q packets: feature negotiation, thread lists, qXfer objects, monitor
-// commands, target files (vFile).
+// q packets: feature negotiation, thread lists, monitor commands.
 #include <csignal>
 
 #include "common/debug_format.h"
 #include "common/hex.h"
-#include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/monitor.h"
-#include "server/osdata.h"
 #include "server/packet_parsers.h"
 #include "server/signals.h"
-#include "server/tdesc.h"
-#include "server/xml_documents.h"
 #include "target/thread_db.h"
 #include "trace/trace_engine.h"
 
@@ -97,92 +92,6 @@ GdbServer::Reply GdbServer::handle_thread_info(bool first) {
   return reply;
 }
 
-Result<std::string> GdbServer::xfer_document(const std::string& object, const std::string& annex) {
-  if (object == "features") {
-    if (annex != "target.xml")
-      return make_error(ENOENT, "unknown annex " + annex);
-    return target_xml(target_.has_avx());
-  }
-  if (object == "threads")
-    return threads_xml(target_.threads(), multiprocess_);
-  if (object == "traceframe-info")
-    return state().traceframe_info();
-  Pid pid = current_pid();
-  if (object == "exec-file") {
-    if (!annex.empty()) {
-      auto v = hex::parse_u64(annex);
-      if (!v || *v > 0x7fffffff)
-        return make_error(EINVAL, "bad pid");
-      pid = static_cast<Pid>(*v);
-    }
-    if (pid <= 0)
-      return make_error(ESRCH, "no process");
-    return target_.exec_file(pid);
-  }
-  if (pid <= 0)
-    return make_error(ESRCH, "no process");
-  if (object == "auxv")
-    return target_.auxv(pid);
-  if (object == "siginfo")
-    return target_.read_siginfo(general_thread());
-  if (object == "libraries-svr4") {
-    uint64_t main_lm = 0;
-    auto libs = target_.libraries(pid, main_lm);
-    if (!libs)
-      return libs.error();
-    return libraries_svr4_xml(*libs, main_lm);
-  }
-  return make_error(ENOTSUP, "unsupported object");
-}
-
-// qXfer:OBJECT:read:ANNEX:OFFSET,LENGTH (the table routes only objects we serve here).
-GdbServer::Reply GdbServer::handle_qxfer(std::string_view packet) {
-  auto req = parse_qxfer_read(packet);
-  if (!req)
-    return "E.malformed qXfer packet";
-  Result<std::string> doc = std::string();
-  if (req->object == "osdata") { // host tables, read from a snapshot taken at offset 0
-    const std::string* snapshot = osdata_.read(req->annex, req->offset);
-    // An unknown type reads as an empty document, as from gdbserver: gdb then warns
-    // "Empty data returned by target.  Wrong osdata type?".
-    doc = snapshot ? *snapshot : std::string();
-  } else {
-    doc = xfer_document(req->object, req->annex);
-  }
-  if (!doc)
-    return "E." + doc.error().message;
-  if (req->offset >= doc->size())
-    return "l";
-  // Escaping may double the data; keep the reply within PacketSize.
-  uint64_t len = std::min<uint64_t>(req->length, kPacketSize / 2 - 16);
-  std::string_view chunk = std::string_view(*doc).substr(req->offset, len);
-  bool last = req->offset + chunk.size() >= doc->size();
-  return std::string(last ? "l" : "m") + std::string(chunk);
-}
-
-// qXfer:siginfo:write::OFFSET:DATA — patches the stopped thread's siginfo.
-GdbServer::Reply GdbServer::handle_siginfo_write(std::string_view rest) {
-  auto parts = split(rest, ':');
-  if (parts.size() < 3 || !parts[0].empty())
-    return "E.malformed qXfer write";
-  auto offset = hex::parse_u64(parts[1]);
-  size_t data_pos = rest.find(':', parts[0].size() + 1 + parts[1].size()) + 1;
-  auto data = rsp::unescape_binary(rest.substr(data_pos));
-  if (!offset || !data)
-    return "E.malformed qXfer write";
-  ThreadId t = general_thread();
-  auto current = target_.read_siginfo(t);
-  if (!current)
-    return "E." + current.error().message;
-  if (*offset + data->size() > current->size())
-    return "E.write beyond siginfo";
-  current->replace(*offset, data->size(), *data);
-  auto w = target_.write_siginfo(t, *current);
-  if (!w)
-    return "E." + w.error().message;
-  return hex::u64(data->size());
-}
-
 GdbServer::Reply GdbServer::handle_rcmd(std::string_view hex_command) {
   auto command = hex::decode_string(hex_command);
   if (!command)
@@ -210,19 +119,6 @@ GdbServer::Reply GdbServer::handle_rcmd(std::string_view hex_command) {
   if (result.exit)
     exit_requested_ = true;
   return result.error.empty() ? "OK" : "E01";
-}
-
-// vFile:REQUEST; the reply of pread carries raw bytes (the table escapes them).
-GdbServer::Reply GdbServer::handle_vfile(std::string_view request) {
-  std::string unescaped;
-  if (request.starts_with("pwrite:")) {
-    auto data = rsp::unescape_binary(request);
-    if (!data)
-      return "F-1,16"; // EINVAL
-    unescaped = std::move(*data);
-    request = unescaped;
-  }
-  return vfile_.handle(request);
 }
 
 } // namespace gdbtrace

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "common/hex.h"
-#include "rsp/packet_codec.h"
 #include "server/gdb_server.h"
 #include "server/packet_parsers.h"
 #include "trace/trace_engine.h"
@@ -104,7 +103,8 @@ GdbServer::Reply GdbServer::handle_write_memory(std::string_view packet, bool bi
   auto range = parse_memory_range(packet.substr(1), true);
   if (!range)
     return "E.malformed memory write packet";
-  auto data = binary ? rsp::unescape_binary(range->data) : hex::decode_string(range->data);
+  // X data arrives unescaped (the table's binary_data rows); M data is hex.
+  auto data = binary ? std::optional<std::string>(range->data) : hex::decode_string(range->data);
   if (!data || data->size() != range->length)
     return "E.memory write length mismatch";
   if (data->empty())

@@ -1,6 +1,7 @@
 #include "server/monitor.h"
 
 #include <charconv>
+#include <functional>
 #include <vector>
 
 #include "server/trace_report_format.h"
@@ -9,21 +10,6 @@
 #include "trace/trace_engine.h"
 
 namespace gdbtrace {
-
-static const char kHelp[] = "The following monitor commands are supported:\n"
-                            "  set debug <0|1>\n"
-                            "    Enable general debugging messages\n"
-                            "  set remote-debug <0|1>\n"
-                            "    Enable remote protocol debugging messages\n"
-                            "  set debug-format option1[,option2,...]\n"
-                            "    Add additional information to debugging messages\n"
-                            "    Options: all, none, timestamp\n"
-                            "  set libthread-db-search-path [PATH]\n"
-                            "    Where to look for libthread_db (thread-local variables)\n"
-                            "  exit\n"
-                            "    Quit GDBserver\n"
-                            "  gdbtrace help\n"
-                            "    Tracepoint collectors, status and settings of gdbtrace\n";
 
 static std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\n");
@@ -109,27 +95,106 @@ static std::string gdbtrace_stacks(std::string_view args, TraceEngine& engine) {
   return describe();
 }
 
+// A monitor command: how its name is matched against what the user typed,
+// the usage and help lines `monitor help` lists (a command with no usage is
+// not listed), and its handler. A handler returns false when ARGS are not a
+// form it takes: the user then gets the unknown-command help.
+template <typename Handler> struct MonitorCommand {
+  enum class Match {
+    Exact,  // the whole command: "exit"
+    Word,   // the name alone or followed by ' ' and arguments: "set debug on"
+    Prefix, // anything that starts with the name: "backendx" is backend "x"
+  };
+  std::string_view name;
+  Match match;
+  std::string usage;             // e.g. "set debug <0|1>"
+  std::vector<std::string> help; // lines, each printed indented under the usage
+  Handler run;
+};
+
+// The command of TABLE that COMMAND names (the longest name winning) and what
+// follows its name; nullptr when none does.
+template <typename Handler>
+static const MonitorCommand<Handler>*
+find_command(const std::vector<MonitorCommand<Handler>>& table, std::string_view command,
+             std::string_view& args) {
+  using Match = typename MonitorCommand<Handler>::Match;
+  const MonitorCommand<Handler>* best = nullptr;
+  for (const auto& c : table) {
+    if (!command.starts_with(c.name))
+      continue;
+    std::string_view rest = command.substr(c.name.size());
+    bool match =
+        c.match == Match::Prefix || rest.empty() || (c.match == Match::Word && rest.front() == ' ');
+    if (match && (!best || c.name.size() > best->name.size())) {
+      best = &c;
+      args = rest;
+    }
+  }
+  return best;
+}
+
+// "  USAGE\n    HELP LINE\n..." for every listed command of TABLE.
+template <typename Handler>
+static std::string list_commands(const std::vector<MonitorCommand<Handler>>& table) {
+  std::string out;
+  for (const auto& c : table) {
+    if (c.usage.empty())
+      continue;
+    out += "  " + c.usage + "\n";
+    for (const auto& line : c.help)
+      out += "    " + line + "\n";
+  }
+  return out;
+}
+
+// `monitor gdbtrace SUBCOMMAND`: ARGS is what follows the subcommand's name.
+using GdbtraceHandler = std::string (*)(std::string_view args, TraceEngine& engine);
+static const std::vector<MonitorCommand<GdbtraceHandler>>& gdbtrace_commands();
+
 // `monitor gdbtrace help` (and a bare `monitor gdbtrace`): every subcommand,
 // then which collectors this server has, so the first thing a user types
 // also says which collector tracepoints will get.
 static std::string gdbtrace_help(TraceEngine& engine) {
-  std::string out = "gdbtrace monitor commands:\n"
-                    "  gdbtrace help\n"
-                    "    This list, and the collectors this server can use\n"
-                    "  gdbtrace status\n"
-                    "    The trace run: buffer use, and per tracepoint location its collector,\n"
-                    "    hits, frames, drops and errors\n"
-                    "  gdbtrace backend [module|ebpf|ptrace|auto]\n"
-                    "    Show the collectors, or choose the one tracepoints installed from now on\n"
-                    "    use (auto: the first that accepts each tracepoint)\n"
-                    "  gdbtrace stacks [on [BYTES] | off]\n"
-                    "    Also record the registers and BYTES of stack (default " +
-                    std::to_string(kDefaultStackBytes) +
-                    ") at every hit,\n"
-                    "    for `gdbtrace stacks` and flame graphs in the gdb plugin\n"
-                    "gdb settings that apply: set trace-buffer-size, set circular-trace-buffer,\n"
-                    "set disconnected-tracing. Plugin commands: `help gdbtrace` in gdb.\n\n";
-  return out + gdbtrace_backend("", engine);
+  return "gdbtrace monitor commands:\n" + list_commands(gdbtrace_commands()) +
+         "gdb settings that apply: set trace-buffer-size, set circular-trace-buffer,\n"
+         "set disconnected-tracing. Plugin commands: `help gdbtrace` in gdb.\n\n" +
+         gdbtrace_backend("", engine);
+}
+
+static const std::vector<MonitorCommand<GdbtraceHandler>>& gdbtrace_commands() {
+  using Match = MonitorCommand<GdbtraceHandler>::Match;
+  static const std::vector<MonitorCommand<GdbtraceHandler>> commands = {
+      {"help",
+       Match::Exact,
+       "gdbtrace help",
+       {"This list, and the collectors this server can use"},
+       [](std::string_view, TraceEngine& engine) { return gdbtrace_help(engine); }},
+      {"status",
+       Match::Exact,
+       "gdbtrace status",
+       {"The trace run: buffer use, and per tracepoint location its collector,",
+        "hits, frames, drops and errors"},
+       [](std::string_view, TraceEngine& engine) { return format_report_text(engine.report()); }},
+      {"backend",
+       Match::Prefix,
+       "gdbtrace backend [module|ebpf|ptrace|auto]",
+       {"Show the collectors, or choose the one tracepoints installed from now on",
+        "use (auto: the first that accepts each tracepoint)"},
+       [](std::string_view args, TraceEngine& engine) {
+         return gdbtrace_backend(trim_spaces(args), engine);
+       }},
+      {"stacks",
+       Match::Word,
+       "gdbtrace stacks [on [BYTES] | off]",
+       {"Also record the registers and BYTES of stack (default " +
+            std::to_string(kDefaultStackBytes) + ") at every hit,",
+        "for `gdbtrace stacks` and flame graphs in the gdb plugin"},
+       [](std::string_view args, TraceEngine& engine) {
+         return gdbtrace_stacks(trim_spaces(args), engine);
+       }},
+  };
+  return commands;
 }
 
 // `monitor gdbtrace ...`; nullopt when COMMAND is not one (e.g. "gdbtracex").
@@ -141,14 +206,11 @@ static std::optional<std::string> gdbtrace_command(std::string_view command, Tra
   if (!s.empty() && s.front() != ' ')
     return std::nullopt;
   s = trim_spaces(s);
-  if (s.empty() || s == "help")
+  if (s.empty())
     return gdbtrace_help(engine);
-  if (s.starts_with("backend"))
-    return gdbtrace_backend(trim_spaces(s.substr(7)), engine);
-  if (s == "status")
-    return format_report_text(engine.report());
-  if (s.starts_with("stacks") && (s.size() == 6 || s[6] == ' '))
-    return gdbtrace_stacks(trim_spaces(s.substr(6)), engine);
+  std::string_view args;
+  if (const auto* c = find_command(gdbtrace_commands(), s, args))
+    return c->run(args, engine);
   return "gdbtrace: unknown command '" + std::string(s) + "'\n\n" + gdbtrace_help(engine);
 }
 
@@ -172,47 +234,124 @@ Result<DebugFormat> parse_debug_format(std::string_view options) {
   return f;
 }
 
+// A top-level monitor command's handler: ARGS is what follows its name.
+using MonitorHandler =
+    std::function<bool(std::string_view args, TraceEngine* engine, MonitorResult& r)>;
+static const std::vector<MonitorCommand<MonitorHandler>>& monitor_commands();
+
+// `monitor help`, gdbserver's wording, from the registry.
+static std::string monitor_help() {
+  return "The following monitor commands are supported:\n" + list_commands(monitor_commands());
+}
+
+// "1"/"on" or "0"/"off", gdbserver's spellings of a `set` flag.
+static std::optional<bool> parse_on_off(std::string_view args) {
+  if (args == " 1" || args == " on")
+    return true;
+  if (args == " 0" || args == " off")
+    return false;
+  return std::nullopt;
+}
+
+// `set NAME <0|1>`: sets FIELD of the result and prints gdbserver's line for
+// the value.
+static MonitorCommand<MonitorHandler> flag_command(std::string_view name, std::string help,
+                                                   std::optional<bool> MonitorResult::*field,
+                                                   const char* on_text, const char* off_text) {
+  return {name,
+          MonitorCommand<MonitorHandler>::Match::Word,
+          std::string(name) + " <0|1>",
+          {std::move(help)},
+          [=](std::string_view args, TraceEngine*, MonitorResult& r) {
+            auto on = parse_on_off(args);
+            if (!on)
+              return false;
+            r.*field = *on;
+            r.output = *on ? on_text : off_text;
+            return true;
+          }};
+}
+
+static const std::vector<MonitorCommand<MonitorHandler>>& monitor_commands() {
+  using Match = MonitorCommand<MonitorHandler>::Match;
+  static const std::vector<MonitorCommand<MonitorHandler>> commands = {
+      {"help",
+       Match::Exact,
+       "",
+       {},
+       [](std::string_view, TraceEngine*, MonitorResult& r) {
+         r.output = monitor_help();
+         return true;
+       }},
+      flag_command("set debug", "Enable general debugging messages", &MonitorResult::set_debug,
+                   "Debug output enabled.\n", "Debug output disabled.\n"),
+      flag_command("set remote-debug", "Enable remote protocol debugging messages",
+                   &MonitorResult::set_remote_debug, "Protocol debug output enabled.\n",
+                   "Protocol debug output disabled.\n"),
+      {"set debug-format",
+       Match::Word,
+       "set debug-format option1[,option2,...]",
+       {"Add additional information to debugging messages", "Options: all, none, timestamp"},
+       [](std::string_view args, TraceEngine*, MonitorResult& r) {
+         if (args.empty())
+           return false;
+         auto format = parse_debug_format(args.substr(1));
+         if (!format) {
+           r.error = format.error().message + monitor_help();
+           return true;
+         }
+         r.set_debug_timestamps = format->timestamps;
+         r.output = format->messages;
+         return true;
+       }},
+      {"set libthread-db-search-path",
+       Match::Word,
+       "set libthread-db-search-path [PATH]",
+       {"Where to look for libthread_db (thread-local variables)"},
+       [](std::string_view args, TraceEngine*, MonitorResult& r) {
+         std::string path = trim(std::string(args));
+         r.set_thread_db_search_path = path;
+         r.output = "libthread-db-search-path set to `" +
+                    (path.empty() ? std::string(ThreadDb::kDefaultSearchPath) : path) + "'\n";
+         return true;
+       }},
+      {"exit",
+       Match::Exact,
+       "exit",
+       {"Quit GDBserver"},
+       [](std::string_view, TraceEngine*, MonitorResult& r) {
+         r.exit = true;
+         return true;
+       }},
+      // Served only with a trace engine; without one it is an unknown command.
+      {"gdbtrace",
+       Match::Prefix,
+       "gdbtrace help",
+       {"Tracepoint collectors, status and settings of gdbtrace"},
+       [](std::string_view, TraceEngine* engine, MonitorResult& r) {
+         if (!engine)
+           return false;
+         auto out = gdbtrace_command(r.command, *engine);
+         if (out)
+           r.output = *out;
+         else
+           r.error = "Unknown gdbtrace command: " + r.command + " (try `monitor gdbtrace help`)";
+         return true;
+       }},
+  };
+  return commands;
+}
+
 MonitorResult run_monitor_command(const std::string& raw, TraceEngine* engine) {
   MonitorResult r;
-  std::string cmd = trim(raw);
-  if (cmd == "help") {
-    r.output = kHelp;
-  } else if (cmd == "exit") {
-    r.exit = true;
-  } else if (cmd == "set debug 1" || cmd == "set debug on") {
-    r.set_debug = true;
-    r.output = "Debug output enabled.\n";
-  } else if (cmd == "set debug 0" || cmd == "set debug off") {
-    r.set_debug = false;
-    r.output = "Debug output disabled.\n";
-  } else if (cmd == "set remote-debug 1" || cmd == "set remote-debug on") {
-    r.set_remote_debug = true;
-    r.output = "Protocol debug output enabled.\n";
-  } else if (cmd == "set remote-debug 0" || cmd == "set remote-debug off") {
-    r.set_remote_debug = false;
-    r.output = "Protocol debug output disabled.\n";
-  } else if (cmd.rfind("set debug-format ", 0) == 0) {
-    auto format = parse_debug_format(cmd.substr(17));
-    if (!format) {
-      r.error = format.error().message + kHelp;
-      return r;
-    }
-    r.set_debug_timestamps = format->timestamps;
-    r.output = format->messages;
-  } else if (cmd == "set libthread-db-search-path" ||
-             cmd.rfind("set libthread-db-search-path ", 0) == 0) {
-    std::string path = trim(cmd.substr(28));
-    r.set_thread_db_search_path = path;
-    r.output = "libthread-db-search-path set to `" +
-               (path.empty() ? std::string(ThreadDb::kDefaultSearchPath) : path) + "'\n";
-  } else if (cmd.rfind("gdbtrace", 0) == 0 && engine) {
-    auto out = gdbtrace_command(cmd, *engine);
-    if (out)
-      r.output = *out;
-    else
-      r.error = "Unknown gdbtrace command: " + cmd + " (try `monitor gdbtrace help`)";
-  } else {
-    r.error = std::string("Unknown monitor command.\n\n") + kHelp;
+  r.command = trim(raw);
+  std::string_view args;
+  const auto* c = find_command(monitor_commands(), r.command, args);
+  if (!c || !c->run(args, engine, r)) {
+    MonitorResult unknown;
+    unknown.command = r.command;
+    unknown.error = "Unknown monitor command.\n\n" + monitor_help();
+    return unknown;
   }
   return r;
 }

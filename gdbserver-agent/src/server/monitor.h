@@ -13,8 +13,9 @@ namespace gdbtrace {
 class TraceEngine;
 
 struct MonitorResult {
-  std::string output; // console text
-  std::string error;  // non-empty: the command failed
+  std::string command; // what the user typed, trimmed
+  std::string output;  // console text
+  std::string error;   // non-empty: the command failed
   std::optional<bool> set_debug;
   std::optional<bool> set_remote_debug;
   std::optional<bool> set_debug_timestamps;             // `set debug-format`

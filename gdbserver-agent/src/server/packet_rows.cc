@@ -53,13 +53,11 @@ std::vector<PacketRow> GdbServer::rows() {
       PacketRow::prefix("M", [this](const Packet& p) { return handle_write_memory(p.text, false); })
           .writes_state(),
       PacketRow::prefix("X", [this](const Packet& p) { return handle_write_memory(p.text, true); })
+          .binary_data("E.memory write length mismatch")
           .writes_state(),
       PacketRow::prefix("Z", whole(&GdbServer::handle_breakpoint))
           .advertise("ConditionalBreakpoints+;BreakpointCommands+"),
       PacketRow::prefix("z", whole(&GdbServer::handle_breakpoint)),
-
-      // --- files on the target (vfile.cc): raw bytes in pread replies
-      PacketRow::prefix("vFile:", args(&GdbServer::handle_vfile)).binary(),
 
       // --- queries (handlers_query.cc)
       PacketRow::prefix("qSupported", whole(&GdbServer::handle_qsupported)),
@@ -71,8 +69,6 @@ std::vector<PacketRow> GdbServer::rows() {
       PacketRow::prefix("qSymbol:",
                         [](const Packet&) { return Reply("OK"); }), // we look up no symbols
       PacketRow::prefix("qRcmd,", args(&GdbServer::handle_rcmd)),
-      PacketRow::prefix("qXfer:siginfo:write:", args(&GdbServer::handle_siginfo_write))
-          .advertise("qXfer:siginfo:write+"),
 
       // --- settings (handlers_settings.cc)
       PacketRow::exact("QStartNoAckMode", none(&GdbServer::handle_no_ack_mode))
@@ -117,31 +113,11 @@ std::vector<PacketRow> GdbServer::rows() {
       PacketRow::prefix("QCatchSyscalls:", args(&GdbServer::handle_catch_syscalls))
           .advertise("QCatchSyscalls+"),
   };
+  // --- files on the target (vfile.cc)
+  for (auto& row : vfile_.rows())
+    rows.push_back(std::move(row));
   for (auto& row : xfer_rows())
     rows.push_back(std::move(row));
-  return rows;
-}
-
-// qXfer:OBJECT:read:ANNEX:OFFSET,LENGTH, one row per object we serve. Replies
-// are 'm'/'l' + raw document bytes.
-std::vector<PacketRow> GdbServer::xfer_rows() {
-  auto read = [this](const Packet& p) { return handle_qxfer(p.text); };
-  std::vector<PacketRow> rows = {
-      PacketRow::prefix("qXfer:features:read:", read).advertise("qXfer:features:read+").binary(),
-      PacketRow::prefix("qXfer:threads:read:", read).advertise("qXfer:threads:read+").binary(),
-      PacketRow::prefix("qXfer:exec-file:read:", read).advertise("qXfer:exec-file:read+").binary(),
-      PacketRow::prefix("qXfer:auxv:read:", read).advertise("qXfer:auxv:read+").binary(),
-      PacketRow::prefix("qXfer:libraries-svr4:read:", read)
-          .advertise("qXfer:libraries-svr4:read+")
-          .binary(),
-      PacketRow::prefix("qXfer:siginfo:read:", read).advertise("qXfer:siginfo:read+").binary(),
-      PacketRow::prefix("qXfer:osdata:read:", read).advertise("qXfer:osdata:read+").binary(),
-  };
-  if (engine_)
-    rows.push_back(PacketRow::prefix("qXfer:traceframe-info:read:", read)
-                       .advertise("qXfer:traceframe-info:read+")
-                       .binary()
-                       .reads_state());
   return rows;
 }
 

@@ -31,6 +31,16 @@ std::string PacketTable::features() const {
 }
 
 Reply PacketTable::run(const PacketRow& row, std::string_view packet) {
+  std::string unescaped;
+  if (row.binary_request) {
+    // Names and headers before the data are hex and punctuation, never '}':
+    // unescaping the whole packet leaves them as they are.
+    auto raw = rsp::unescape_binary(packet);
+    if (!raw)
+      return std::string(row.bad_escape_reply);
+    unescaped = std::move(*raw);
+    packet = unescaped;
+  }
   Reply reply = row.handler(Packet{packet, packet.substr(row.name.size())});
   if (!reply)
     return reply;
@@ -47,10 +57,12 @@ Reply PacketTable::run(const PacketRow& row, std::string_view packet) {
 }
 
 Reply PacketTable::dispatch(std::string_view packet) const {
-  const PacketRow* row = find(packet);
+  const PacketRow* row = packet.empty() ? nullptr : find(packet);
   if (!row)
     return std::string(); // vMustReplyEmpty and anything unknown
-  return run(*row, packet);
+  if (!around_)
+    return run(*row, packet);
+  return around_(*row, [&] { return run(*row, packet); });
 }
 
 } // namespace gdbtrace

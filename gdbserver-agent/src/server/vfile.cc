@@ -101,28 +101,24 @@ void VFileServer::close_all() {
   fs_pid_ = 0;
 }
 
-std::string VFileServer::handle(std::string_view request) {
-  auto colon = request.find(':');
-  std::string_view op = request.substr(0, colon);
-  std::string_view args =
-      colon == std::string_view::npos ? std::string_view() : request.substr(colon + 1);
-  if (op == "open")
-    return open(args);
-  if (op == "close")
-    return close(args);
-  if (op == "pread")
-    return pread(args);
-  if (op == "pwrite")
-    return pwrite(args);
-  if (op == "fstat")
-    return fstat(args);
-  if (op == "unlink")
-    return unlink(args);
-  if (op == "readlink")
-    return readlink(args);
-  if (op == "setfs")
-    return setfs(args);
-  return ""; // unknown vFile operation: unsupported packet
+// One packet-table row per operation ("vFile:open:PATH,FLAGS,MODE"): the
+// operation name is matched by the table, not here. pread and readlink and
+// fstat replies carry raw bytes (the table escapes them); pwrite data arrives
+// unescaped. An operation we do not serve matches no row: the empty reply.
+std::vector<PacketRow> VFileServer::rows() {
+  auto op = [this](std::string (VFileServer::*f)(std::string_view)) {
+    return [this, f](const Packet& p) { return Reply((this->*f)(p.args)); };
+  };
+  return {
+      PacketRow::prefix("vFile:open:", op(&VFileServer::open)),
+      PacketRow::prefix("vFile:close:", op(&VFileServer::close)),
+      PacketRow::prefix("vFile:pread:", op(&VFileServer::pread)).binary(),
+      PacketRow::prefix("vFile:pwrite:", op(&VFileServer::pwrite)).binary_data("F-1,16"), // EINVAL
+      PacketRow::prefix("vFile:fstat:", op(&VFileServer::fstat)).binary(),
+      PacketRow::prefix("vFile:unlink:", op(&VFileServer::unlink)),
+      PacketRow::prefix("vFile:readlink:", op(&VFileServer::readlink)).binary(),
+      PacketRow::prefix("vFile:setfs:", op(&VFileServer::setfs)),
+  };
 }
 
 std::string VFileServer::host_path(const std::string& path) const {
@@ -188,7 +184,7 @@ std::string VFileServer::pread(std::string_view args) {
 }
 
 std::string VFileServer::pwrite(std::string_view args) {
-  // fd,offset,DATA — DATA is binary (already unescaped by the server).
+  // fd,offset,DATA — DATA is binary (already unescaped by the packet table).
   auto c1 = args.find(',');
   if (c1 == std::string_view::npos)
     return fail_inval();

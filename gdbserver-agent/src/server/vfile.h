@@ -9,15 +9,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "server/packet_table.h"
 
 namespace gdbtrace {
 
 class VFileServer {
 public:
   ~VFileServer();
-  // Reply for a vFile:* packet (payload after "vFile:"); binary parts escaped
-  // by the caller's codec, so the reply is raw bytes.
-  std::string handle(std::string_view request);
+  // The packet-table rows of the vFile operations; they use this object.
+  std::vector<PacketRow> rows();
   void close_all();
 
 private:

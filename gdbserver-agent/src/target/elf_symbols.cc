@@ -4,7 +4,6 @@
 #include <cstring>
 #include <elf.h>
 #include <fcntl.h>
-#include <sstream>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,27 +77,20 @@ std::optional<uint64_t> first_load_page(const FileImage& f, const Elf64_Ehdr& eh
 
 std::vector<MappedObject> parse_mapped_objects(std::string_view maps) {
   std::vector<MappedObject> out;
-  std::istringstream in{std::string(maps)};
-  std::string line;
-  while (std::getline(in, line)) {
-    // start-end perms offset dev inode path
-    std::istringstream fields(line);
-    std::string range, perms, offset, dev, inode, path;
-    if (!(fields >> range >> perms >> offset >> dev >> inode) || !(fields >> std::ws) ||
-        !std::getline(fields, path) || path.empty() || path[0] != '/' ||
-        std::strtoull(offset.c_str(), nullptr, 16) != 0)
+  for (const auto& m : procfs::parse_maps(maps)) {
+    const std::string& path = m.path;
+    if (path.empty() || path[0] != '/' || m.offset != 0)
       continue;
     if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0)
       continue;
-    uint64_t start = std::strtoull(range.c_str(), nullptr, 16);
     bool known = false;
     for (auto& o : out)
       if (o.path == path) {
-        o.base = std::min(o.base, start);
+        o.base = std::min(o.base, m.start);
         known = true;
       }
     if (!known)
-      out.push_back({path, start});
+      out.push_back({path, m.start});
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // LinuxTarget: processes, registers, memory, breakpoints, /proc information.
-// Event handling and execution control are in linux_target_events.cc.
+// Event handling and execution control are in linux_target_{wait,stops,resume}.cc.
 #include "target/linux_target.h"
 
 #include <algorithm>

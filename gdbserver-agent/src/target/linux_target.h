@@ -174,7 +174,9 @@ private:
   Result<void> update_debug_registers(Process& p, const DebugRegisters& next);
   bool int3_inserted(const Process& p, uint64_t address) const;
 
-  // --- events and execution control (linux_target_events.cc) ---
+  // --- events and execution control: statuses collected and dispatched
+  // (linux_target_wait.cc), interpreted (linux_target_stops.cc), threads resumed
+  // and stopped (linux_target_resume.cc) ---
   void arm_signalfd();
   void on_sigchld();
   // SIGCHLD: called from the signalfd (a round that reaps nothing may mean a zombie leader).

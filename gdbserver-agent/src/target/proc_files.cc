@@ -1,11 +1,14 @@
 #include "target/proc_files.h"
 
 #include <cerrno>
+#include <cinttypes>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sstream>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace gdbtrace::procfs {
@@ -105,6 +108,41 @@ Result<std::string> exe_path(pid_t pid) {
     return make_error(e, "cannot read " + link + ": " + std::strerror(e));
   }
   return std::string(buf, n);
+}
+
+std::optional<MapsEntry> parse_maps_line(std::string_view line) {
+  std::string text(line); // sscanf needs the terminating NUL
+  MapsEntry m;
+  char perms[8] = {};
+  unsigned dev_major = 0, dev_minor = 0;
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+                  &m.start, &m.end, perms, &m.offset, &dev_major, &dev_minor, &m.inode,
+                  &consumed) < 7)
+    return std::nullopt;
+  m.dev = makedev(dev_major, dev_minor);
+  m.perms = perms;
+  // %n is not counted in sscanf's result: 0 when the line ends at the inode.
+  m.path = consumed > 0 && size_t(consumed) <= text.size() ? text.substr(size_t(consumed)) : "";
+  return m;
+}
+
+std::vector<MapsEntry> parse_maps(std::string_view text) {
+  std::vector<MapsEntry> out;
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    if (auto m = parse_maps_line(text.substr(0, eol)))
+      out.push_back(std::move(*m));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+  }
+  return out;
+}
+
+Result<std::vector<MapsEntry>> read_maps(pid_t pid) {
+  auto text = read_file("/proc/" + std::to_string(pid) + "/maps");
+  if (!text)
+    return text.error();
+  return parse_maps(*text);
 }
 
 } // namespace gdbtrace::procfs

@@ -4,14 +4,14 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+
+#include "target/proc_files.h"
 
 namespace gdbtrace {
 namespace {
@@ -22,38 +22,15 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-// One line of /proc/PID/maps: start-end perms offset major:minor inode path.
-struct MapsLine {
-  uint64_t start = 0, end = 0, pgoff = 0, inode = 0;
-  dev_t dev = 0;
-  std::string perms, path;
-};
+using procfs::MapsEntry;
 
-bool parse_maps_line(const std::string& line, MapsLine& m) {
-  char perms[8] = {};
-  unsigned dev_major = 0, dev_minor = 0;
-  int consumed = 0;
-  if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
-                  &m.start, &m.end, perms, &m.pgoff, &dev_major, &dev_minor, &m.inode,
-                  &consumed) < 7)
-    return false;
-  m.dev = makedev(dev_major, dev_minor);
-  m.perms = perms;
-  m.path = consumed > 0 && size_t(consumed) <= line.size() ? line.substr(size_t(consumed)) : "";
-  return true;
-}
-
-Result<MapsLine> find_mapping(int pid, uint64_t address) {
-  std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-  std::ifstream maps(maps_path);
+Result<MapsEntry> find_mapping(int pid, uint64_t address) {
+  auto maps = procfs::read_maps(pid);
   if (!maps)
-    return make_error(ESRCH, "cannot read " + maps_path + " (process gone?)");
-  std::string line;
-  while (std::getline(maps, line)) {
-    MapsLine m;
-    if (parse_maps_line(line, m) && address >= m.start && address < m.end)
-      return m;
-  }
+    return make_error(ESRCH, "cannot read /proc/" + std::to_string(pid) + "/maps (process gone?)");
+  for (auto& m : *maps)
+    if (address >= m.start && address < m.end)
+      return std::move(m);
   return make_error(EFAULT,
                     "address " + hex(address) + " is not mapped in process " + std::to_string(pid));
 }
@@ -61,7 +38,7 @@ Result<MapsLine> find_mapping(int pid, uint64_t address) {
 // The mapping's own file: map_files gives exactly the mapped inode (root
 // only); otherwise the path inside the process's root (containers, chroots),
 // accepted only when it is still the mapped inode (same device and inode).
-Result<UniqueFd> open_mapped_file(int pid, const MapsLine& m) {
+Result<UniqueFd> open_mapped_file(int pid, const MapsEntry& m) {
   char name[96];
   std::snprintf(name, sizeof name, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m.start, m.end);
   UniqueFd fd(::open(name, O_RDONLY | O_CLOEXEC));
@@ -127,7 +104,7 @@ Result<ProbeSite> resolve_probe_site(int pid, uint64_t address) {
   auto fd = open_mapped_file(pid, *m);
   if (!fd)
     return fd.error();
-  ProbeSite site{std::move(*fd), address - m->start + m->pgoff, m->path};
+  ProbeSite site{std::move(*fd), address - m->start + m->offset, m->path};
   if (auto r = check_executable_offset(site.fd.get(), site.path, site.offset); !r)
     return r.error();
   return site;

@@ -56,3 +56,39 @@ TEST(PacketTable, OnlyBinaryRowsAreEscapedAndErrorsStayText) {
   EXPECT_EQ(t.dispatch("binerr"), "E.bad ? ? ? ? text");
   EXPECT_FALSE(t.dispatch("later")); // the reply comes later (or was sent)
 }
+
+TEST(PacketTable, BinaryDataRowsGetTheRequestUnescapedOnce) {
+  PacketTable t;
+  t.add({PacketRow::prefix("X", [](const Packet& p) {
+           return Reply(std::string(p.args));
+         }).binary_data("E.bad")});
+  EXPECT_EQ(t.dispatch("X10,3:}]}\x03}\x04"), "10,3:}#$");
+  EXPECT_EQ(t.dispatch("X10,1:a}"), "E.bad"); // a lone '}' never reaches the handler
+}
+
+// The server's dispatch is this one with its Around hook: it sees every row
+// that matched, and the handler runs only when the hook runs it.
+TEST(PacketTable, AroundHookWrapsEveryHandler) {
+  PacketTable t;
+  int runs = 0;
+  t.add({PacketRow::exact("r",
+                          [&](const Packet&) {
+                            runs++;
+                            return Reply("read");
+                          })
+             .reads_state(),
+         PacketRow::exact("w", [&](const Packet&) {
+           runs++;
+           return Reply("wrote");
+         }).writes_state()});
+  t.set_around([](const PacketRow& row, const std::function<Reply()>& run) -> Reply {
+    if (row.state == PacketRow::State::Writes)
+      return "E.refused";
+    return "[" + run().value_or("") + "]";
+  });
+  EXPECT_EQ(t.dispatch("r"), "[read]");
+  EXPECT_EQ(t.dispatch("w"), "E.refused");
+  EXPECT_EQ(t.dispatch("x"), ""); // no row: the hook is not asked
+  EXPECT_EQ(t.dispatch(""), "");
+  EXPECT_EQ(runs, 1);
+}

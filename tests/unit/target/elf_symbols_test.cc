@@ -2,9 +2,11 @@
 // ps_pglobal_lookup for qGetTLSAddr): checked against this test process itself.
 #include <gtest/gtest.h>
 
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "target/elf_symbols.h"
+#include "target/proc_files.h"
 
 extern "C" int elf_symbols_test_marker() {
   return 42;
@@ -28,6 +30,31 @@ TEST(ElfSymbols, ParsesOffsetZeroMappingsOncePerFile) {
   EXPECT_EQ(objects[0].base, 0x555555554000u);
   EXPECT_EQ(objects[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
   EXPECT_EQ(objects[2].path, "/path with spaces/lib.so");
+}
+
+// The one /proc/PID/maps parser (the probe sites and the symbol lookup use it).
+TEST(ProcMaps, ParsesEveryFieldAndPathsWithSpaces) {
+  auto maps = procfs::parse_maps("7ffff7dc0000-7ffff7de0000 r-xp 00028000 fe:01 1234 /lib/a b.so\n"
+                                 "7ffff7fc0000-7ffff7fc1000 rw-p 00000000 00:00 0\n"
+                                 "not a maps line\n"
+                                 "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]");
+  ASSERT_EQ(maps.size(), 3u);
+  EXPECT_EQ(maps[0].start, 0x7ffff7dc0000u);
+  EXPECT_EQ(maps[0].end, 0x7ffff7de0000u);
+  EXPECT_EQ(maps[0].perms, "r-xp");
+  EXPECT_EQ(maps[0].offset, 0x28000u);
+  EXPECT_EQ(maps[0].dev, makedev(0xfe, 0x01));
+  EXPECT_EQ(maps[0].inode, 1234u);
+  EXPECT_EQ(maps[0].path, "/lib/a b.so");
+  EXPECT_EQ(maps[1].path, "");
+  EXPECT_EQ(maps[2].path, "[stack]");
+}
+
+TEST(ProcMaps, ReadsOwnMapsAndFailsForAGoneProcess) {
+  auto own = procfs::read_maps(getpid());
+  ASSERT_TRUE(own.ok());
+  EXPECT_FALSE(own->empty());
+  EXPECT_FALSE(procfs::read_maps(0x7ffffff0).ok());
 }
 
 TEST(ElfSymbols, FindsOwnFunctionAtItsRuntimeAddress) {

@@ -56,11 +56,10 @@ protected:
     packets.add(protocol->rows());
   }
   std::string send(std::string_view packet) {
-    const PacketRow* row = packets.find(packet);
-    EXPECT_TRUE(row) << packet;
-    if (!row)
+    EXPECT_TRUE(packets.find(packet)) << packet;
+    if (!packets.find(packet))
       return "<not handled>";
-    auto r = PacketTable::run(*row, packet);
+    auto r = packets.dispatch(packet);
     EXPECT_TRUE(r.has_value()) << packet;
     return r.value_or("<no reply>");
   }
