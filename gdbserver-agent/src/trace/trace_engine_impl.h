@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/tfile_writer.h"
@@ -137,10 +138,10 @@ struct TraceEngine::Impl : TraceContext {
 
   TracepointTable<TracepointEntry> tracepoints; // definition order, indexed
   std::map<uint32_t, TsvEntry> tsvs;
-  std::map<Location, EngineCounters> counters;
+  std::unordered_map<Location, EngineCounters, LocationHash> counters; // per frame: hashed
   // record_hit() calls this run, per number: a pass count is the tracepoint's,
   // over all its locations.
-  std::map<uint32_t, uint64_t> pass_hits;
+  std::unordered_map<uint32_t, uint64_t> pass_hits;
   // The registers each number's collector fills in its tfile frames
   // (set_register_availability), as the buffer's register set.
   std::map<uint32_t, uint16_t> register_sets;
