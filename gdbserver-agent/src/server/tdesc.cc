@@ -81,26 +81,25 @@ void append_regs(std::string& out, unsigned first, unsigned end,
   }
 }
 
-const char* kEflags = R"(    <flags id="i386_eflags" size="4">
-      <field name="CF" start="0" end="0"/>
-      <field name="" start="1" end="1"/>
-      <field name="PF" start="2" end="2"/>
-      <field name="AF" start="4" end="4"/>
-      <field name="ZF" start="6" end="6"/>
-      <field name="SF" start="7" end="7"/>
-      <field name="TF" start="8" end="8"/>
-      <field name="IF" start="9" end="9"/>
-      <field name="DF" start="10" end="10"/>
-      <field name="OF" start="11" end="11"/>
-      <field name="NT" start="14" end="14"/>
-      <field name="RF" start="16" end="16"/>
-      <field name="VM" start="17" end="17"/>
-      <field name="AC" start="18" end="18"/>
-      <field name="VIF" start="19" end="19"/>
-      <field name="VIP" start="20" end="20"/>
-      <field name="ID" start="21" end="21"/>
-    </flags>
-)";
+// A <flags> type: one single-bit field per named bit ("NAME:BIT ..."; an
+// empty name is allowed), as gdb's own 64bit-core.xml and 64bit-sse.xml spell
+// them.
+std::string flags_xml(const char* id, std::string_view bits) {
+  std::string out = std::string("    <flags id=\"") + id + "\" size=\"4\">\n";
+  while (!bits.empty()) {
+    size_t end = bits.find(' ');
+    std::string_view field = bits.substr(0, end);
+    bits = end == std::string_view::npos ? std::string_view() : bits.substr(end + 1);
+    size_t colon = field.find(':');
+    std::string name(field.substr(0, colon)), at(field.substr(colon + 1));
+    out += "      <field name=\"" + name + "\" start=\"" + at + "\" end=\"" + at + "\"/>\n";
+  }
+  return out + "    </flags>\n";
+}
+
+const std::string kEflags =
+    flags_xml("i386_eflags", "CF:0 :1 PF:2 AF:4 ZF:6 SF:7 TF:8 IF:9 DF:10 "
+                             "OF:11 NT:14 RF:16 VM:17 AC:18 VIF:19 VIP:20 ID:21");
 
 const char* kSseTypes = R"(    <vector id="v8bf16" type="bfloat16" count="8"/>
     <vector id="v8h" type="ieee_half" count="8"/>
@@ -121,23 +120,10 @@ const char* kSseTypes = R"(    <vector id="v8bf16" type="bfloat16" count="8"/>
       <field name="v2_int64" type="v2i64"/>
       <field name="uint128" type="uint128"/>
     </union>
-    <flags id="i386_mxcsr" size="4">
-      <field name="IE" start="0" end="0"/>
-      <field name="DE" start="1" end="1"/>
-      <field name="ZE" start="2" end="2"/>
-      <field name="OE" start="3" end="3"/>
-      <field name="UE" start="4" end="4"/>
-      <field name="PE" start="5" end="5"/>
-      <field name="DAZ" start="6" end="6"/>
-      <field name="IM" start="7" end="7"/>
-      <field name="DM" start="8" end="8"/>
-      <field name="ZM" start="9" end="9"/>
-      <field name="OM" start="10" end="10"/>
-      <field name="UM" start="11" end="11"/>
-      <field name="PM" start="12" end="12"/>
-      <field name="FZ" start="15" end="15"/>
-    </flags>
 )";
+
+const std::string kMxcsr = flags_xml("i386_mxcsr", "IE:0 DE:1 ZE:2 OE:3 UE:4 PE:5 DAZ:6 IM:7 DM:8 "
+                                                   "ZM:9 OM:10 UM:11 PM:12 FZ:15");
 
 } // namespace
 
@@ -172,6 +158,7 @@ std::string target_xml(bool with_avx, const std::vector<bool>& present) {
   append_regs(out, GT_RAX, GT_XMM0, number);
   out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.sse\">\n";
   out += kSseTypes;
+  out += kMxcsr;
   append_regs(out, GT_XMM0, GT_ORIG_RAX, number);
   out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.linux\">\n";
   append_regs(out, GT_ORIG_RAX, GT_FS_BASE, number);

@@ -577,6 +577,16 @@ Result<void> LinuxTarget::update_debug_registers(Process& p, const DebugRegister
   return result;
 }
 
+namespace {
+// The debug-register condition of a hardware breakpoint or watchpoint (read
+// watchpoints are refused before: x86 cannot watch reads only).
+DebugAccess debug_access(BreakpointType type) {
+  return type == BreakpointType::Hardware     ? DebugAccess::Execute
+         : type == BreakpointType::WriteWatch ? DebugAccess::Write
+                                              : DebugAccess::ReadWrite;
+}
+} // namespace
+
 Result<void> LinuxTarget::insert_breakpoint(Pid pid, BreakpointType type, uint64_t address,
                                             int kind) {
   Process* p = find_process(pid);
@@ -597,10 +607,7 @@ Result<void> LinuxTarget::insert_breakpoint(Pid pid, BreakpointType type, uint64
   if (!debug_register_traps_delivered())
     return debug_registers_not_delivered_error();
   DebugRegisters next = p->debug_regs;
-  DebugAccess access = type == BreakpointType::Hardware     ? DebugAccess::Execute
-                       : type == BreakpointType::WriteWatch ? DebugAccess::Write
-                                                            : DebugAccess::ReadWrite;
-  if (auto r = next.insert(access, address, kind > 0 ? kind : 1); !r)
+  if (auto r = next.insert(debug_access(type), address, kind > 0 ? kind : 1); !r)
     return r;
   return update_debug_registers(*p, next);
 }
@@ -620,10 +627,7 @@ Result<void> LinuxTarget::remove_breakpoint(Pid pid, BreakpointType type, uint64
   if (type == BreakpointType::ReadWatch)
     return make_error(EOPNOTSUPP, "x86 debug registers cannot watch reads only");
   DebugRegisters next = p->debug_regs;
-  DebugAccess access = type == BreakpointType::Hardware     ? DebugAccess::Execute
-                       : type == BreakpointType::WriteWatch ? DebugAccess::Write
-                                                            : DebugAccess::ReadWrite;
-  if (auto r = next.remove(access, address, kind > 0 ? kind : 1); !r)
+  if (auto r = next.remove(debug_access(type), address, kind > 0 ? kind : 1); !r)
     return r;
   return update_debug_registers(*p, next);
 }
