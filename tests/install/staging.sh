@@ -46,7 +46,10 @@ if grep -q "^gdbtrace-server $version " <<<"$out"; then ok "--version: $(head -1
 
 man1=$(MANWIDTH=200 man -l "$stage/share/man/man1/gdbtrace-server.1.gz" 2>&1 || true)
 missing=()
-for option in $("$server" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+# An empty list would make the loops below pass without checking anything.
+options=$("$server" --help | grep -o -- '--[a-z][a-z-]*' | sort -u || true)
+[ -n "$options" ] || fail "no options from \`gdbtrace-server --help\`"
+for option in $options; do
   grep -q -- "$option" <<<"$man1" || missing+=("$option")
 done
 # `monitor help` lists each command on a line indented by two spaces.
@@ -64,10 +67,12 @@ else
 fi
 
 man7=$(MANWIDTH=200 man -l "$stage/share/man/man7/gdbtrace.7.gz" 2>&1 || true)
-for sub in $(gdb -nx -batch -x "$repo/gdb-plugin/gdbtrace.py" -ex "help gdbtrace" | sed -n 's/^gdbtrace \([a-z]*\) -- .*/\1/p'); do
+subs=$(gdb -nx -batch -x "$repo/gdb-plugin/gdbtrace.py" -ex "help gdbtrace" | sed -n 's/^gdbtrace \([a-z-]*\) -- .*/\1/p')
+[ -n "$subs" ] || fail "no plugin commands from \`help gdbtrace\`"
+for sub in $subs; do
   grep -q "gdbtrace $sub" <<<"$man7" || fail "gdbtrace(7) lacks the command gdbtrace $sub"
 done
-ok "gdbtrace(7) documents every plugin command"
+ok "gdbtrace(7) documents every plugin command ($(wc -w <<<"$subs") commands)"
 
 # gdb runs the hook as it would from its data directory; the plugin must come from the prefix.
 hook=$stage/share/gdb/python/gdb/command/gdbtrace_autoload.py

@@ -37,6 +37,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -74,13 +75,29 @@ def strict() -> bool:
     return os.environ.get("CI") == "true" or os.environ.get("GDBTRACE_STRICT") == "1"
 
 
-def require(testcase, ok: bool, why: str):
-    """Skips TESTCASE (fails it when strict()) unless OK; WHY says what is missing."""
+def skip_allowed(key) -> bool:
+    """Whether GDBTRACE_ALLOW_SKIP (comma-separated keys; the README's "Skips allowed in strict mode"
+    table says which key fits which machine) lists KEY."""
+    return key is not None and key in os.environ.get("GDBTRACE_ALLOW_SKIP", "").split(",")
+
+
+def skip_fails(reason: str) -> bool:
+    """Whether a skip with REASON is a failure: in strict() mode, unless the reason starts with an
+    allowed "[key] " (require() writes it) or the server under test is stock gdbserver (that mode
+    checks the tests themselves; tests skip what only gdbtrace-server does)."""
+    m = re.match(r"\[([\w-]+)\] ", reason or "")
+    return strict() and not is_stock_gdbserver() and not skip_allowed(m and m.group(1))
+
+
+def require(testcase, ok: bool, why: str, key: str = None):
+    """Skips TESTCASE unless OK; WHY says what is missing. In strict() mode the skip is a failure
+    unless GDBTRACE_ALLOW_SKIP lists KEY (GdbTestCase turns every such skip into a failure; this
+    fails directly so that a test not derived from it fails too)."""
     if ok:
         return
-    if strict():
+    if skip_fails(f"[{key}] " if key else ""):
         testcase.fail("missing under CI=true / GDBTRACE_STRICT=1 (a skip would hide it): " + why)
-    testcase.skipTest(why)
+    testcase.skipTest(f"[{key}] {why}" if key else why)
 
 
 _collectors = None
@@ -869,10 +886,34 @@ def _run_mi(commands, prog, args, server_args, timeout, extended, mode, server, 
 # unittest helpers
 
 
+class _StrictSkips:
+    """A unittest result that records a skip as a failure when skip_fails(reason): skipTest(),
+    @unittest.skipIf and SkipTest raised anywhere in a test all end in addSkip."""
+
+    def __init__(self, result):
+        self._result = result
+
+    def __getattr__(self, name):
+        return getattr(self._result, name)
+
+    def addSkip(self, test, reason):
+        if not skip_fails(reason):
+            return self._result.addSkip(test, reason)
+        try:
+            raise AssertionError("skipped under CI=true / GDBTRACE_STRICT=1 (a skip would hide what was "
+                                 f"not tested; GDBTRACE_ALLOW_SKIP does not allow it): {reason}")
+        except AssertionError:
+            return self._result.addFailure(test, sys.exc_info())
+
+
 class GdbTestCase(unittest.TestCase):
-    """Assertions that dump the full gdb/server transcript when they fail."""
+    """Assertions that dump the full gdb/server transcript when they fail; in strict() mode a skip
+    is a failure (see skip_fails)."""
 
     maxDiff = None
+
+    def run(self, result=None):
+        return super().run(_StrictSkips(result if result is not None else self.defaultTestResult()))
 
     def assertRan(self, run: GdbRun):
         if run.timed_out:
@@ -885,6 +926,9 @@ class GdbTestCase(unittest.TestCase):
             self.fail(f"{msg or 'pattern not found'}: {pattern!r}\n{run.transcript()}")
 
     def assertNoOutput(self, run: GdbRun, pattern: str, msg: str = ""):
+        """pattern must not occur in gdb's output, of a run that finished (a timed-out run may have
+        stopped before printing it)."""
+        self.assertRan(run)
         if re.search(pattern, run.output, re.MULTILINE):
             self.fail(f"{msg or 'unexpected output'}: {pattern!r}\n{run.transcript()}")
 
