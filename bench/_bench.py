@@ -18,6 +18,9 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "gdb-plugin"))
+from gdbtrace_plugin import frames as tframes  # noqa: E402  (the plugin's frame parser, no gdb needed)
+from gdbtrace_plugin.transport import StubError, TfileSource  # noqa: E402
 BUILD = os.environ.get("BENCH_BUILD") or os.environ.get("BUILD_DIR") or os.path.join(REPO, "build")
 PROGRAMS = os.environ.get("BENCH_PROGRAMS") or os.path.join(BUILD, "tests/programs")
 SERVER = os.environ.get("GDBTRACE_SERVER") or os.path.join(
@@ -48,6 +51,23 @@ def row(mechanism, workload, ns_per_hit, emit=True, **notes):
     if emit:
         print(json.dumps(r), flush=True)
     return r
+
+
+MISSED = []  # texts of the targets judge() found missed
+
+
+def judge(ok, text):
+    """A target the script judges itself, printed as a row with judged=PASS|MISS (bench/_report.py
+    lists those among its targets). A MISS makes exit_code() 3: the row scripts' convention (3 = a
+    target missed, bench/run.sh --allow-miss accepts it; other non-zero = the script is broken)."""
+    if not ok:
+        MISSED.append(text)
+    script = os.path.basename(sys.argv[0]).lstrip("_").removesuffix(".py")
+    row("target", script, None, judged="PASS" if ok else "MISS", text=text)
+
+
+def exit_code():
+    return 3 if MISSED else 0
 
 
 def program(name):
@@ -266,48 +286,23 @@ def first_error(text):
     return None
 
 
-def parse_tfile(path):
-    """Frames of a gdb tfile (tsave): list of (tpnum, {'R': bytes, 'M': [(addr, bytes)], 'V': {}})."""
-    data = open(path, "rb").read()
-    if not data.startswith(b"\x7fTRACE0\n"):
-        raise ValueError("not a tfile")
-    pos, regsize = 8, 0
-    while True:
-        end = data.index(b"\n", pos)
-        line = data[pos:end].decode(errors="replace")
-        pos = end + 1
-        if line == "":
-            break
-        if line.startswith("R "):
-            regsize = int(line[2:], 16)
-    frames = []
-    while pos + 6 <= len(data):
-        tp = int.from_bytes(data[pos:pos + 2], "little")
-        size = int.from_bytes(data[pos + 2:pos + 6], "little")
-        pos += 6
-        if tp == 0:
-            break
-        body, pos = data[pos:pos + size], pos + size
-        frame, i = {"R": None, "M": [], "V": {}, "bad": False}, 0
-        while i < len(body):
-            kind = body[i:i + 1]
-            i += 1
-            if kind == b"R":
-                frame["R"], i = body[i:i + regsize], i + regsize
-            elif kind == b"M":
-                addr = int.from_bytes(body[i:i + 8], "little")
-                ln = int.from_bytes(body[i + 8:i + 10], "little")
-                frame["M"].append((addr, body[i + 10:i + 10 + ln]))
-                i += 10 + ln
-            elif kind == b"V":
-                num = int.from_bytes(body[i:i + 4], "little")
-                frame["V"][num] = int.from_bytes(body[i + 4:i + 12], "little", signed=True)
-                i += 12
-            else:  # not a block gdb could read either: the frame is corrupt (counted by the caller)
-                frame["bad"] = True
-                break
-        frames.append((tp, frame))
-    return frames
+def tfile_frames(path):
+    """Frames of a gdb tfile (tsave), read with the plugin's tfile reader and frame parser
+    (gdb-plugin/gdbtrace_plugin: TfileSource, frames): a list of frames.Frame (tp, regs, mem), None
+    for a frame whose blocks do not parse (gdb could not read it either; callers count it).
+    ValueError when PATH is not a tfile."""
+    try:
+        src = TfileSource(path)
+    except StubError as e:
+        raise ValueError(str(e)) from e
+    splitter, out = tframes.FrameSplitter(), []
+    for _off, chunk in src.iter_stream(0):
+        for tp, body, _ in splitter.feed(chunk):
+            try:
+                out.append(tframes.parse_frame(body, len(out), tp, src.regblock_size))
+            except tframes.FrameFormatError:
+                out.append(None)
+    return out
 
 
 def reg(block, index):
