@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,6 +20,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "gdb-plugin"))
 from gdbtrace_plugin import frames as tframes  # noqa: E402  (the plugin's frame parser, no gdb needed)
 from gdbtrace_plugin.transport import StubError, TfileSource  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import gdbtest  # noqa: E402  (the one harness that starts stubs, shared with the integration tests)
 BUILD = os.environ.get("BENCH_BUILD") or os.environ.get("BUILD_DIR") or os.path.join(REPO, "build")
 PROGRAMS = os.environ.get("BENCH_PROGRAMS") or os.path.join(BUILD, "tests/programs")
 SERVER = os.environ.get("GDBTRACE_SERVER") or os.path.join(
@@ -200,34 +201,19 @@ def with_uprobes(sites, argv):
             return None, "uprobe_profile_unreadable:" + str(e).replace(" ", "_")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """gdbtrace-server or stock gdbserver on a TCP port (the tracee's stdout lands in its log)."""
+class Server(gdbtest.Server):
+    """gdbtrace-server (KIND "gdbtrace") or stock gdbserver ("gdbserver") `--once` on a TCP port for
+    ARGV, started by the test harness's Server (tests/integration/gdbtest.py: its own TMPDIR, port
+    retries); WRAPPER: server options before --once (gdbserver's --wrapper ... --). Its output (the
+    tracee's stdout) stays readable after stop()."""
 
     def __init__(self, kind, argv, wrapper=(), env=None):
-        self.kind = kind
-        self.port = free_port()
-        self.log_path = os.path.join(WORK, f"server-{self.port}.log")
-        binary = GDBSERVER if kind == "gdbserver" else SERVER
-        cmd = [binary, "--once", *wrapper, f":{self.port}", *argv]
-        self.log = open(self.log_path, "w")
-        # gdbtrace-server saves a trace gdb would lose (a `target remote` session whose program ends)
-        # in $TMPDIR: a directory of this server's, removed by stop().
-        self.tmpdir = tempfile.mkdtemp(prefix=f"server-{self.port}-tmp-", dir=WORK)
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "TMPDIR": self.tmpdir, **(env or {})})
-        for _ in range(200):
-            if "Listening on port" in open(self.log_path).read():
-                break
-            time.sleep(0.05)
+        self.kind, self._output = kind, None
+        super().__init__("once", program=argv[0], args=argv[1:], server_args=list(wrapper), env=env,
+                         binary=GDBSERVER if kind == "gdbserver" else SERVER)
 
     def output(self):
-        return open(self.log_path, errors="replace").read()
+        return self.log() if self._output is None else self._output
 
     def vm(self, key="VmHWM"):
         """kB of /proc/PID/status KEY, or None."""
@@ -240,11 +226,24 @@ class Server:
         return None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        if self._output is None:
+            super().stop()
+            self._output = self.log()
+            self.__exit__()  # removes the log file; its text is kept above
+
+
+def gdb_session(kind, argv, script_for, log_name, wrapper=(), env=None):
+    """One gdb session against a Server for ARGV: gdb runs script_for(server); returns gdb's output
+    followed by the server's (with the tracee's), also written to WORK/LOG_NAME."""
+    server = Server(kind, argv, wrapper, env)
+    try:
+        text = gdb(script_for(server))
+    finally:
+        server.stop()
+    text += "\n" + server.output()
+    with open(os.path.join(WORK, log_name), "w") as f:
+        f.write(text)
+    return text
 
 
 def gdb(script, timeout=900):

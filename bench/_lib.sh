@@ -15,6 +15,14 @@ bench_n() { if [ "$BENCH_SMOKE" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 # NS_PER_HIT is a number, or NA when the mechanism cannot run (say why in reason=...).
 bench_row() { echo "ROW $*"; }
 
+# bench_require FILE...: exits 1 (the script cannot run: broken) unless every FILE is executable.
+bench_require() {
+  local f
+  for f in "$@"; do
+    [ -x "$f" ] || { echo "missing $f (build the server and tests/programs first)" >&2; exit 1; }
+  done
+}
+
 # bench_judge PASS|MISS TEXT: a target the script judges itself, as a row with judged= (bench/_report.py
 # lists those among its targets); a MISS makes bench_exit exit 3, the row scripts' convention (3 = a
 # target missed, which bench/run.sh --allow-miss accepts; other non-zero = the script is broken).

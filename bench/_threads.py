@@ -58,13 +58,9 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
     """One gdb session; WALK: tsave the buffer and check every frame (torn, duplicates)."""
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
-    server = B.Server(kind, [prog, str(threads), str(n)], wrapper, env)
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf") if walk else None
-    text = B.gdb(script(prog, server.port, trace_cmd, site, backend, tfile, buffer_size))
-    server.stop()
-    text += "\n" + server.output()
-    with open(f"{B.WORK}/{mech}-{threads}.log", "w") as f:
-        f.write(text)
+    text = B.gdb_session(kind, [prog, str(threads), str(n)], lambda server: script(
+        prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper, env)
     traced = parse(text)
     total = B.frames_collected(text)
     row = functools.partial(B.row, emit=emit)

@@ -90,14 +90,10 @@ def run_once(mech, kind, prog, n, workloads, backend=None, trace_cmd="trace", wr
     """One traced run of `prog n <sites>` under gdb; returns gdb's and the server's output.
     EXTRA_SITES: phases run without a tracepoint (REF)."""
     sites = [w[0] for w in workloads] + list(extra_sites)
-    server = B.Server(kind, [prog, str(n), *sites], wrapper)
-    text = B.gdb(script(prog, server.port, workloads, backend, trace_cmd, server.proc.pid).replace(
-        "kill\n", "".join(x + "\n" for x in extra) + "kill\n"))
-    server.stop()
-    text += "\n" + server.output()
-    with open(f"{B.WORK}/{mech}{tag}-{time.monotonic_ns()}.log", "w") as f:
-        f.write(text)
-    return text
+    return B.gdb_session(kind, [prog, str(n), *sites], lambda server: script(
+        prog, server.port, workloads, backend, trace_cmd, server.proc.pid).replace(
+        "kill\n", "".join(x + "\n" for x in extra) + "kill\n"), f"{mech}{tag}-{time.monotonic_ns()}.log",
+        wrapper)
 
 
 def median_phases(texts):

@@ -17,9 +17,7 @@ set -uo pipefail
 prog=$BENCH_PROGRAMS/plugin_demo
 source_file=$BENCH_REPO/tests/programs/plugin_demo.c
 plugin=$BENCH_REPO/gdb-plugin/gdbtrace.py
-for f in "$prog" "$GDBTRACE_SERVER"; do
-  [ -x "$f" ] || { echo "missing $f (build the server and tests/programs first)" >&2; exit 1; }
-done
+bench_require "$prog" "$GDBTRACE_SERVER"
 n=$(bench_n 1000000 20000)
 work=$(mktemp -d /tmp/gdbtrace-plugin-bench.XXXXXX)
 

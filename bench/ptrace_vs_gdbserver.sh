@@ -15,7 +15,7 @@ set -uo pipefail
 . "$(dirname "$0")/_lib.sh"
 
 prog=$BENCH_PROGRAMS/bench_loop
-[ -x "$prog" ] || { echo "missing $prog (build tests/programs first)" >&2; exit 1; }
+bench_require "$prog"
 work=$(mktemp -d /tmp/gdbtrace-bench-ptrace.XXXXXX)
 trap '[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"' EXIT
 

@@ -44,19 +44,32 @@ def count_stacks(tp=None, full=False):
     check_gdbtrace(stub)
     tp_map = tracepoint_map(stub, tracepoint_defs()) if tp is not None else {}
     counts = stacks_mod.StackCounts(full=full)
+
+    def add(stack):
+        if tp is None or tp_map.get(stack.tp, stack.tp) == tp:
+            counts.add(stack)
+
+    notes = _each_stack(stub, add)
+    if notes is not None:
+        counts.notes = notes
+    return counts
+
+
+def _each_stack(stub, add):
+    """Calls ADD with every stack the stub recorded, symbolized where the stub had no names;
+    returns the symbolizer's notes (None without a symbolizer)."""
+    from . import stacks as stacks_mod
+
     symbolizer = _symbolizer()
     try:
         for stack in stacks_mod.parse_lines(stub.iter_stacks(), symbolizer):
-            if tp is None or tp_map.get(stack.tp, stack.tp) == tp:
-                counts.add(stack)
+            add(stack)
     except ValueError as e:
         raise StubError("qGdbtrace.stacks: %s" % e)
     finally:
         if symbolizer:
             symbolizer.close()
-    if symbolizer:
-        counts.notes = [note for _, note in sorted(symbolizer.notes.items())]
-    return counts
+    return [note for _, note in sorted(symbolizer.notes.items())] if symbolizer else None
 
 
 def _demangle(name):
@@ -85,15 +98,7 @@ def stack_table():
     if isinstance(stub, TfileSource) or not check_gdbtrace(stub).get("stacks"):
         return None
     table = stacks_mod.StackTable()
-    symbolizer = _symbolizer()
-    try:
-        for stack in stacks_mod.parse_lines(stub.iter_stacks(), symbolizer):
-            table.add(stack)
-    except ValueError as e:
-        raise StubError("qGdbtrace.stacks: %s" % e)
-    finally:
-        if symbolizer:
-            symbolizer.close()
+    _each_stack(stub, table.add)
     return table
 
 
