@@ -492,12 +492,18 @@ def run_gdb(commands, program=None, args=(), server_args=(), timeout=60, extende
             print(run.transcript())
         return run
     finally:
-        if own_server and server is not None:
-            server.__exit__()
-        if tracee is not None:
-            tracee.kill()
-        keep = set() if own_server else descendants(server.proc.pid) | {server.proc.pid}
-        kill_new_processes(before, keep)
+        end_run(server, own_server, tracee, before)
+
+
+def end_run(server, own_server, tracee, before):
+    """After run_gdb / run_mi: stops the server if the run started it (OWN_SERVER), kills the tracee
+    it started, and every process started since BEFORE except a caller's server and its children."""
+    if own_server and server is not None:
+        server.__exit__()
+    if tracee is not None:
+        tracee.kill()
+    keep = set() if own_server else descendants(server.proc.pid) | {server.proc.pid}
+    kill_new_processes(before, keep)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -508,7 +514,17 @@ def rsp_escape_checksum(payload: bytes) -> bytes:
     return b"%02x" % (sum(payload) & 0xFF)
 
 
-class RspClient:
+class ClosedOnExit:
+    """`with X(...) as x:` calls x.close() at the end (RspClient, MiSession)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class RspClient(ClosedOnExit):
     """Minimal RSP client over TCP: send(payload) -> reply payload (acks handled, no-ack mode optional).
     Binary-safe: payloads are bytes (str is encoded as latin-1)."""
 
@@ -561,12 +577,6 @@ class RspClient:
             self.sock.close()
         except OSError:
             pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from gdbtest import (GdbRun, Server, Tracee, descendants, gdb_base_command, kill_new_processes, program,
-                     server_path)
+from gdbtest import (ClosedOnExit, GdbRun, Server, Tracee, descendants, end_run, gdb_base_command,
+                     kill_new_processes, program, server_path)
 
 
 class MiParseError(ValueError):
@@ -106,7 +106,7 @@ class MiRecord:
     line: str
 
 
-class MiSession:
+class MiSession(ClosedOnExit):
     """`gdb -i=mi` driven through pipes. send() returns the ^result record; records seen so far
     are in .records (all) and the console text in .console()."""
 
@@ -215,12 +215,6 @@ class MiSession:
             except OSError:
                 pass
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 class mi_connected:
     """Context manager: a fresh server plus an MI session connected to it; cleans both up.
@@ -311,12 +305,7 @@ def run_mi(commands, prog, args, server_args, timeout, extended, mode, server, s
         if session is not None:
             session.close()
         log = server.log() if server is not None else ""
-        if own_server and server is not None:
-            server.__exit__()
-        if tracee is not None:
-            tracee.kill()
-        keep = set() if own_server else descendants(server.proc.pid) | {server.proc.pid}
-        kill_new_processes(before, keep)
+        end_run(server, own_server, tracee, before)
     stdout = "\n".join(session.transcript) if session else ""
     return GdbRun(stdout, "", session.proc.returncode if session else -1, log, ["gdb", "-i=mi"],
                   timed_out)
