@@ -252,8 +252,8 @@ def gdb(script, timeout=900):
     with open(path, "w") as f:
         f.write(script)
     try:
-        p = subprocess.run([GDB, "-nx", "-batch", "-iex", "set pagination off", "-iex", "set confirm off",
-                            "-iex", "set debuginfod enabled off", "-x", path],
+        # The harness's gdb settings (no pager, no confirmation, no debuginfod, no styling).
+        p = subprocess.run([GDB, *gdbtest.gdb_base_command()[1:], "-batch", "-x", path],
                            capture_output=True, text=True, timeout=timeout)
         return p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
