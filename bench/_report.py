@@ -145,7 +145,9 @@ if out_rows:
 
 
 # --- targets (bench/_targets.py: one table of target, rows, rule, limit) -------------------------
-mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
+# The mechanisms with measured columns (the matrix's, the buffer's): a mechanism that only appears in
+# another script's rows (e.g. a module row of bench/tracepoints.sh) has no column target to judge.
+mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows if "column" in r))
 targets = _targets.judge(rows, mechanisms, reference, judged_rows)
 counts = {k: sum(1 for t in targets if t["result"] == k) for k in (_targets.PASS, _targets.MISS, _targets.NA,
                                                                    _targets.INFO)}
