@@ -152,9 +152,10 @@ def guest_ebpf_step(t, m, limit):
         return []
     ratio = load["ns_per_hit"] / nop["ns_per_hit"]
     writes = nop.get("kernel") == "newest"
+    how = ("(BPF writes registers: the program emulates)" if writes
+           else "(kernel < 6.19: single-stepped, informational)")
     return [((PASS if ratio <= limit else MISS) if writes else INFO,
-             f"{g} single-step site <= {limit}x the kernel-emulated site "
-             f"{'(BPF writes registers: the program emulates)' if writes else '(kernel < 6.19: single-stepped, informational)'}: "
+             f"{g} single-step site <= {limit}x the kernel-emulated site {how}: "
              f"{fmt(load['ns_per_hit'])} vs {fmt(nop['ns_per_hit'])} ns = {ratio:.2f}x")]
 
 
@@ -188,8 +189,9 @@ def floor_thread_scaling(t, m, limit):
     torn, drops = t.frame_counts(m)
     failed = failed_rounds(t1, t2, f1, f2)
     informational = m.endswith("-sustained")
+    why = " (the stub drains during the run on the CPUs the tracee threads use; informational)" if informational else ""
     text = (f"{m} 2-thread scaling >= {limit}x the raw floor's own 2-thread scaling (same run; median and "
-            f"worst round){' (the stub drains during the run on the CPUs the tracee threads use; informational)' if informational else ''}: "
+            f"worst round){why}: "
             f"{ratio:.2f}x vs floor {floor:.2f}x = {ratio / floor:.2f}; per round median {med:.2f}, worst "
             f"{worst:.2f} over {len(per)} paired rounds, {failed} failed{four_threads(t4, t1)}; torn {torn}"
             + (f", drops {drops}" if t2.get("frames") else ""))

@@ -160,6 +160,16 @@ class MiSession(ClosedOnExit):
             if predicate is not None and predicate(rec):
                 return rec
 
+    def run_to_breakpoint(self, command: str) -> MiRecord:
+        """Sends COMMAND (`-exec-run`, a console `run`, ...) and returns the first *stopped at a
+        breakpoint after it, passing over other stops (in non-stop mode, a new thread's)."""
+        mark = len(self.records)
+        self.send(command)
+        stop = self.wait_stopped(mark)
+        while stop.results.get("reason") != "breakpoint-hit":
+            stop = self.wait_stopped(self.records.index(stop) + 1)
+        return stop
+
     def send(self, command: str, timeout=None) -> MiRecord:
         """Sends an MI command (or CLI command) with a token; returns its ^ result record."""
         self._token += 1

@@ -93,11 +93,7 @@ class NonStop(GdbTestCase):
         """The CLI spelling (`continue &`, `interrupt`, `info threads`) through MI's console interpreter."""
         with mi_connected("threads", args=(3, 30), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
             mi.send('-interpreter-exec console "break thread_marker"')
-            mark = len(mi.records)
-            mi.send('-interpreter-exec console "run"')
-            stop = mi.wait_stopped(mark)
-            while stop.results.get("reason") != "breakpoint-hit":
-                stop = mi.wait_stopped(mi.records.index(stop) + 1)
+            mi.run_to_breakpoint('-interpreter-exec console "run"')
             mi.send('-interpreter-exec console "delete"')
             time.sleep(0.3)
             mark = len(mi.records)
@@ -122,11 +118,7 @@ class NonStop(GdbTestCase):
     def test_non_stop_threads_stop_independently(self):
         with mi_connected("threads", args=(2,), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
             mi.send("-break-insert thread_marker")
-            mark = len(mi.records)
-            mi.send("-exec-run")
-            stop = mi.wait_stopped(mark)
-            while stop.results.get("reason") != "breakpoint-hit":
-                stop = mi.wait_stopped(mi.records.index(stop) + 1)
+            stop = mi.run_to_breakpoint("-exec-run")
             self.assertEqual(stop.results["frame"]["func"], "thread_marker", stop.line)
             # Only the thread(s) that hit the breakpoint are stopped; main (in pthread_join) still runs.
             time.sleep(0.3)
