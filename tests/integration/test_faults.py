@@ -106,6 +106,13 @@ def kill_stub_mid_trace(testcase, server, tracee_pid, sig, commands, program_nam
     return rc, log, details
 
 
+def assert_loop_ran_to_end(testcase, tracee, details, timeout=30):
+    """The `loop` TRACEE, detached, ran to its normal end (exit 0, its closing line)."""
+    out, _ = tracee.proc.communicate(timeout=timeout)
+    testcase.assertEqual(tracee.proc.returncode, 0, f"tracee ended with {tracee.proc.returncode}\n" + details)
+    testcase.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+
+
 class StubSignalled(GdbTestCase):
     def attached_case(self, sig, expect_crash=False, extra=()):
         before = descendants()
@@ -118,10 +125,7 @@ class StubSignalled(GdbTestCase):
             self.assertEqual(tracer_pid(tracee.pid), 0, details)
             self.assertIn(process_state(tracee.pid), ("R", "S"), details)
             self.assertEqual(text_int3s(tracee.pid, program("loop")), [], details)
-            out, _ = tracee.proc.communicate(timeout=30)
-            self.assertEqual(tracee.proc.returncode, 0,
-                             f"tracee ended with {tracee.proc.returncode}\n" + details)
-            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            assert_loop_ran_to_end(self, tracee, details)
             # Crash or orderly end, the stub ends by the signal it got (re-raised after the cleanup).
             self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
             if expect_crash:
@@ -288,9 +292,7 @@ class GdbKilled(GdbTestCase):
                 self.assertGreater(count, 0, details)
                 self.assertLess(count, 150, details)
             # gdbserver's rule after the second gdb detached: the attached program runs on.
-            out, _ = tracee.proc.communicate(timeout=60)
-            self.assertEqual(tracee.proc.returncode, 0, details)
-            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            assert_loop_ran_to_end(self, tracee, details, timeout=60)
         finally:
             tracee.kill()
             kill_new_processes(before)
@@ -448,9 +450,7 @@ class StubKilledEbpf(GdbTestCase):
             self.assertEqual(text_int3s(tracee.pid, program("loop")), [], "uprobe int3 left")
             if uprobes.exists():
                 self.assertNotIn(program("loop"), uprobes.read_text(), "uprobe left in uprobe_events")
-            out, _ = tracee.proc.communicate(timeout=30)
-            self.assertEqual(tracee.proc.returncode, 0, details)
-            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            assert_loop_ran_to_end(self, tracee, details)
         finally:
             tracee.kill()
             kill_new_processes(before)
