@@ -417,7 +417,7 @@ class StubKilledEbpf(GdbTestCase):
 
     def setUp(self):
         require(self, "ebpf" in available_collectors(),
-                f"no eBPF collector in this server (collectors: {available_collectors()})")
+                f"no eBPF collector in this server (collectors: {available_collectors()})", key="no-ebpf")
 
     def test_sigkill_leaves_no_probe(self):
         before = descendants()
