@@ -622,6 +622,11 @@ class GdbTestCase(unittest.TestCase):
         if not re.search(pattern, run.output, re.MULTILINE):
             self.fail(f"{msg or 'pattern not found'}: {pattern!r}\n{run.transcript()}")
 
+    def assertOutputs(self, run: GdbRun, patterns, msg: str = ""):
+        """Every one of PATTERNS occurs in gdb's output (in any order: assertOrdered for an order)."""
+        for pattern in patterns:
+            self.assertOutput(run, pattern, msg)
+
     def assertNoOutput(self, run: GdbRun, pattern: str, msg: str = ""):
         """pattern must not occur in gdb's output, of a run that finished (a timed-out run may have
         stopped before printing it)."""

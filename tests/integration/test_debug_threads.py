@@ -21,11 +21,9 @@ class Threads(GdbTestCase):
         # 4 workers + main.
         for n in range(1, 6):
             self.assertOutput(run, rf"^\*?\s+{n}\s+{TID}", f"thread {n} missing")
-        self.assertOutput(run, rf"Thread \d+ \({TID}.*\):\n#0 ")
-        self.assertOutput(run, rf"\[New {TID}\]")
-        self.assertOutput(run, r"#\d+\s+0x[0-9a-f]+ in worker \(arg=0x[0-3]\) at .*threads\.c")
-        self.assertOutput(run, r"in main \(argc=2")
-        self.assertOutput(run, r"exited normally")
+        self.assertOutputs(run, [rf"Thread \d+ \({TID}.*\):\n#0 ", rf"\[New {TID}\]",
+                                 r"#\d+\s+0x[0-9a-f]+ in worker \(arg=0x[0-3]\) at .*threads\.c",
+                                 r"in main \(argc=2", r"exited normally"])
         self.assertServerLog(run, r"threads done: 4 threads, total 4000006")
 
     def test_thread_switch_and_thread_local_state(self):
