@@ -25,6 +25,10 @@ class Rows:
                 return r
         return None
 
+    def has(self, mech, columns):
+        """Whether MECH has a row for any of COLUMNS."""
+        return any(r["mechanism"] == mech and r.get("column") in columns for r in self.rows)
+
     def frame_counts(self, m):
         """(torn, drops) over every thread row of M."""
         torn = sum(int(r.get("torn") or 0) for r in self.rows if r["mechanism"] == m and "torn" in r)
@@ -63,6 +67,8 @@ def floor_ratio(column):
     """M's COLUMN <= LIMIT x the raw uprobe floor on the same instruction."""
     def rule(t, m, limit):
         r = t.column(m, column)
+        if not r and not t.has(m, set(EBPF_FLOOR) | set(MODULE_FLOOR)):
+            return []  # none of M's per-hit columns in this run (--only without their script)
         if not r or r["ns_per_hit"] is None or "x_uprobe_floor" not in r:
             return [(NA, f"{m} {column} <= {limit}x uprobe floor: no measurement "
                          f"({(r or {}).get('reason', 'no row')})")]
@@ -105,7 +111,9 @@ def cheaper_than_trap(t, m, limit):
     """M >= LIMIT x cheaper than a trap tracepoint: stock gdbserver's on the host; in a guest
     (no gdbserver there) the ptrace collector's, gdb-driven, in the same guest."""
     r = t.column(m, "regs")
-    if r and r.get("where") == "qemu-tcg-guest":
+    if not r:
+        return []  # no regs row of M in this run: the floor target on regs reports that
+    if r.get("where") == "qemu-tcg-guest":
         via_gdb = t.column(m + "-gdb", "stepsite")
         ptrace = t.column(m.replace("gdbtrace-kmod", "gdbtrace-ptrace-gdb"), "stepsite")
         if not (via_gdb and via_gdb.get("speedup_vs_guest_ptrace")):
@@ -115,7 +123,9 @@ def cheaper_than_trap(t, m, limit):
                  f"the ptrace collector, a trap like gdbserver's, in the same guest, gdb-driven, collect "
                  f"$regs): {fmt(via_gdb['ns_per_hit'])} vs {fmt(ptrace['ns_per_hit']) if ptrace else 'NA'} "
                  f"ns = {via_gdb['speedup_vs_guest_ptrace']}x")]
-    if not (r and r.get("speedup_vs_gdbserver_trace")):
+    if not any(x["mechanism"] == "gdbserver-trace" for x in t.rows):
+        return []  # stock gdbserver was not run (--only, BENCH_QUICK); an NA row of it is an NA here
+    if not r.get("speedup_vs_gdbserver_trace"):
         return [(NA, f"{m} >= {limit}x cheaper than gdbserver trap tracepoint: no measurement")]
     slow = t.reference("gdbserver-trace", r)
     return [(PASS if r["speedup_vs_gdbserver_trace"] >= limit else MISS,
