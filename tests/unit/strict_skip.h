@@ -36,15 +36,18 @@ inline bool skip_allowed(std::string_view key) {
   return false;
 }
 
-inline bool skip_fails(std::string_view key) { return strict_mode() && !skip_allowed(key); }
+inline bool skip_fails(std::string_view key) {
+  return strict_mode() && !skip_allowed(key);
+}
 
 // The text before the caller's reason; kept alive until the assertion is reported.
 inline const char* skip_prefix(std::string_view key) {
   thread_local std::string text;
-  text = skip_fails(key) ? "skip not allowed under CI=true / GDBTRACE_STRICT=1 (GDBTRACE_ALLOW_SKIP "
-                           "does not list '" +
-                               std::string(key) + "'): "
-                         : "";
+  text = skip_fails(key)
+             ? "skip not allowed under CI=true / GDBTRACE_STRICT=1 (GDBTRACE_ALLOW_SKIP "
+               "does not list '" +
+                   std::string(key) + "'): "
+             : "";
   return text.c_str();
 }
 

@@ -10,8 +10,8 @@
 #include <asio/io_context.hpp>
 #include <memory>
 
-#include "bpf/bpf_collector.h"
 #include "../strict_skip.h"
+#include "bpf/bpf_collector.h"
 #include "bpf_test_util.h"
 
 extern "C" {

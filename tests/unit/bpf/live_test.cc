@@ -747,7 +747,8 @@ namespace {
 
 TEST_F(BpfLive, MemoryNotPagedInYetIsRead) {
   if (collector_->describe().find("sleepable programs") == std::string::npos)
-    GDBTRACE_SKIP("no-sleepable-uprobes") << "kernel without sleepable uprobe programs: " << collector_->describe();
+    GDBTRACE_SKIP("no-sleepable-uprobes")
+        << "kernel without sleepable uprobe programs: " << collector_->describe();
   // A file page the process has never touched: a non-sleepable program's
   // bpf_probe_read_user cannot fault it in, bpf_copy_from_user can.
   int fd = open("/proc/self/exe", O_RDONLY);

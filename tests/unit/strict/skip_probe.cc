@@ -4,4 +4,6 @@
 
 #include "../strict_skip.h"
 
-TEST(StrictSkipProbe, AlwaysSkips) { GDBTRACE_SKIP("selfcheck") << "deliberately skipped"; }
+TEST(StrictSkipProbe, AlwaysSkips) {
+  GDBTRACE_SKIP("selfcheck") << "deliberately skipped";
+}
