@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -18,6 +17,11 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "gdb-plugin"))
+from gdbtrace_plugin import frames as tframes  # noqa: E402  (the plugin's frame parser, no gdb needed)
+from gdbtrace_plugin.transport import StubError, TfileSource  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import gdbtest  # noqa: E402  (the one harness that starts stubs, shared with the integration tests)
 BUILD = os.environ.get("BENCH_BUILD") or os.environ.get("BUILD_DIR") or os.path.join(REPO, "build")
 PROGRAMS = os.environ.get("BENCH_PROGRAMS") or os.path.join(BUILD, "tests/programs")
 SERVER = os.environ.get("GDBTRACE_SERVER") or os.path.join(
@@ -48,6 +52,23 @@ def row(mechanism, workload, ns_per_hit, emit=True, **notes):
     if emit:
         print(json.dumps(r), flush=True)
     return r
+
+
+MISSED = []  # texts of the targets judge() found missed
+
+
+def judge(ok, text):
+    """A target the script judges itself, printed as a row with judged=PASS|MISS (bench/_report.py
+    lists those among its targets). A MISS makes exit_code() 3: the row scripts' convention (3 = a
+    target missed, bench/run.sh --allow-miss accepts it; other non-zero = the script is broken)."""
+    if not ok:
+        MISSED.append(text)
+    script = os.path.basename(sys.argv[0]).lstrip("_").removesuffix(".py")
+    row("target", script, None, judged="PASS" if ok else "MISS", text=text)
+
+
+def exit_code():
+    return 3 if MISSED else 0
 
 
 def program(name):
@@ -180,34 +201,19 @@ def with_uprobes(sites, argv):
             return None, "uprobe_profile_unreadable:" + str(e).replace(" ", "_")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """gdbtrace-server or stock gdbserver on a TCP port (the tracee's stdout lands in its log)."""
+class Server(gdbtest.Server):
+    """gdbtrace-server (KIND "gdbtrace") or stock gdbserver ("gdbserver") `--once` on a TCP port for
+    ARGV, started by the test harness's Server (tests/integration/gdbtest.py: its own TMPDIR, port
+    retries); WRAPPER: server options before --once (gdbserver's --wrapper ... --). Its output (the
+    tracee's stdout) stays readable after stop()."""
 
     def __init__(self, kind, argv, wrapper=(), env=None):
-        self.kind = kind
-        self.port = free_port()
-        self.log_path = os.path.join(WORK, f"server-{self.port}.log")
-        binary = GDBSERVER if kind == "gdbserver" else SERVER
-        cmd = [binary, "--once", *wrapper, f":{self.port}", *argv]
-        self.log = open(self.log_path, "w")
-        # gdbtrace-server saves a trace gdb would lose (a `target remote` session whose program ends)
-        # in $TMPDIR: a directory of this server's, removed by stop().
-        self.tmpdir = tempfile.mkdtemp(prefix=f"server-{self.port}-tmp-", dir=WORK)
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "TMPDIR": self.tmpdir, **(env or {})})
-        for _ in range(200):
-            if "Listening on port" in open(self.log_path).read():
-                break
-            time.sleep(0.05)
+        self.kind, self._output = kind, None
+        super().__init__("once", program=argv[0], args=argv[1:], server_args=list(wrapper), env=env,
+                         binary=GDBSERVER if kind == "gdbserver" else SERVER)
 
     def output(self):
-        return open(self.log_path, errors="replace").read()
+        return self.log() if self._output is None else self._output
 
     def vm(self, key="VmHWM"):
         """kB of /proc/PID/status KEY, or None."""
@@ -220,11 +226,24 @@ class Server:
         return None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        if self._output is None:
+            super().stop()
+            self._output = self.log()
+            self.__exit__()  # removes the log file; its text is kept above
+
+
+def gdb_session(kind, argv, script_for, log_name, wrapper=(), env=None):
+    """One gdb session against a Server for ARGV: gdb runs script_for(server); returns gdb's output
+    followed by the server's (with the tracee's), also written to WORK/LOG_NAME."""
+    server = Server(kind, argv, wrapper, env)
+    try:
+        text = gdb(script_for(server))
+    finally:
+        server.stop()
+    text += "\n" + server.output()
+    with open(os.path.join(WORK, log_name), "w") as f:
+        f.write(text)
+    return text
 
 
 def gdb(script, timeout=900):
@@ -233,8 +252,8 @@ def gdb(script, timeout=900):
     with open(path, "w") as f:
         f.write(script)
     try:
-        p = subprocess.run([GDB, "-nx", "-batch", "-iex", "set pagination off", "-iex", "set confirm off",
-                            "-iex", "set debuginfod enabled off", "-x", path],
+        # The harness's gdb settings (no pager, no confirmation, no debuginfod, no styling).
+        p = subprocess.run([GDB, *gdbtest.gdb_base_command()[1:], "-batch", "-x", path],
                            capture_output=True, text=True, timeout=timeout)
         return p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
@@ -249,8 +268,9 @@ def frames_collected(text):
 def stub_status(text):
     """{address: {hits, frames, drops, errors, backend}} from `monitor gdbtrace status` (last one)."""
     out = {}
+    # "after stop N" (hits after tstop) sits between drops and errors since the stub counts them.
     for m in re.finditer(r"tracepoint (\d+) at (0x[0-9a-f]+)[^:]*: backend (\S+), hits (\d+), "
-                         r"frames (\d+), drops (\d+), errors (\d+)", text):
+                         r"frames (\d+), drops (\d+), (?:after stop \d+, )?errors (\d+)", text):
         out[int(m.group(1))] = {"address": m.group(2), "backend": m.group(3), "hits": int(m.group(4)),
                                 "frames": int(m.group(5)), "drops": int(m.group(6)),
                                 "errors": int(m.group(7))}
@@ -266,48 +286,23 @@ def first_error(text):
     return None
 
 
-def parse_tfile(path):
-    """Frames of a gdb tfile (tsave): list of (tpnum, {'R': bytes, 'M': [(addr, bytes)], 'V': {}})."""
-    data = open(path, "rb").read()
-    if not data.startswith(b"\x7fTRACE0\n"):
-        raise ValueError("not a tfile")
-    pos, regsize = 8, 0
-    while True:
-        end = data.index(b"\n", pos)
-        line = data[pos:end].decode(errors="replace")
-        pos = end + 1
-        if line == "":
-            break
-        if line.startswith("R "):
-            regsize = int(line[2:], 16)
-    frames = []
-    while pos + 6 <= len(data):
-        tp = int.from_bytes(data[pos:pos + 2], "little")
-        size = int.from_bytes(data[pos + 2:pos + 6], "little")
-        pos += 6
-        if tp == 0:
-            break
-        body, pos = data[pos:pos + size], pos + size
-        frame, i = {"R": None, "M": [], "V": {}, "bad": False}, 0
-        while i < len(body):
-            kind = body[i:i + 1]
-            i += 1
-            if kind == b"R":
-                frame["R"], i = body[i:i + regsize], i + regsize
-            elif kind == b"M":
-                addr = int.from_bytes(body[i:i + 8], "little")
-                ln = int.from_bytes(body[i + 8:i + 10], "little")
-                frame["M"].append((addr, body[i + 10:i + 10 + ln]))
-                i += 10 + ln
-            elif kind == b"V":
-                num = int.from_bytes(body[i:i + 4], "little")
-                frame["V"][num] = int.from_bytes(body[i + 4:i + 12], "little", signed=True)
-                i += 12
-            else:  # not a block gdb could read either: the frame is corrupt (counted by the caller)
-                frame["bad"] = True
-                break
-        frames.append((tp, frame))
-    return frames
+def tfile_frames(path):
+    """Frames of a gdb tfile (tsave), read with the plugin's tfile reader and frame parser
+    (gdb-plugin/gdbtrace_plugin: TfileSource, frames): a list of frames.Frame (tp, regs, mem), None
+    for a frame whose blocks do not parse (gdb could not read it either; callers count it).
+    ValueError when PATH is not a tfile."""
+    try:
+        src = TfileSource(path)
+    except StubError as e:
+        raise ValueError(str(e)) from e
+    splitter, out = tframes.FrameSplitter(), []
+    for _off, chunk in src.iter_stream(0):
+        for tp, body, _ in splitter.feed(chunk):
+            try:
+                out.append(tframes.parse_frame(body, len(out), tp, src.regblock_size))
+            except tframes.FrameFormatError:
+                out.append(None)
+    return out
 
 
 def reg(block, index):

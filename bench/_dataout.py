@@ -75,14 +75,9 @@ def script(prog, port, site, collect, buffer_size, backend, trace_cmd, pid, afte
 
 def run(mech, kind, prog, args, site, collect, buffer_size, backend=None, trace_cmd="trace", wrapper=(),
         after=()):
-    server = B.Server(kind, [prog, *args], wrapper)
-    text = B.gdb(script(prog, server.port, site, collect, buffer_size, backend, trace_cmd, server.proc.pid,
-                        after))
-    server.stop()
-    text += "\n" + server.output()
-    with open(f"{B.WORK}/{mech}-{site}-{len(after)}.log", "w") as f:
-        f.write(text)
-    return text
+    return B.gdb_session(kind, [prog, *args], lambda server: script(
+        prog, server.port, site, collect, buffer_size, backend, trace_cmd, server.proc.pid, after),
+        f"{mech}-{site}-{len(after)}.log", wrapper)
 
 
 def tstatus_times(text):

@@ -15,6 +15,26 @@ bench_n() { if [ "$BENCH_SMOKE" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 # NS_PER_HIT is a number, or NA when the mechanism cannot run (say why in reason=...).
 bench_row() { echo "ROW $*"; }
 
+# bench_require FILE...: exits 1 (the script cannot run: broken) unless every FILE is executable.
+bench_require() {
+  local f
+  for f in "$@"; do
+    [ -x "$f" ] || { echo "missing $f (build the server and tests/programs first)" >&2; exit 1; }
+  done
+}
+
+# bench_judge PASS|MISS TEXT: a target the script judges itself, as a row with judged= (bench/_report.py
+# lists those among its targets); a MISS makes bench_exit exit 3, the row scripts' convention (3 = a
+# target missed, which bench/run.sh --allow-miss accepts; other non-zero = the script is broken).
+BENCH_MISSED=0
+bench_judge() {
+  [ "$1" = PASS ] || BENCH_MISSED=1
+  python3 -c 'import json, sys
+print(json.dumps({"mechanism": "target", "workload": sys.argv[1], "ns_per_hit": None, "judged": sys.argv[2],
+                  "text": sys.argv[3]}))' "$(basename "$0" .sh)" "$1" "$2"
+}
+bench_exit() { exit $((BENCH_MISSED ? 3 : 0)); }
+
 # bench_ns_per_iter TEXT: the tracee's self-measured "ns_per_iter=<x>" from its output.
 bench_ns_per_iter() { grep -o 'ns_per_iter=[0-9.]*' <<<"$1" | tail -1 | cut -d= -f2; }
 

@@ -23,14 +23,13 @@ def parse(text):
 def check_tfile(path, threads, n):
     """(frames, torn, duplicates) after walking every frame of the saved buffer."""
     frames, torn, seen = 0, 0, set()
-    for _, f in B.parse_tfile(path):
+    for f in B.tfile_frames(path):
         frames += 1
-        regs = f["R"]
-        if f["bad"] or regs is None or len(f["M"]) != 1:
+        if f is None or f.regs is None or len(f.mem) != 1:
             torn += 1
             continue
-        tid, i, p = B.reg(regs, 5), B.reg(regs, 4), B.reg(regs, 3)
-        addr, data = f["M"][0]
+        tid, i, p = B.reg(f.regs, 5), B.reg(f.regs, 4), B.reg(f.regs, 3)
+        addr, data = f.mem[0]
         word = (tid << 32 | i).to_bytes(8, "little")
         if not (1 <= tid <= threads and 0 <= i < n and addr == p and data == word * 8):
             torn += 1
@@ -59,13 +58,9 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
     """One gdb session; WALK: tsave the buffer and check every frame (torn, duplicates)."""
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
-    server = B.Server(kind, [prog, str(threads), str(n)], wrapper, env)
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf") if walk else None
-    text = B.gdb(script(prog, server.port, trace_cmd, site, backend, tfile, buffer_size))
-    server.stop()
-    text += "\n" + server.output()
-    with open(f"{B.WORK}/{mech}-{threads}.log", "w") as f:
-        f.write(text)
+    text = B.gdb_session(kind, [prog, str(threads), str(n)], lambda server: script(
+        prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper, env)
     traced = parse(text)
     total = B.frames_collected(text)
     row = functools.partial(B.row, emit=emit)
@@ -115,31 +110,35 @@ def floor_session(prog, t, n, base, emit=True, walk=True):
 def interleaved(runs, rounds):
     """RUNS: {key: callable(emit, walk) -> row}. Runs them ROUNDS times, one of each per round (so a
     slow patch of a shared machine hits every mechanism alike), then prints one row per key: the
-    round with the median throughput, noting every round's throughput (runs_hits_per_s) and, for 2
-    threads, each round's own 2-thread scaling (runs_scaling: this round's 2-thread / 1-thread).
-    Only the first round walks every frame (tsave + check_tfile made a 4-thread session with
-    400,000 frames last 24 s); the median row carries that walk's counts."""
+    round with the median throughput, noting every round's throughput (runs_hits_per_s, NA for a
+    round that failed: failed_rounds counts them and bench/_targets.py fails the row's target) and,
+    for 2 threads, each round's own 2-thread scaling (runs_scaling: this round's 2-thread / the same
+    round's 1-thread). Every list has one entry per round, in round order, so lists of different
+    rows pair by round. Only the first round walks every frame (tsave + check_tfile made a 4-thread
+    session with 400,000 frames last 24 s); the median row carries that walk's counts."""
     got = {k: [] for k in runs}
     for rnd in range(rounds):
         for k, fn in runs.items():
             got[k].append(fn(False, rnd == 0))
     for (mech, t), rows in got.items():
         ok = [r for r in rows if r.get("hits_per_s")]
+        failed = len(rows) - len(ok)
         if not ok:
             r = rows[-1]
-            B.row(r["mechanism"], r["workload"], None, **{k: v for k, v in r.items()
-                                                          if k not in ("mechanism", "workload", "ns_per_hit")})
+            B.row(r["mechanism"], r["workload"], None, failed_rounds=failed, rounds=len(rows),
+                  **{k: v for k, v in r.items() if k not in ("mechanism", "workload", "ns_per_hit")})
             continue
-        ok.sort(key=lambda r: r["hits_per_s"])
-        med = dict(ok[len(ok) // 2])
-        med["runs_hits_per_s"] = ",".join(str(r["hits_per_s"]) for r in rows if r.get("hits_per_s"))
+        med = dict(sorted(ok, key=lambda r: r["hits_per_s"])[len(ok) // 2])
+        med["rounds"], med["failed_rounds"] = len(rows), failed
+        med["runs_hits_per_s"] = ",".join(str(r.get("hits_per_s") or "NA") for r in rows)
         for key in ("frames_walked", "torn", "duplicates"):
             if rows[0].get(key) is not None:
                 med[key] = rows[0][key]
         one = got.get((mech, 1))
         if t == 2 and one:
-            pairs = [(a.get("hits_per_s"), b.get("hits_per_s")) for a, b in zip(one, rows)]
-            med["runs_scaling"] = ",".join(f"{b / a:.2f}" for a, b in pairs if a and b)
+            med["runs_scaling"] = ",".join(
+                f"{b['hits_per_s'] / a['hits_per_s']:.2f}" if a.get("hits_per_s") and b.get("hits_per_s") else "NA"
+                for a, b in zip(one, rows))  # both lists are indexed by round
         B.row(med.pop("mechanism"), med.pop("workload"), med.pop("ns_per_hit"), **med)
 
 

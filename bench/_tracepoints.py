@@ -167,15 +167,6 @@ class Config(Rounds):
                      backends=backends, error=self.error)
 
 
-TARGETS = []
-
-
-def judge(ok, text):
-    """A target line as a row (bench/_report.py lists rows with judged= among the targets)."""
-    TARGETS.append(ok)
-    B.row("target", "tracepoints", None, judged="PASS" if ok else "MISS", text=text)
-
-
 class FloorConfig(Rounds):
     """The raw tracefs uprobe (no fetch args) on the same T functions, without gdb or the stub: the
     kernel's own per-hit cost at T sites, to tell its growth from the collectors'."""
@@ -224,10 +215,10 @@ def round_ratios(num, den):
 
 def judge_ratios(text, ratios, limit, detail):
     if not ratios:
-        judge(False, f"{text} <= {limit}x: no measurement")
+        B.judge(False, f"{text} <= {limit}x: no measurement")
         return
     med, worst = statistics.median(ratios), max(ratios)
-    judge(med <= limit and worst <= limit,
+    B.judge(med <= limit and worst <= limit,
           f"{text} <= {limit}x: median {med:.2f}x, worst {worst:.2f}x over {len(ratios)} rounds "
           f"({', '.join(f'{r:.2f}' for r in ratios)}; {detail})")
 
@@ -280,13 +271,13 @@ def main():
         backends = rows[id(c)].get("backends") or ""
         b = dict(kv.split(":") for kv in backends.split(",") if ":" in kv)
         fallback = sum(int(v) for k, v in b.items() if k != "ebpf")
-        judge(bool(c.runs) and fallback == 0,
+        B.judge(bool(c.runs) and fallback == 0,
               f"gdbtrace-ebpf {name} tracepoints all collected by eBPF (no fallback to ptrace): "
               f"{backends or 'no measurement'}")
     r = rows[id(ebpf_huge)]
-    judge(r.get("tstart_s") is not None and r["tstart_s"] <= 10,
+    B.judge(r.get("tstart_s") is not None and r["tstart_s"] <= 10,
           f"gdbtrace-ebpf 10000 tracepoints tstart <= 10 s: {r.get('tstart_s')} s (worst run)")
-    judge(r.get("rss_beyond_buffer_mb") is not None and r["rss_beyond_buffer_mb"] <= 64,
+    B.judge(r.get("rss_beyond_buffer_mb") is not None and r["rss_beyond_buffer_mb"] <= 64,
           f"gdbtrace-ebpf 10000 tracepoints stub memory beyond the buffer <= 64 MB: "
           f"{r.get('rss_beyond_buffer_mb')} MB (worst run)")
     ratio_target("gdbtrace-ptrace 1000 tracepoints", pt_big, pt1, 1.2)
@@ -298,8 +289,8 @@ def main():
     judge_ratios(f"gdbtrace-mixed ({1000 - n_pt} eBPF + {n_pt} ptrace) per call vs each collector "
                  f"alone, same round", round_ratios(mixed.ns, alone), 1.2,
                  f"median row {mixed.row_ns or 0:.0f} ns per call")
-    judge(False, "gdbtrace-kmod 10000 tracepoints in the QEMU guest: not measured by this script")
-    return 0 if all(TARGETS) else 3
+    B.judge(False, "gdbtrace-kmod 10000 tracepoints in the QEMU guest: not measured by this script")
+    return B.exit_code()
 
 
 if __name__ == "__main__":

@@ -90,23 +90,25 @@ def run_once(mech, kind, prog, n, workloads, backend=None, trace_cmd="trace", wr
     """One traced run of `prog n <sites>` under gdb; returns gdb's and the server's output.
     EXTRA_SITES: phases run without a tracepoint (REF)."""
     sites = [w[0] for w in workloads] + list(extra_sites)
-    server = B.Server(kind, [prog, str(n), *sites], wrapper)
-    text = B.gdb(script(prog, server.port, workloads, backend, trace_cmd, server.proc.pid).replace(
-        "kill\n", "".join(x + "\n" for x in extra) + "kill\n"))
-    server.stop()
-    text += "\n" + server.output()
-    with open(f"{B.WORK}/{mech}{tag}-{time.monotonic_ns()}.log", "w") as f:
-        f.write(text)
-    return text
+    return B.gdb_session(kind, [prog, str(n), *sites], lambda server: script(
+        prog, server.port, workloads, backend, trace_cmd, server.proc.pid).replace(
+        "kill\n", "".join(x + "\n" for x in extra) + "kill\n"), f"{mech}{tag}-{time.monotonic_ns()}.log",
+        wrapper)
 
 
 def median_phases(texts):
-    """{site: median traced ns/iter over the runs that printed it}, {site: [each run]}."""
-    runs = {}
-    for text in texts:
-        for site, ns in B.phases(text).items():
-            runs.setdefault(site, []).append(ns)
-    return {site: statistics.median(v) for site, v in runs.items()}, runs
+    """{site: median traced ns/iter over the runs that printed it}, {site: [each run, None where that
+    run did not print it]}: index i is run i, so two sites' lists pair by run, not by position among
+    the runs that worked."""
+    printed = [B.phases(text) for text in texts]
+    sites = {site for p in printed for site in p}
+    runs = {site: [p.get(site) for p in printed] for site in sites}
+    return {site: statistics.median(x for x in v if x is not None) for site, v in runs.items()}, runs
+
+
+def runs_text(values):
+    """Per-run figures for a row note: NA for a run that failed."""
+    return ",".join("NA" if x is None else f"{x:.0f}" for x in values)
 
 
 def same_process_ratios(site, ebpf_runs, floor_runs, base):
@@ -118,7 +120,7 @@ def same_process_ratios(site, ebpf_runs, floor_runs, base):
     compared two processes, and this shared host's uprobe cost moves by 20-30 % between two
     consecutive processes (04:08 run: the floor's w_regs runs 5,336-6,966 ns)."""
     def cost(runs, s, i):
-        return runs[s][i] - base[s] if s in runs and i < len(runs[s]) else None
+        return runs[s][i] - base[s] if s in runs and i < len(runs[s]) and runs[s][i] is not None else None
 
     factors = []
     for j in range(len(floor_runs.get(REF, []))):
@@ -152,7 +154,11 @@ def emit(mech, texts, n, base, workloads, backend=None, trace_cmd="trace", notes
         notes = {"column": column, "n": n * (reps or {}).get(site, 1), "traced_ns_per_iter": traced[site],
                  "site": site_address(site, trace_cmd)[1:]}
         if len(texts) > 1:
-            notes["runs_ns_per_iter"] = ",".join(f"{x:.0f}" for x in runs[site])
+            notes["runs_ns_per_iter"] = runs_text(runs[site])
+            # A run that printed no phase for the site is a failure of the row (bench/_targets.py).
+            notes["failed_runs"] = sum(1 for x in runs[site] if x is None)
+            if REF in runs:  # the same-process floor of each run: what ratio_* are computed from
+                notes["ref_runs_ns_per_iter"] = runs_text(runs[REF])
         notes.update((notes_by_site or {}).get(site, {}))
         if backend:
             st = status.get(tp, {})
@@ -244,9 +250,12 @@ def main():
     traced, runs = median_phases(floor_texts)
     for site, column, *_ in WORKLOADS:
         if site in traced:
+            # ref_*: the same runs' REF phase, from which same_process_ratios takes the site's factor.
             B.row("uprobe-tracefs", site, traced[site] - base[site], column=column, hits=hits.get(site),
                   n=n_fast * FAST_REPS.get(site, 1), traced_ns_per_iter=traced[site],
-                  runs_ns_per_iter=",".join(f"{x:.0f}" for x in runs[site]))
+                  runs_ns_per_iter=runs_text(runs[site]), failed_runs=sum(1 for x in runs[site] if x is None),
+                  ref_runs_ns_per_iter=runs_text(runs.get(REF, [])), ref_untraced_ns_per_iter=base.get(REF),
+                  kernel=os.uname().release if site == "w_nop5" else None)
         else:
             B.row("uprobe-tracefs", site, None, column=column, reason=hits if not floor_texts[-1] else "no_phase")
     _, ebpf_runs = median_phases(ebpf_texts)

@@ -12,9 +12,7 @@ set -uo pipefail
 
 pie=$BENCH_PROGRAMS/bench_loop
 nopie=$BENCH_PROGRAMS/bench_loop-nopie
-for p in "$pie" "$nopie"; do
-  [ -x "$p" ] || { echo "missing $p (build tests/programs first)" >&2; exit 1; }
-done
+bench_require "$pie" "$nopie"
 work=$(mktemp -d /tmp/gdbtrace-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -10,9 +10,7 @@ set -uo pipefail
 
 loop=$BENCH_PROGRAMS/bench_loop
 sites=$BENCH_PROGRAMS/bench_sites
-for p in "$loop" "$sites"; do
-  [ -x "$p" ] || { echo "missing $p (build tests/programs first)" >&2; exit 1; }
-done
+bench_require "$loop" "$sites"
 work=$(mktemp -d /tmp/gdbtrace-bench-ebpf.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

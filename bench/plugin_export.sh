@@ -9,6 +9,7 @@
 # Rows: ROW plugin-export-<format> tiny_probe:<frames>-frames <ns per frame> unit=ns_per_frame
 #       seconds=<wall> cpu_seconds=<gdb's cpu> frames=<n> frames_per_s=<wall rate>
 #       frames_per_cpu_s=<rate over gdb's cpu> backend=<collector> target=1s met=yes|no
+#       and a judged row per format (exit 3 on a MISS, bench/README.md)
 # Wall time on a shared 2-vCPU machine depends on the load; cpu_seconds is the plugin's own cost.
 set -uo pipefail
 . "$(dirname "$0")/_lib.sh"
@@ -16,9 +17,7 @@ set -uo pipefail
 prog=$BENCH_PROGRAMS/plugin_demo
 source_file=$BENCH_REPO/tests/programs/plugin_demo.c
 plugin=$BENCH_REPO/gdb-plugin/gdbtrace.py
-for f in "$prog" "$GDBTRACE_SERVER"; do
-  [ -x "$f" ] || { echo "missing $f (build the server and tests/programs first)" >&2; exit 1; }
-done
+bench_require "$prog" "$GDBTRACE_SERVER"
 n=$(bench_n 1000000 20000)
 work=$(mktemp -d /tmp/gdbtrace-plugin-bench.XXXXXX)
 
@@ -70,6 +69,7 @@ for fmt in csv jsonl perfetto tfile; do
   if [ -z "$line" ]; then
     bench_row "plugin-export-$fmt" "tiny_probe:${n}-frames" NA unit=ns_per_frame reason=export_failed \
       frames="${frames:-0}"
+    bench_judge MISS "plugin export $fmt < 1 s end to end: no measurement (the export failed)"
     continue
   fi
   count=$(sed -E 's/^Exported ([0-9]+) frames.*/\1/' <<<"$line")
@@ -82,4 +82,7 @@ for fmt in csv jsonl perfetto tfile; do
   bench_row "plugin-export-$fmt" "tiny_probe:${count}-frames" "$ns" unit=ns_per_frame seconds="$secs" \
     cpu_seconds="$cpu" frames="$count" frames_per_s="$rate" frames_per_cpu_s="$cpu_rate" backend="$backend" \
     complete="$complete" target=1s met="$met" csv_rows="$csv_rows" load="$(cut -d' ' -f1 /proc/loadavg)"
+  bench_judge "$([ "$met" = yes ] && echo PASS || echo MISS)" \
+    "plugin export $fmt of $count frames < 1 s end to end (>= 1 M frames/s): $secs s"
 done
+bench_exit

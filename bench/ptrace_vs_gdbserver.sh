@@ -9,13 +9,13 @@
 # label is NA (reason=backend_X_not_Y), never a mislabelled number.
 # Prints ROW lines (bench/README.md, run=K) and a summary: the ptrace target (>= 2x cheaper per hit
 # than gdbserver's) from the per-run ratios, min/median/max, PASS only when the median and the worst
-# run both meet it (the machine's trap cost drifts several-fold between runs). bench/workloads.sh and
-# bench/threads.sh have the other columns.
+# run both meet it (the machine's trap cost drifts several-fold between runs), also as judged rows
+# (exit 3 on a MISS). bench/workloads.sh and bench/threads.sh have the other columns.
 set -uo pipefail
 . "$(dirname "$0")/_lib.sh"
 
 prog=$BENCH_PROGRAMS/bench_loop
-[ -x "$prog" ] || { echo "missing $prog (build tests/programs first)" >&2; exit 1; }
+bench_require "$prog"
 work=$(mktemp -d /tmp/gdbtrace-bench-ptrace.XXXXXX)
 trap '[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"' EXIT
 
@@ -98,4 +98,7 @@ for run in $(seq "$runs"); do
 done
 for collect in '$regs' 'i'; do target "$collect"; done
 [ -f "$work/summary" ] && cat "$work/summary"
-exit 0
+while read -r result text; do
+  bench_judge "$result" "$text"
+done < <(grep -E '^(PASS|MISS) ' "$work/summary")
+bench_exit

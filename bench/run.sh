@@ -2,10 +2,14 @@
 # Runs every bench row script (bench/*.sh except run.sh and _*.sh), collects their rows and prints
 # a table with ratios; writes <out>/results.json and <out>/results.md. See bench/README.md.
 #
-#   bench/run.sh [--smoke] [--only NAME.sh ...] [--out DIR]
+#   bench/run.sh [--smoke] [--allow-miss] [--only NAME.sh ...] [--out DIR]
 #     --smoke  tiny iteration counts (CI): checks the scripts work, numbers are not meaningful
+#     --allow-miss  a missed target (MISS) does not fail the run (exploratory runs, --smoke in CI);
+#              a target nothing measured (NA) and a broken script still do
 #     --out    result directory (default: build/bench)
 #     --no-save  a full run (no --smoke, no --only) also writes bench/results/latest.{json,md}; not with this
+# Exit status: 0; 1 when a script failed (exit other than 0 and 3) or printed no row, or a target
+# measured nothing; 3 when a target was missed (a script's exit 3 or a MISS line of the report).
 # Installs missing packages (scripts/setup.sh) and builds (scripts/build.sh) when the binaries are missing.
 # Environment passed to the row scripts: BENCH_SMOKE, BENCH_BUILD, BENCH_PROGRAMS, GDBTRACE_SERVER.
 set -uo pipefail
@@ -18,13 +22,15 @@ export BENCH_SMOKE=0
 out=$BENCH_BUILD/bench
 only=()
 save=1
+allow_miss=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) BENCH_SMOKE=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-save) save=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --allow-miss) allow_miss=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +52,7 @@ for s in "$here"/*.sh; do
 done
 
 failed=0
+missed=0
 raw=$out/rows.txt
 : >"$raw"
 for s in "${scripts[@]}"; do
@@ -71,7 +78,10 @@ for s in "${scripts[@]}"; do
   grep -E '^(ROW |\{)' "$out/$name.out" | sed "s|^|$name\t|" >>"$raw"
   rows=$(grep -cE '^(ROW |\{)' "$out/$name.out")
   echo "    exit $rc, $rows rows, $((SECONDS - start))s (output: $out/$name.out, $out/$name.err)" >&2
-  if [ "$rc" != 0 ] || [ "$rows" = 0 ]; then
+  if [ "$rc" = 3 ] && [ "$rows" != 0 ]; then
+    missed=1  # the script's own targets: its judged rows say which
+    echo "    a target was missed (exit 3)" >&2
+  elif [ "$rc" != 0 ] || [ "$rows" = 0 ]; then
     failed=1
     tail -5 "$out/$name.err" | sed 's/^/    /' >&2
   fi
@@ -81,10 +91,24 @@ kernel=$(uname -r)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 header="Run $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) vCPU ($cpu), kernel $kernel, load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg); scripts took ${SECONDS}s"
 python3 "$here/_report.py" "$raw" "$out" "$BENCH_SMOKE" "$header"
+case $? in
+  0) ;;
+  3) missed=1 ;;
+  4) failed=1; echo "run.sh: a target measured nothing (NA): see the targets above" >&2 ;;
+  *) failed=1; echo "run.sh: the report failed" >&2 ;;
+esac
 if [ "$BENCH_SMOKE" = 0 ] && [ ${#only[@]} -eq 0 ] && [ "$save" = 1 ]; then
   mkdir -p "$here/results"
   cp "$out/results.json" "$here/results/latest.json"
   cp "$out/results.md" "$here/results/latest.md"
   echo "saved: bench/results/latest.json bench/results/latest.md" >&2
 fi
-exit $failed
+if [ "$failed" = 1 ]; then
+  exit 1
+elif [ "$missed" = 1 ] && [ "$allow_miss" = 0 ]; then
+  echo "run.sh: a target was missed (MISS; --allow-miss to accept for an exploratory run)" >&2
+  exit 3
+elif [ "$missed" = 1 ]; then
+  echo "run.sh: a target was missed (MISS), accepted (--allow-miss)" >&2
+fi
+exit 0

@@ -18,9 +18,7 @@ set -uo pipefail
 
 prog=$BENCH_PROGRAMS/bench_stacks
 plugin=$BENCH_REPO/gdb-plugin/gdbtrace.py
-for f in "$prog" "$GDBTRACE_SERVER"; do
-  [ -x "$f" ] || { echo "missing $f (build the server and tests/programs first)" >&2; exit 1; }
-done
+bench_require "$prog" "$GDBTRACE_SERVER"
 n=$(bench_n 20000 300)
 work=$(mktemp -d /tmp/gdbtrace-stacks-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh all 15              (every libFuzzer target of tests/fuzz, 15 s each)
 #   scripts/sanitize.sh                 (unit + integration tests again, built with ASan + UBSan)
 #   tests/qemu/run.sh all               (if present: kernel module in QEMU)
-#   bench/run.sh --smoke                (if present)
+#   bench/run.sh --smoke --allow-miss   (if present)
 # Prints a summary and exits non-zero if any step failed. Logs: build/test-logs/<step>.log
 # Environment: BUILD_DIR (default ./build), JOBS (default 2), SKIP="qemu bench ..." to skip steps by name.
 set -uo pipefail
@@ -100,7 +100,9 @@ step install 1200 env BUILD_DIR="$build" JOBS="$jobs" "$repo/tests/install/run.s
 step fuzz 900 env JOBS="$jobs" FUZZ_BUILD_DIR="$build-fuzz" "$repo/scripts/fuzz.sh" all 15
 step sanitize 2400 env JOBS="$jobs" SANITIZE_BUILD_DIR="$build-sanitize" "$repo/scripts/sanitize.sh"
 [ -x "$repo/tests/qemu/run.sh" ] && step qemu 1800 env GDBTRACE_BUILD="$build" "$repo/tests/qemu/run.sh" all
-[ -x "$repo/bench/run.sh" ] && step bench 900 env BUILD_DIR="$build" "$repo/bench/run.sh" --smoke
+# Smoke counts are too small for a target's numbers to mean anything: a MISS is accepted there, a
+# target nothing measured (NA: a collector that did not run) and a broken script are not.
+[ -x "$repo/bench/run.sh" ] && step bench 900 env BUILD_DIR="$build" "$repo/bench/run.sh" --smoke --allow-miss
 
 summary
 exit $failed

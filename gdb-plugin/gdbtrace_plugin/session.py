@@ -15,6 +15,14 @@ class UserError(gdb.GdbError):
     """An error message for the user, without a Python traceback."""
 
 
+def stub_errors_as_user_errors(fn):
+    """Runs a command body FN: stub failures become one-line errors, not Python tracebacks."""
+    try:
+        return fn()
+    except StubError as e:
+        raise UserError("gdbtrace: %s" % e)
+
+
 def current_stub():
     inferior = gdb.selected_inferior()
     conn = getattr(inferior, "connection", None)

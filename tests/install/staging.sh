@@ -45,7 +45,10 @@ if grep -q "^gdbtrace-server $version " <<<"$out"; then ok "--version: $(head -1
 
 man1=$(MANWIDTH=200 man -l "$stage/share/man/man1/gdbtrace-server.1.gz" 2>&1 || true)
 missing=()
-for option in $("$server" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+# An empty list would make the loops below pass without checking anything.
+options=$("$server" --help | grep -o -- '--[a-z][a-z-]*' | sort -u || true)
+[ -n "$options" ] || fail "no options from \`gdbtrace-server --help\`"
+for option in $options; do
   grep -q -- "$option" <<<"$man1" || missing+=("$option")
 done
 # `monitor help` lists each command on a line indented by two spaces.
@@ -63,33 +66,36 @@ else
 fi
 
 man7=$(MANWIDTH=200 man -l "$stage/share/man/man7/gdbtrace.7.gz" 2>&1 || true)
-for sub in $(gdb -nx -batch -x "$repo/gdb-plugin/gdbtrace.py" -ex "help gdbtrace" | sed -n 's/^gdbtrace \([a-z]*\) -- .*/\1/p'); do
+subs=$(gdb -nx -batch -x "$repo/gdb-plugin/gdbtrace.py" -ex "help gdbtrace" | sed -n 's/^gdbtrace \([a-z-]*\) -- .*/\1/p')
+[ -n "$subs" ] || fail "no plugin commands from \`help gdbtrace\`"
+for sub in $subs; do
   grep -q "gdbtrace $sub" <<<"$man7" || fail "gdbtrace(7) lacks the command gdbtrace $sub"
 done
-ok "gdbtrace(7) documents every plugin command"
+ok "gdbtrace(7) documents every plugin command ($(wc -w <<<"$subs") commands)"
 
 # gdb runs the hook as it would from its data directory; the plugin must come from the prefix.
 hook=$stage/share/gdb/python/gdb/command/gdbtrace_autoload.py
-out=$(gdb -nx -batch -ex "source $hook" -ex "help gdbtrace status" \
-  -ex "python import gdbtrace_plugin; print('plugin from', gdbtrace_plugin.__file__)" 2>&1 || true)
-if grep -q "Usage: gdbtrace status" <<<"$out" && grep -q "plugin from $stage/share/gdbtrace/" <<<"$out"; then
-  ok "the auto-load hook loads the plugin from the prefix"
-else
-  fail "auto-load hook: $out"
-fi
+# check_hook HOOK COMMAND PLUGIN_DIR WHAT: gdb sourcing HOOK has `gdbtrace COMMAND`, and its plugin
+# comes from PLUGIN_DIR.
+check_hook() {
+  local out
+  out=$(gdb -nx -batch -ex "source $1" -ex "help gdbtrace $2" \
+    -ex "python import gdbtrace_plugin; print('plugin from', gdbtrace_plugin.__file__)" 2>&1 || true)
+  if grep -q "Usage: gdbtrace $2" <<<"$out" && grep -q "plugin from $3" <<<"$out"; then
+    ok "$4"
+  else
+    fail "$4: $out"
+  fi
+}
+check_hook "$hook" status "$stage/share/gdbtrace/" "the auto-load hook loads the plugin from the prefix"
 
 # install.sh --system from the installed tree copies the plugin and the same hook into a gdb
 # data directory (a scratch one here).
 datadir=$build/install-test/gdb-data
 rm -rf "$datadir"
 GDB_DATA_DIRECTORY=$datadir "$stage/share/gdbtrace/install.sh" --system >/dev/null
-out=$(gdb -nx -batch -ex "source $datadir/python/gdb/command/gdbtrace_autoload.py" -ex "help gdbtrace stats" \
-  -ex "python import gdbtrace_plugin; print('plugin from', gdbtrace_plugin.__file__)" 2>&1 || true)
-if grep -q "Usage: gdbtrace stats" <<<"$out" && grep -q "plugin from $datadir/python/gdb/command/" <<<"$out"; then
-  ok "share/gdbtrace/install.sh --system installs a working hook"
-else
-  fail "install.sh --system: $out"
-fi
+check_hook "$datadir/python/gdb/command/gdbtrace_autoload.py" stats "$datadir/python/gdb/command/" \
+  "share/gdbtrace/install.sh --system installs a working hook"
 
 echo "=== gdb-driven tracing test against $server"
 if (cd "$repo/tests/integration" &&

@@ -30,7 +30,7 @@ def traced(actions, setup=(), after=("tstop",), tp="trace probe_me"):
 class EbpfTestCase(GdbTestCase):
     def setUp(self):
         require(self, "ebpf" in available_collectors(),
-                f"no eBPF collector in this server (collectors: {available_collectors()})")
+                f"no eBPF collector in this server (collectors: {available_collectors()})", key="no-ebpf")
 
     def assertEbpf(self, run, count=1):
         backends = re.findall(r"^tracepoint \d+ at 0x[0-9a-f]+.*: backend (\w+)", run.output, re.M)

@@ -36,7 +36,7 @@ def build(directory: Path, functions: int):
 class ManyFunctions(GdbTestCase):
     def setUp(self):
         require(self, "ebpf" in available_collectors(),
-                f"no eBPF collector in this server (collectors: {available_collectors()})")
+                f"no eBPF collector in this server (collectors: {available_collectors()})", key="no-ebpf")
         self.dir = tempfile.TemporaryDirectory(prefix="gt-many-")
         self.addCleanup(self.dir.cleanup)
         # The usual soft limit of open files (1024) for the stub, as a user's shell gives it: each

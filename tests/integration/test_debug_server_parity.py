@@ -7,7 +7,7 @@ import os
 import re
 import unittest
 
-from gdbtest import GdbTestCase, Server, run_gdb
+from gdbtest import GdbTestCase, Server, require, run_gdb
 
 STOCK = "/usr/bin/gdbserver"
 
@@ -42,9 +42,9 @@ class InfoOs(GdbTestCase):
         # An unknown type is an empty document, as from gdbserver (gdb warns).
         self.assertOutput(run, r"Empty data returned by target\.  Wrong osdata type\?")
 
-    @unittest.skipIf(not os.path.exists(STOCK), "no stock gdbserver to compare with")
     def test_same_tables_as_gdbserver(self):
         """The type list is identical to gdbserver's, and every table has its column headers."""
+        require(self, os.path.exists(STOCK), "no stock gdbserver to compare with")
         commands = ["info os"] + [f"info os {t}" for t in ("cpus", "files", "processes", "procgroups",
                                                               "sockets", "threads")]
         ours = run_gdb(commands, program="threads", args=(1,))

@@ -21,11 +21,9 @@ class Threads(GdbTestCase):
         # 4 workers + main.
         for n in range(1, 6):
             self.assertOutput(run, rf"^\*?\s+{n}\s+{TID}", f"thread {n} missing")
-        self.assertOutput(run, rf"Thread \d+ \({TID}.*\):\n#0 ")
-        self.assertOutput(run, rf"\[New {TID}\]")
-        self.assertOutput(run, r"#\d+\s+0x[0-9a-f]+ in worker \(arg=0x[0-3]\) at .*threads\.c")
-        self.assertOutput(run, r"in main \(argc=2")
-        self.assertOutput(run, r"exited normally")
+        self.assertOutputs(run, [rf"Thread \d+ \({TID}.*\):\n#0 ", rf"\[New {TID}\]",
+                                 r"#\d+\s+0x[0-9a-f]+ in worker \(arg=0x[0-3]\) at .*threads\.c",
+                                 r"in main \(argc=2", r"exited normally"])
         self.assertServerLog(run, r"threads done: 4 threads, total 4000006")
 
     def test_thread_switch_and_thread_local_state(self):
@@ -93,11 +91,7 @@ class NonStop(GdbTestCase):
         """The CLI spelling (`continue &`, `interrupt`, `info threads`) through MI's console interpreter."""
         with mi_connected("threads", args=(3, 30), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
             mi.send('-interpreter-exec console "break thread_marker"')
-            mark = len(mi.records)
-            mi.send('-interpreter-exec console "run"')
-            stop = mi.wait_stopped(mark)
-            while stop.results.get("reason") != "breakpoint-hit":
-                stop = mi.wait_stopped(mi.records.index(stop) + 1)
+            mi.run_to_breakpoint('-interpreter-exec console "run"')
             mi.send('-interpreter-exec console "delete"')
             time.sleep(0.3)
             mark = len(mi.records)
@@ -122,11 +116,7 @@ class NonStop(GdbTestCase):
     def test_non_stop_threads_stop_independently(self):
         with mi_connected("threads", args=(2,), setup=["-gdb-set non-stop on", "-gdb-set mi-async on"]) as mi:
             mi.send("-break-insert thread_marker")
-            mark = len(mi.records)
-            mi.send("-exec-run")
-            stop = mi.wait_stopped(mark)
-            while stop.results.get("reason") != "breakpoint-hit":
-                stop = mi.wait_stopped(mi.records.index(stop) + 1)
+            stop = mi.run_to_breakpoint("-exec-run")
             self.assertEqual(stop.results["frame"]["func"], "thread_marker", stop.line)
             # Only the thread(s) that hit the breakpoint are stopped; main (in pthread_join) still runs.
             time.sleep(0.3)

@@ -90,6 +90,29 @@ def wait_exit(proc, timeout):
         return None
 
 
+def kill_stub_mid_trace(testcase, server, tracee_pid, sig, commands, program_name):
+    """SERVER (debugging TRACEE_PID) killed by SIG while gdb runs COMMANDS, once the trace is live
+    (KillLater). Checks that the tracee held probes then and that the stub exited; returns the
+    stub's exit status, its log and the text to print on a failure."""
+    killer = KillLater(server, sig, lambda: tracee_pid, program_name=program_name)
+    killer.start()
+    run = run_gdb(commands, program=program_name, server=server, timeout=60)
+    killer.join(10)
+    rc = wait_exit(server.proc, 10)
+    log = server.log()
+    details = run.transcript() + "\n--- server log after ---\n" + log
+    testcase.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
+    testcase.assertIsNotNone(rc, "the stub did not exit\n" + details)
+    return rc, log, details
+
+
+def assert_loop_ran_to_end(testcase, tracee, details, timeout=30):
+    """The `loop` TRACEE, detached, ran to its normal end (exit 0, its closing line)."""
+    out, _ = tracee.proc.communicate(timeout=timeout)
+    testcase.assertEqual(tracee.proc.returncode, 0, f"tracee ended with {tracee.proc.returncode}\n" + details)
+    testcase.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+
+
 class StubSignalled(GdbTestCase):
     def attached_case(self, sig, expect_crash=False, extra=()):
         before = descendants()
@@ -97,23 +120,12 @@ class StubSignalled(GdbTestCase):
         try:
             time.sleep(0.2)
             with Server("attach", pid=tracee.pid) as server:
-                killer = KillLater(server, sig, lambda: tracee.pid)
-                killer.start()
-                run = run_gdb(session(extra=extra), program="loop", server=server, timeout=60)
-                killer.join(10)
-                rc = wait_exit(server.proc, 10)
-                log = server.log()
-            details = run.transcript() + "\n--- server log after ---\n" + log
-            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
-            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+                rc, log, details = kill_stub_mid_trace(self, server, tracee.pid, sig, session(extra=extra), "loop")
             # Detached, running, and no int3 left in its code.
             self.assertEqual(tracer_pid(tracee.pid), 0, details)
             self.assertIn(process_state(tracee.pid), ("R", "S"), details)
             self.assertEqual(text_int3s(tracee.pid, program("loop")), [], details)
-            out, _ = tracee.proc.communicate(timeout=30)
-            self.assertEqual(tracee.proc.returncode, 0,
-                             f"tracee ended with {tracee.proc.returncode}\n" + details)
-            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            assert_loop_ran_to_end(self, tracee, details)
             # Crash or orderly end, the stub ends by the signal it got (re-raised after the cleanup).
             self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
             if expect_crash:
@@ -126,20 +138,12 @@ class StubSignalled(GdbTestCase):
 
     def started_case(self, sig, expect_crash=False):
         before = descendants()
-        with Server("once", program=program("loop"), args=("-", 60)) as server:
-            m = re.search(r"created; pid = (\d+)", server.log())
-            self.assertTrue(m, server.log())
-            pid = int(m.group(1))
-            killer = KillLater(server, sig, lambda: pid)
-            killer.start()
-            run = run_gdb(session(), program="loop", server=server, timeout=60)
-            killer.join(10)
-            rc = wait_exit(server.proc, 10)
-            log = server.log()
-        details = run.transcript() + "\n--- server log after ---\n" + log
         try:
-            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
-            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+            with Server("once", program=program("loop"), args=("-", 60)) as server:
+                m = re.search(r"created; pid = (\d+)", server.log())
+                self.assertTrue(m, server.log())
+                pid = int(m.group(1))
+                rc, _log, details = kill_stub_mid_trace(self, server, pid, sig, session(), "loop")
             self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
             # Orphaned to us (the test harness is a subreaper): reap it and see how it ended.
             status = None
@@ -208,19 +212,11 @@ class StubSignalledMultithreaded(GdbTestCase):
         tracee = Tracee(program("mt_bpstep"), args=(2500, 8))
         try:
             time.sleep(0.2)
+            # Circular: a linear buffer fills in about a second at this rate and ends the trace.
             with Server("attach", pid=tracee.pid) as server:
-                killer = KillLater(server, sig, lambda: tracee.pid, program_name="mt_bpstep")
-                killer.start()
-                # Circular: a linear buffer fills in about a second at this rate and ends the trace.
-                run = run_gdb(["set circular-trace-buffer on"] +
-                              session(user_breakpoint=False, function="hit", collect="index"),
-                              program="mt_bpstep", server=server, timeout=60)
-                killer.join(10)
-                rc = wait_exit(server.proc, 10)
-                log = server.log()
-            details = run.transcript() + "\n--- server log after ---\n" + log
-            self.assertTrue(killer.int3s_before, "no int3 in the tracee while tracing\n" + details)
-            self.assertIsNotNone(rc, "the stub did not exit\n" + details)
+                rc, _log, details = kill_stub_mid_trace(
+                    self, server, tracee.pid, sig, ["set circular-trace-buffer on"] +
+                    session(user_breakpoint=False, function="hit", collect="index"), "mt_bpstep")
             if expect_crash:
                 self.assertEqual(rc, -signal.Signals[f"SIG{sig}"].value, details)
             self.assertEqual(tracer_pid(tracee.pid), 0, details)
@@ -296,9 +292,7 @@ class GdbKilled(GdbTestCase):
                 self.assertGreater(count, 0, details)
                 self.assertLess(count, 150, details)
             # gdbserver's rule after the second gdb detached: the attached program runs on.
-            out, _ = tracee.proc.communicate(timeout=60)
-            self.assertEqual(tracee.proc.returncode, 0, details)
-            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            assert_loop_ran_to_end(self, tracee, details, timeout=60)
         finally:
             tracee.kill()
             kill_new_processes(before)
@@ -423,7 +417,7 @@ class StubKilledEbpf(GdbTestCase):
 
     def setUp(self):
         require(self, "ebpf" in available_collectors(),
-                f"no eBPF collector in this server (collectors: {available_collectors()})")
+                f"no eBPF collector in this server (collectors: {available_collectors()})", key="no-ebpf")
 
     def test_sigkill_leaves_no_probe(self):
         before = descendants()
@@ -456,9 +450,7 @@ class StubKilledEbpf(GdbTestCase):
             self.assertEqual(text_int3s(tracee.pid, program("loop")), [], "uprobe int3 left")
             if uprobes.exists():
                 self.assertNotIn(program("loop"), uprobes.read_text(), "uprobe left in uprobe_events")
-            out, _ = tracee.proc.communicate(timeout=30)
-            self.assertEqual(tracee.proc.returncode, 0, details)
-            self.assertRegex(out.decode(errors="replace"), r"loop done: [1-9]\d* ticks", details)
+            assert_loop_ran_to_end(self, tracee, details)
         finally:
             tracee.kill()
             kill_new_processes(before)

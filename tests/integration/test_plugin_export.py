@@ -133,7 +133,7 @@ class Export(PluginTestCase):
     def test_exported_tfile_keeps_uncollected_registers_unavailable(self):
         # eBPF frames hold no x87/SSE state: live those registers are <unavailable>, and the exported
         # file (the stub's own writer when it runs on this host) must not turn them into 0.
-        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here", key="no-ebpf")
         tf = self.dir / "regs.tf"
         run = plugin_run(["monitor gdbtrace backend ebpf"] + WORK_TRACEPOINT + RUN_TO_DONE +
                          ["tfind 3", "print $xmm0", "print $rsp != 0", "tfind none",

@@ -29,7 +29,7 @@ def regblock(**values):
 
 
 # gdb 13's `maint agent-eval -at plugin_demo.c:41, &scaled` (a local at DW_OP_fbreg -20, CFA = rbp + 16)
-LISTING_LOCAL = """Scope: 0x122c
+LOCAL_ADDRESS = """Scope: 0x122c
 Reg mask: 40
   0  reg 6
   3  const8 16
@@ -37,18 +37,11 @@ Reg mask: 40
   6  const8 236
   8  ext 8
  10  add
- 11  end
+"""  # the local's address: rbp + 16 - 20
+LISTING_LOCAL = LOCAL_ADDRESS + """ 11  end
 """
 # `scaled + 1`: reads the local's memory
-LISTING_VALUE = """Scope: 0x122c
-Reg mask: 40
-  0  reg 6
-  3  const8 16
-  5  add
-  6  const8 236
-  8  ext 8
- 10  add
- 11  ref32
+LISTING_VALUE = LOCAL_ADDRESS + """ 11  ref32
  12  ext 32
  14  const8 1
  16  add

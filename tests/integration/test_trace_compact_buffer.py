@@ -40,7 +40,7 @@ def tfile_frames(path):
 class CompactBuffer(GdbTestCase):
     def setUp(self):
         require(self, "ebpf" in available_collectors(),
-                f"no eBPF collector in this server (collectors: {available_collectors()})")
+                f"no eBPF collector in this server (collectors: {available_collectors()})", key="no-ebpf")
         self.tmp = tempfile.TemporaryDirectory(prefix="gdbtrace-compact-")
 
     def tearDown(self):

@@ -94,7 +94,7 @@ class MultiLocationCounts(GdbTestCase):
                                   rf"^\$\d+ = {sum(range(FIRST_HITS)) + 1000}$"])  # sink before record(1001)
 
     def test_ebpf(self):
-        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here", key="no-ebpf")
         self.check("ebpf")
 
     def test_ptrace(self):
@@ -124,7 +124,7 @@ class CountsAddUp(GdbTestCase):
 
     def test_refused_large_collection_names_its_size(self):
         # gdb compiles this to bytecode ending in `trace` with a 1000000-byte constant size.
-        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here", key="no-ebpf")
         run = run_gdb(["monitor gdbtrace backend auto", "trace probe_me", "actions",
                        "collect *(char*)$rsi@1000000", "end", "tstart",
                        "monitor gdbtrace status", "tstop"],  # console text waits for a qRcmd

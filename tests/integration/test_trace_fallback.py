@@ -60,8 +60,7 @@ class Fallback(GdbTestCase):
         run = run_gdb(["break done", "trace probe_me", "tstart", "continue",
                        "monitor gdbtrace status", "maint packet qGdbtrace.status"],
                       program="trace_loop", args=(2,))
-        if "backend ptrace" in run.output:
-            self.skipTest("no in-kernel collector on this machine")
+        require(self, "backend ptrace" not in run.output, "no in-kernel collector on this machine")
         self.assertNoOutput(run, r"no in-kernel collector")
         reply = re.search(r'received: "([0-9a-f]+)"', run.output)
         self.assertEqual(json.loads(bytes.fromhex(reply.group(1)).decode())["fallback"], "")

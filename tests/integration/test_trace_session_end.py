@@ -109,7 +109,7 @@ class SavedRegisters(GdbTestCase):
 
     def test_plain_tsave_says_what_it_cannot_keep(self):
         # eBPF frames lack x87/SSE (ptrace frames hold every register: nothing to say there).
-        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here", key="no-ebpf")
         path = os.path.join(self.tmp.name, "plain.tf")
         run = run_gdb(["monitor gdbtrace backend ebpf", "break done", "trace probe_me", "actions",
                        "collect $rdi", "end", "tstart", "continue", "tstop", f"tsave {path}"],
@@ -139,7 +139,7 @@ class SavedRegisters(GdbTestCase):
         # Kernel collectors' frames lack ds/es/fs/gs and x87/SSE; gdb 13's tfile reader stops at
         # the first register a frame lacks in its own order, so $fs_base, in the file, reads
         # <unavailable>: the stub says so at tsave -r instead of letting it pass for "not collected".
-        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here", key="no-ebpf")
         live, back, _ = self.saved_and_read_back("ebpf")
         self.assertOutput(live, r"^gdbtrace: the saved file holds (\$\w+, )*\$fs_base(, \$\w+)* of every "
                                 r"frame, but gdb reads them back as <unavailable>")

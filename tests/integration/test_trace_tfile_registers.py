@@ -43,7 +43,7 @@ class TfileRegisterAvailability(GdbTestCase):
         self.tmp.cleanup()
 
     def test_kernel_collector_frames_keep_fpu_unavailable(self):
-        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here")
+        require(self, "ebpf" in available_collectors(), "the eBPF collector is not available here", key="no-ebpf")
         live, back = saved_and_read_back("ebpf", self.tmp.name)
         self.assertOutput(live, r"^\$1 = <unavailable>$")      # live: xmm0 not collected
         self.assertOutput(live, r"^\$2 = 1$")

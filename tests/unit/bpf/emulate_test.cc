@@ -37,10 +37,8 @@ protected:
     std::string why = ks ? "" : ks.error().message;
     if (ks && !ks->task_dr7_offset)
       why = "no thread.ptrace_dr7 in vmlinux BTF";
-    if (!why.empty() && BpfLiveFixture::required_here())
-      FAIL() << "eBPF unusable under CI=true / GDBTRACE_STRICT=1: " << why;
     if (!why.empty())
-      GTEST_SKIP() << why;
+      GDBTRACE_SKIP("no-ebpf") << why;
     dr7_offset_ = *ks->task_dr7_offset;
   }
 

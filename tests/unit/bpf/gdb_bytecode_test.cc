@@ -88,7 +88,7 @@ protected:
     if (IsSkipped())
       return;
     if (access("/usr/bin/gdb", X_OK) != 0)
-      GTEST_SKIP() << "no /usr/bin/gdb";
+      GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
   }
 
   // Installs CODE (with "setv 50" spliced before the final end when VALUE) at

@@ -654,7 +654,7 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
 // turn number. Their frames sit in two rings, and come out in hit order.
 TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
   if (std::thread::hardware_concurrency() < 2)
-    GTEST_SKIP() << "needs two CPUs";
+    GDBTRACE_SKIP("one-cpu") << "needs two CPUs";
   static std::atomic<uint64_t> turn;
   turn = 0;
   Tracepoint tp;
@@ -747,7 +747,8 @@ namespace {
 
 TEST_F(BpfLive, MemoryNotPagedInYetIsRead) {
   if (collector_->describe().find("sleepable programs") == std::string::npos)
-    GTEST_SKIP() << "kernel without sleepable uprobe programs: " << collector_->describe();
+    GDBTRACE_SKIP("no-sleepable-uprobes")
+        << "kernel without sleepable uprobe programs: " << collector_->describe();
   // A file page the process has never touched: a non-sleepable program's
   // bpf_probe_read_user cannot fault it in, bpf_copy_from_user can.
   int fd = open("/proc/self/exe", O_RDONLY);

@@ -7,12 +7,13 @@
 #include <asio/io_context.hpp>
 #include <sys/stat.h>
 
+#include "../strict_skip.h"
 #include "kmod/module_collector.h"
 
 TEST(KmodCollector, AbsentDeviceIsAClearError) {
   struct stat st;
   if (::stat("/dev/gdbtrace", &st) == 0)
-    GTEST_SKIP() << "gdbtrace.ko is loaded here";
+    GDBTRACE_SKIP("kmod-loaded") << "gdbtrace.ko is loaded here";
   asio::io_context io;
   auto c = gdbtrace::make_module_collector(io);
   ASSERT_FALSE(c.ok());

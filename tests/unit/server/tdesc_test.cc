@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "../strict_skip.h"
 #include "abi/amd64_regs.h"
 #include "server/tdesc.h"
 
@@ -63,7 +64,7 @@ TEST(Tdesc, FeaturesPresent) {
 // gdb reads the XML and prints each register's remote number and 'g' offset.
 TEST(Tdesc, GdbAgreesWithGLayout) {
   if (access("/usr/bin/gdb", X_OK) != 0)
-    GTEST_SKIP() << "no /usr/bin/gdb";
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
   for (bool avx : {false, true}) {
     char path[] = "/tmp/gdbtrace-tdesc-XXXXXX";
     int fd = mkstemp(path);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "../strict_skip.h"
 #include "common/hex.h"
 #include "fake_target.h"
 #include "server/packet_table.h"
@@ -78,7 +79,7 @@ TEST(TfileWriter, HeaderLines) {
 // same registers and memory the engine recorded.
 TEST(TfileWriter, GdbReadsWhatQtSaveWrites) {
   if (access("/usr/bin/gdb", X_OK) != 0)
-    GTEST_SKIP() << "no /usr/bin/gdb";
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
   asio::io_context io;
   test::FakeTarget target;
   TraceEngine::Hooks hooks;
