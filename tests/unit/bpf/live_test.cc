@@ -129,6 +129,15 @@ protected:
     set_site_registers();
   }
 
+  // Tracepoint NUMBER at bpf_test_probe collecting $regs.
+  static Tracepoint regs_at_probe(uint32_t number) {
+    Tracepoint tp;
+    tp.number = number;
+    tp.address = uint64_t(uintptr_t(bpf_test_probe));
+    tp.actions.push_back(CollectRegisters{});
+    return tp;
+  }
+
   // Runs TP once in the kernel (one hit of bpf_test_probe).
   Outcome run_bpf(Tracepoint tp, const std::map<uint32_t, int64_t>& tsvs) {
     Outcome out;
@@ -498,10 +507,7 @@ TEST_F(BpfLive, PassCountStopsCollecting) {
 }
 
 TEST_F(BpfLive, DisabledTracepointCollectsNothing) {
-  Tracepoint tp;
-  tp.number = 12;
-  tp.address = uint64_t(uintptr_t(bpf_test_probe));
-  tp.actions.push_back(CollectRegisters{});
+  Tracepoint tp = regs_at_probe(12);
   FakeContext ctx;
   ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
   ASSERT_TRUE(collector_->set_enabled(12, tp.address, false));
@@ -543,10 +549,7 @@ TEST_F(BpfLive, ThreadsAllHitAndAtomicTsvAddsLoseNothing) {
 }
 
 TEST_F(BpfLive, OtherProcessesAreNotProbed) {
-  Tracepoint tp;
-  tp.number = 14;
-  tp.address = uint64_t(uintptr_t(bpf_test_probe));
-  tp.actions.push_back(CollectRegisters{});
+  Tracepoint tp = regs_at_probe(14);
   FakeContext ctx;
   ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
   pid_t child = fork();
@@ -567,10 +570,7 @@ TEST_F(BpfLive, OtherProcessesAreNotProbed) {
 }
 
 TEST_F(BpfLive, RemoveAllDetaches) {
-  Tracepoint tp;
-  tp.number = 15;
-  tp.address = uint64_t(uintptr_t(bpf_test_probe));
-  tp.actions.push_back(CollectRegisters{});
+  Tracepoint tp = regs_at_probe(15);
   FakeContext ctx;
   ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
   bpf_test_site();
@@ -624,10 +624,7 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
   auto made = make_bpf_collector(io_);
   ASSERT_TRUE(made) << made.error().message;
   auto& small = *made;
-  Tracepoint tp;
-  tp.number = 30;
-  tp.address = uint64_t(uintptr_t(bpf_test_probe));
-  tp.actions.push_back(CollectRegisters{});
+  Tracepoint tp = regs_at_probe(30);
   tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(test_mem)), 4000});
   FakeContext ctx;
   ctx.capacity = 1 << 20; // the smallest rings: 1 MB per CPU

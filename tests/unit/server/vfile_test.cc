@@ -29,15 +29,19 @@ protected:
     EXPECT_TRUE(reply.has_value()) << request;
     return rsp::unescape_binary(reply.value_or("")).value_or("<bad escape>");
   }
+  // Opens the test file with gdb's FLAGS; the fd's number as gdb reads it.
+  std::string open_file(const char* flags) {
+    std::string fd = handle("open:" + hexpath() + "," + flags + ",0");
+    EXPECT_EQ(fd[0], 'F') << fd;
+    return fd.substr(1);
+  }
   std::string path;
   VFileServer vf;
   PacketTable table;
 };
 
 TEST_F(VFile, OpenReadStatClose) {
-  std::string fd = handle("open:" + hexpath() + ",0,0");
-  ASSERT_EQ(fd[0], 'F');
-  std::string num = fd.substr(1);
+  std::string num = open_file("0");
   EXPECT_EQ(handle("pread:" + num + ",5,7"), "F5;world");
   EXPECT_EQ(handle("pread:" + num + ",100,c"), "F0;");
   std::string st = handle("fstat:" + num);
@@ -53,9 +57,7 @@ TEST_F(VFile, OpenReadStatClose) {
 }
 
 TEST_F(VFile, WriteUnlinkReadlink) {
-  std::string fd = handle("open:" + hexpath() + ",2,0");
-  ASSERT_EQ(fd[0], 'F');
-  std::string num = fd.substr(1);
+  std::string num = open_file("2");
   EXPECT_EQ(handle("pwrite:" + num + ",0,HELLO"), "F5");
   EXPECT_EQ(handle("pread:" + num + ",5,0"), "F5;HELLO");
   handle("close:" + num);

@@ -73,11 +73,21 @@ void publish(pid_t pid, bool attached, uint8_t original) {
   table.commit();
 }
 
-TEST(CrashCleanupTest, AttachedProcessIsRestoredRewoundDetachedAndRunsOn) {
+// A child stopped on our int3 at probe_site, published as ATTACHED or started;
+// ORIGINAL gets the byte the int3 replaced.
+pid_t trapped_child_in_table(bool attached, uint8_t& original) {
   pid_t pid = start_child();
+  if (pid <= 0)
+    return pid;
+  original = trap_child_at_site(pid);
+  publish(pid, attached, original);
+  return pid;
+}
+
+TEST(CrashCleanupTest, AttachedProcessIsRestoredRewoundDetachedAndRunsOn) {
+  uint8_t original = 0;
+  pid_t pid = trapped_child_in_table(true, original);
   ASSERT_GT(pid, 0);
-  uint8_t original = trap_child_at_site(pid);
-  publish(pid, true, original);
 
   crash_cleanup::run();
 
@@ -92,10 +102,9 @@ TEST(CrashCleanupTest, AttachedProcessIsRestoredRewoundDetachedAndRunsOn) {
 }
 
 TEST(CrashCleanupTest, StartedProcessIsKilled) {
-  pid_t pid = start_child();
+  uint8_t original = 0;
+  pid_t pid = trapped_child_in_table(false, original);
   ASSERT_GT(pid, 0);
-  uint8_t original = trap_child_at_site(pid);
-  publish(pid, false, original);
 
   crash_cleanup::run();
 

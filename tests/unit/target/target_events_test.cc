@@ -38,20 +38,10 @@ protected:
   }
   void TearDown() override { target.reset(); }
 
-  Pid launch(const std::string& prog, std::vector<std::string> args) {
-    LaunchSpec spec;
-    spec.program = program_path(prog);
-    spec.args = std::move(args);
-    spec.startup_with_shell = false;
-    auto pid = target->create_inferior(spec);
-    EXPECT_TRUE(pid.ok()) << (pid.ok() ? "" : pid.error().message);
-    return pid.ok() ? *pid : -1;
+  Pid launch(const std::string& prog, std::vector<std::string> args, bool shell = false) {
+    return test::launch(*target, prog, std::move(args), shell);
   }
-  void continue_all(int signal = 0) {
-    ResumeAction a = kContinueAll;
-    a.signal = signal;
-    ASSERT_TRUE(target->resume({a}).ok());
-  }
+  void continue_all(int signal = 0) { test::continue_all(*target, signal); }
   StopEvent expect_event() {
     auto ev = waiter->next(20s);
     EXPECT_TRUE(ev.has_value()) << "no event";

@@ -45,21 +45,9 @@ protected:
   }
 
   Pid launch(const std::string& prog, std::vector<std::string> args, bool shell = false) {
-    LaunchSpec spec;
-    spec.program = program_path(prog);
-    spec.args = std::move(args);
-    spec.startup_with_shell = shell;
-    auto pid = target->create_inferior(spec);
-    EXPECT_TRUE(pid.ok()) << (pid.ok() ? "" : pid.error().message);
-    return pid.ok() ? *pid : -1;
+    return test::launch(*target, prog, std::move(args), shell);
   }
-
-  void continue_all(int signal = 0) {
-    ResumeAction a = kContinueAll;
-    a.signal = signal;
-    auto r = target->resume({a});
-    ASSERT_TRUE(r.ok()) << r.error().message;
-  }
+  void continue_all(int signal = 0) { test::continue_all(*target, signal); }
 
   // Continues until the process exits; returns the exit status.
   int run_to_exit(Pid pid) {

@@ -15,6 +15,23 @@ std::string program_path(const std::string& name) {
   return std::string(TARGET_PROGRAMS_DIR) + "/" + name;
 }
 
+Pid launch(NativeTarget& target, const std::string& prog, std::vector<std::string> args,
+           bool shell) {
+  LaunchSpec spec;
+  spec.program = program_path(prog);
+  spec.args = std::move(args);
+  spec.startup_with_shell = shell;
+  auto pid = target.create_inferior(spec);
+  EXPECT_TRUE(pid.ok()) << (pid.ok() ? "" : pid.error().message);
+  return pid.ok() ? *pid : -1;
+}
+
+void continue_all(NativeTarget& target, int signal) {
+  ResumeAction a{{-1, -1}, ResumeKind::Continue, signal};
+  auto r = target.resume({a});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+}
+
 uint64_t symbol_address(const std::string& path, const std::string& symbol) {
   elf_version(EV_CURRENT);
   int fd = ::open(path.c_str(), O_RDONLY);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "target/native_target.h"
 
@@ -21,6 +22,13 @@ uint64_t symbol_address(const std::string& path, const std::string& symbol);
 // trap): tests of hardware breakpoints/watchpoints expect the stub's refusal
 // where it does not.
 bool machine_delivers_debug_traps();
+
+// Starts tests/programs' PROG with ARGS (through the shell when SHELL); -1
+// (and a test failure) when it cannot.
+Pid launch(NativeTarget& target, const std::string& prog, std::vector<std::string> args,
+           bool shell = false);
+// Resumes every thread of every process, delivering SIGNAL to the stopped ones.
+void continue_all(NativeTarget& target, int signal = 0);
 
 // Runs the io_context until the target reports an event or TIMEOUT passes.
 class EventWaiter {

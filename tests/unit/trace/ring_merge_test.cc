@@ -3,76 +3,74 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace gdbtrace {
 namespace {
 
-std::span<const uint8_t> bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
+// A merge over rings starting at START, fed records given as
+// {ring, order, text, next position}; the texts live as long as the merge.
+struct Merge {
+  struct Rec {
+    uint32_t ring;
+    uint64_t order;
+    std::string text;
+    uint64_t next;
+  };
+  Merge(std::vector<uint64_t> start, std::vector<Rec> recs) : recs_(std::move(recs)) {
+    m.begin(start);
+    for (const auto& r : recs_)
+      m.add(r.ring, r.order, reinterpret_cast<const uint8_t*>(r.text.data()),
+            uint32_t(r.text.size()), r.next);
+  }
+  // Everything handed out, concatenated, taking at most LIMIT records.
+  std::string drain(size_t limit = SIZE_MAX) {
+    std::string got;
+    m.hand_out([&](std::span<const uint8_t> r) {
+      if (limit-- == 0)
+        return false;
+      got.append(r.begin(), r.end());
+      return true;
+    });
+    return got;
+  }
+  RingMerge m;
+
+private:
+  std::vector<Rec> recs_;
+};
 
 TEST(RingMerge, HandsOutInHitOrderAcrossRings) {
   // A thread that migrated: hits 1 and 3 on ring 0, hit 2 on ring 1.
-  std::string a = "one", b = "two", c = "three";
-  uint64_t start[2] = {100, 200};
-  RingMerge m;
-  m.begin(start);
-  m.add(0, 1, bytes(a).data(), 3, 110);
-  m.add(0, 3, bytes(c).data(), 5, 120);
-  m.scanned(0, 128); // a pad after the last record
-  m.add(1, 2, bytes(b).data(), 3, 210);
-  m.scanned(1, 210);
-  std::vector<std::string> got;
-  EXPECT_EQ(m.hand_out([&](std::span<const uint8_t> r) {
-    got.emplace_back(r.begin(), r.end());
-    return true;
-  }),
-            3u);
-  EXPECT_EQ(got, (std::vector<std::string>{"one", "two", "three"}));
-  EXPECT_EQ(m.free_to(0), 128u); // all handed out: past the pad too
-  EXPECT_EQ(m.free_to(1), 210u);
+  Merge t({100, 200}, {{0, 1, "one", 110}, {0, 3, "three", 120}, {1, 2, "two", 210}});
+  t.m.scanned(0, 128); // a pad after the last record
+  t.m.scanned(1, 210);
+  EXPECT_EQ(t.drain(), "onetwothree");
+  EXPECT_EQ(t.m.free_to(0), 128u); // all handed out: past the pad too
+  EXPECT_EQ(t.m.free_to(1), 210u);
 }
 
 TEST(RingMerge, StopsWhereTheConsumerStopsAndKeepsTheRest) {
-  std::string a = "a", b = "b", c = "c";
-  uint64_t start[2] = {0, 0};
-  RingMerge m;
-  m.begin(start);
-  m.add(0, 1, bytes(a).data(), 1, 8);
-  m.add(1, 2, bytes(b).data(), 1, 8);
-  m.add(0, 3, bytes(c).data(), 1, 16);
-  m.scanned(0, 24);
-  m.scanned(1, 8);
-  int n = 0;
-  EXPECT_EQ(m.hand_out([&](std::span<const uint8_t>) { return ++n <= 2; }), 2u);
-  EXPECT_EQ(m.free_to(0), 8u); // "c" stays in ring 0 for the next drain
-  EXPECT_EQ(m.free_to(1), 8u);
+  Merge t({0, 0}, {{0, 1, "a", 8}, {1, 2, "b", 8}, {0, 3, "c", 16}});
+  t.m.scanned(0, 24);
+  t.m.scanned(1, 8);
+  EXPECT_EQ(t.drain(2), "ab");
+  EXPECT_EQ(t.m.free_to(0), 8u); // "c" stays in ring 0 for the next drain
+  EXPECT_EQ(t.m.free_to(1), 8u);
 }
 
 TEST(RingMerge, EqualOrdersKeepTheOrderTheyWereAddedIn) {
-  std::string a = "x", b = "y";
-  uint64_t start[1] = {0};
-  RingMerge m;
-  m.begin(start);
-  m.add(0, 5, bytes(a).data(), 1, 8);
-  m.add(0, 5, bytes(b).data(), 1, 16);
-  m.scanned(0, 16);
-  std::string got;
-  m.hand_out([&](std::span<const uint8_t> r) {
-    got.append(r.begin(), r.end());
-    return true;
-  });
-  EXPECT_EQ(got, "xy");
+  Merge t({0}, {{0, 5, "x", 8}, {0, 5, "y", 16}});
+  t.m.scanned(0, 16);
+  EXPECT_EQ(t.drain(), "xy");
 }
 
 TEST(RingMerge, AnEmptyRingIsFreedUpToWhatWasScanned) {
-  uint64_t start[1] = {40};
-  RingMerge m;
-  m.begin(start);
-  m.scanned(0, 48); // only a discarded record
-  EXPECT_EQ(m.hand_out([](std::span<const uint8_t>) { return true; }), 0u);
-  EXPECT_EQ(m.free_to(0), 48u);
+  Merge t({40}, {});
+  t.m.scanned(0, 48); // only a discarded record
+  EXPECT_EQ(t.drain(), "");
+  EXPECT_EQ(t.m.free_to(0), 48u);
 }
 
 } // namespace
