@@ -249,7 +249,14 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
       return r;
     start_run(ctx);
   }
-  auto def = std::make_shared<const Tracepoint>(tp);
+  // The copy kept to attach the probe again (keep_definition_order) needs what
+  // the program is made of, not gdb's texts for uploads (source strings,
+  // action texts): with thousands of tracepoints those were most of it.
+  Tracepoint kept = tp;
+  for (auto* texts :
+       {&kept.source, &kept.source_types, &kept.action_texts, &kept.step_action_texts})
+    *texts = std::vector<std::string>(); // frees them (clear() would keep the storage)
+  auto def = std::make_shared<const Tracepoint>(std::move(kept));
   auto probe = load_and_attach(pid, def, ctx, tp.enabled, std::nullopt, batch_);
   if (!probe)
     return probe.error();
