@@ -341,25 +341,23 @@ void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint3
 }
 
 TraceStatus TraceEngine::Impl::status() const {
-  TraceStatus st;
-  st.running = running;
-  st.ever_ran = ever_ran;
-  st.reason = stop_reason;
   // gdb sends the tstop note (QTNotes:tstop:) after QTStop: read it now, as gdbserver does.
-  st.stop_text =
-      stop_reason == TraceStopReason::Requested && stop_text.empty() ? stop_note : stop_text;
-  st.stop_tp = stop_tp;
-  st.frames = buffer.frame_count();
-  st.created = buffer.frames_created();
-  st.size = buffer.capacity();
-  st.free = buffer.free_bytes();
-  st.circular = buffer.circular();
-  st.disconnected_tracing = disconnected_tracing;
-  st.start_time = start_time;
-  st.stop_time = stop_time;
-  st.user = user;
-  st.notes = notes;
-  return st;
+  const bool note_is_text = stop_reason == TraceStopReason::Requested && stop_text.empty();
+  return TraceStatus{.running = running,
+                     .ever_ran = ever_ran,
+                     .reason = stop_reason,
+                     .stop_text = note_is_text ? stop_note : stop_text,
+                     .stop_tp = stop_tp,
+                     .frames = buffer.frame_count(),
+                     .created = buffer.frames_created(),
+                     .size = buffer.capacity(),
+                     .free = buffer.free_bytes(),
+                     .circular = buffer.circular(),
+                     .disconnected_tracing = disconnected_tracing,
+                     .start_time = start_time,
+                     .stop_time = stop_time,
+                     .user = user,
+                     .notes = notes};
 }
 
 // ---------------------------------------------------------------- public API
