@@ -104,15 +104,15 @@ struct Reference {
     return AX_OK;
   }
   ax_env env() {
-    ax_env e{};
-    e.opaque = this;
-    e.read_reg = read_reg_cb;
-    e.read_mem = read_mem_cb;
-    e.get_tsv = get_tsv_cb;
-    e.set_tsv = set_tsv_cb;
-    e.trace_mem = trace_mem_cb;
-    e.trace_tsv = trace_tsv_cb;
-    return e;
+    return ax_env{.opaque = this,
+                  .read_reg = read_reg_cb,
+                  .read_mem = read_mem_cb,
+                  .get_tsv = get_tsv_cb,
+                  .set_tsv = set_tsv_cb,
+                  .trace_mem = trace_mem_cb,
+                  .trace_tsv = trace_tsv_cb,
+                  .printf = nullptr,
+                  .step_budget = 0};
   }
 };
 
