@@ -264,6 +264,12 @@ Result<void> TraceEngine::start() {
   for (auto& e : m.tracepoints)
     e->earlier = {};
   m.buffer.set_register_block_size(m.register_block_size());
+  if (!m.stream_path.empty()) {
+    // Before reserve_for_run: a streamed run's buffer is circular.
+    if (auto r = m.begin_stream(); !r)
+      return r;
+    m.streamed_seq = m.buffer.first_sequence() + m.buffer.frame_count(); // none of the last run's
+  }
   m.buffer.reserve_for_run();
   // Collectors may report frames from install() on: be running while installing.
   m.running = true;
@@ -314,7 +320,8 @@ void TraceEngine::set_disconnected_tracing(bool on) {
 }
 
 void TraceEngine::set_circular(bool on) {
-  impl_->buffer.set_circular(on);
+  impl_->circular_requested = on;
+  impl_->apply_circular();
 }
 
 // The largest trace buffer we accept: half of this machine's memory. The
@@ -421,7 +428,9 @@ TraceReport TraceEngine::Impl::make_report() const {
 TraceReport TraceEngine::report() {
   impl_->drain_all();
   impl_->apply_pending_stop(); // a drain that filled the buffer ends the run now
-  return impl_->make_report();
+  TraceReport r = impl_->make_report();
+  r.stream = stream_report();
+  return r;
 }
 
 Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_t address) {

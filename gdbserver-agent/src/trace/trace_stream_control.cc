@@ -1,0 +1,163 @@
+// `monitor gdbtrace stream FILE`: the engine's side of streaming a run to a
+// tfile (trace_stream.h writes the file). The stream takes frames from the
+// trace buffer after every drain, and before the buffer would discard one it
+// has not written yet, so the buffer can keep only the newest frames (it is
+// circular while a stream is open) without losing any from the file.
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "common/hex.h"
+#include "trace/trace_engine_impl.h"
+
+namespace gdbtrace {
+
+namespace {
+// The status a streamed file carries until its run ends: what a reader of a
+// file whose writer was killed (SIGKILL, a crash) sees in gdb's tstatus.
+constexpr const char* kUnfinished =
+    "the run had not ended when gdbtrace-server last wrote this streamed file";
+} // namespace
+
+// ST as the status line of a file whose run goes on.
+static TraceStatus unfinished(TraceStatus st) {
+  st.running = false;
+  st.ever_ran = true;
+  st.reason = TraceStopReason::Error;
+  st.stop_text = kUnfinished;
+  return st;
+}
+
+Result<void> TraceEngine::Impl::begin_stream() {
+  auto next = std::make_unique<TraceStream>(stream_path);
+  TfileContents c = tfile_contents();
+  c.status = unfinished(status());
+  if (auto r = next->begin(c); !r)
+    return r;
+  stream_locations.clear();
+  for (const auto& e : tracepoints)
+    stream_locations.emplace_back(e->tp.number, e->tp.address);
+  stream = std::move(next);
+  streamed_seq = buffer.first_sequence(); // the frames already held go in first
+  stream_lost = 0;
+  apply_circular();
+  return ok();
+}
+
+void TraceEngine::Impl::stream_new_frames() {
+  if (!stream || !stream->open())
+    return;
+  uint64_t first = buffer.first_sequence();
+  if (streamed_seq < first) { // discarded unwritten: stream_before_discard missed them
+    stream_lost += first - streamed_seq;
+    streamed_seq = first;
+  }
+  long from = long(streamed_seq - first);
+  if (size_t(from) < buffer.frame_count()) {
+    buffer.read_stream(buffer.frame_stream_offset(from), std::numeric_limits<uint64_t>::max(),
+                       [&](std::span<const uint8_t> frames) {
+                         stream->add(frames);
+                         return stream->error().empty();
+                       });
+    streamed_seq = first + buffer.frame_count();
+  }
+  std::string extra = stream_lost ? ";gdbtrace_lost:" + hex::u64(stream_lost) : std::string();
+  if (auto r = stream->flush(unfinished(status()), extra); !r)
+    stream_failed(r.error().message);
+}
+
+void TraceEngine::Impl::stream_failed(const std::string& error) {
+  uint64_t frames = stream->frames();
+  end_stream("streaming stopped: " + error);
+  console("gdbtrace: streaming stopped: " + error + "; " + stream_path + " holds the first " +
+          std::to_string(frames) + " frames of the run and ends cleanly. The run goes on in the " +
+          "trace buffer" + (circular_requested ? " (circular)" : " (it stops when full)") + ".\n");
+}
+
+// The drops of the whole run in the file (gdb's tfile reader skips status
+// fields it does not know; `tp V` lines carry each location's hits, which gdb
+// shows in `info tracepoints`): hits = frames + drops + hits after the stop.
+static std::string loss_fields(const TraceReport& r, uint64_t stream_lost) {
+  uint64_t hits = 0, drops = 0, after_stop = 0;
+  for (const auto& t : r.tracepoints) {
+    hits += t.hits;
+    drops += t.drops;
+    after_stop += t.after_stop;
+  }
+  return ";gdbtrace_hits:" + hex::u64(hits) + ";gdbtrace_drops:" + hex::u64(drops) +
+         ";gdbtrace_after_stop:" + hex::u64(after_stop) + ";gdbtrace_lost:" + hex::u64(stream_lost);
+}
+
+void TraceEngine::Impl::end_stream(const std::string& why) {
+  if (!stream || !stream->open())
+    return;
+  TraceStatus st = status();
+  if (!why.empty()) { // the run goes on: the file ends here
+    st.running = false;
+    st.reason = TraceStopReason::Error;
+    st.stop_text = why;
+  }
+  TfileContents c = tfile_contents();
+  c.status = st;
+  // Only the tracepoints the header defined at the start: one defined during
+  // the run has no line to take (the header keeps its size; see finish()).
+  std::set<Location> in_file(stream_locations.begin(), stream_locations.end());
+  std::erase_if(c.tracepoints, [&](const TfileTracepoint& t) {
+    return !in_file.count({t.tp->number, t.tp->address});
+  });
+  c.status_extra = loss_fields(make_report(), stream_lost);
+  std::string error = stream->error();
+  auto r = stream->finish(c);
+  apply_circular();
+  if (!r && error.empty()) // a new error (an earlier one was already told)
+    console("gdbtrace: " + r.error().message + "\n");
+}
+
+Result<void> TraceEngine::set_stream(const std::string& path) {
+  Impl& m = *impl_;
+  if (m.running && m.stream && m.stream->open()) {
+    m.drain_all(); // its frames go into the file they were collected for
+    m.end_stream(path.empty() ? "streaming stopped by `monitor gdbtrace stream off`"
+                              : "streaming moved to " + path);
+  }
+  if (path.empty()) {
+    m.stream_path.clear();
+    return ok();
+  }
+  std::string previous = m.stream_path;
+  m.stream_path = path;
+  Result<void> r = ok();
+  if (m.running) {
+    r = m.begin_stream();
+    if (r)
+      m.stream_new_frames();
+  } else {
+    // Check now that FILE can be written, not at tstart (which prints nothing).
+    // It holds a run that has not started (gdb reads it as such) until tstart.
+    TraceStream probe(path);
+    TfileContents c = m.tfile_contents();
+    r = probe.begin(c);
+    if (r)
+      r = probe.finish(c);
+  }
+  if (!r)
+    m.stream_path = previous;
+  return r;
+}
+
+StreamReport TraceEngine::stream_report() const {
+  const Impl& m = *impl_;
+  StreamReport s;
+  s.path = m.stream_path;
+  if (m.stream && (m.stream->open() || m.stream->path() == m.stream_path)) {
+    s.path = m.stream->path();
+    s.writing = m.stream->open();
+    s.frames = m.stream->frames();
+    s.bytes = m.stream->file_bytes();
+    s.lost = m.stream_lost;
+    s.error = m.stream->error();
+  }
+  return s;
+}
+
+} // namespace gdbtrace
