@@ -109,6 +109,16 @@ public:
            metas_[size_t(n)].xoffset;
   }
   uint64_t frame_pc(long n) const { return metas_[size_t(n)].pc; }
+  // Frame N as stored, not expanded: its bytes, and the layout of its compact
+  // register blocks (null: its register blocks are 'R' blocks). SET: its
+  // register set (register_set(), kAllRegisters or another value for none).
+  std::span<const uint8_t> stored_frame(long n, const CompactRegisters*& layout,
+                                        uint16_t& set) const {
+    const Meta& m = metas_[size_t(n)];
+    layout = m.compact ? &sets_[m.held].layout : nullptr;
+    set = m.held;
+    return {store_.data() + (m.offset - base_), stored_bytes(size_t(n))};
+  }
   // The registers frame N's 'R' blocks hold (null: all).
   const std::vector<bool>* frame_registers_held(long n) const;
   // Whether frame N has an 'R' block.

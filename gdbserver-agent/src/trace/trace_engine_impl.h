@@ -5,10 +5,12 @@
 #include <asio.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "trace/stream_frames.h"
 #include "trace/tfile_writer.h"
 #include "trace/trace_buffer.h"
 #include "trace/trace_engine.h"
@@ -139,6 +141,12 @@ struct TraceEngine::Impl : TraceContext {
             bytes)
       stream_new_frames();
   }
+  // The header of the stream file with status ST.
+  TfileContents stream_contents(TraceStatus st) const;
+  // Which registers the file's blocks hold: those of every installed tracepoint.
+  void choose_stream_registers();
+  // Appends buffer frames FROM.. to the file, cut to stream_present.
+  void stream_cut_frames(long from);
   // Ends the file (end marker, final header); WHY: the status line's reason
   // when the run goes on without the stream, "" when the run has stopped.
   void end_stream(const std::string& why);
@@ -176,6 +184,15 @@ struct TraceEngine::Impl : TraceContext {
   uint64_t streamed_seq = 0; // buffer frames (by sequence number) before this are in the file
   uint64_t stream_lost = 0;  // discarded before they were written (should stay 0)
   std::vector<Location> stream_locations; // the tracepoints the file's header defines
+  // The registers the file's blocks hold (stream_frames.h); empty: frames are
+  // written as the buffer expands them. With the description and block size
+  // of the header, the same at its start and its end.
+  std::vector<bool> stream_present;
+  uint32_t stream_regblock = 0;
+  std::string stream_tdesc;
+  std::vector<std::optional<CutPlan>> stream_plans; // by register set, for compact frames
+  std::optional<CutPlan> stream_full_plan;          // for frames with 'R' blocks
+  std::vector<uint8_t> stream_scratch;
   // The target's stopped_epoch at the last drain_for_counts, when it had one.
   std::optional<uint64_t> drained_stopped_epoch;
   long current_frame = -1;

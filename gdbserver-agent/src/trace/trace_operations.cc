@@ -264,12 +264,11 @@ Result<void> TraceEngine::start() {
   for (auto& e : m.tracepoints)
     e->earlier = {};
   m.buffer.set_register_block_size(m.register_block_size());
-  if (!m.stream_path.empty()) {
-    // Before reserve_for_run: a streamed run's buffer is circular.
-    if (auto r = m.begin_stream(); !r)
-      return r;
-    m.streamed_seq = m.buffer.first_sequence() + m.buffer.frame_count(); // none of the last run's
-  }
+  // A streamed run's buffer is circular (set before reserve_for_run, which
+  // reserves for it); the file begins once the tracepoints are installed, when
+  // it is known which registers their frames hold (choose_stream_registers).
+  m.buffer.set_circular(m.circular_requested || !m.stream_path.empty());
+  const uint64_t run_first_frame = m.buffer.first_sequence() + m.buffer.frame_count();
   m.buffer.reserve_for_run();
   // Collectors may report frames from install() on: be running while installing.
   m.running = true;
@@ -296,6 +295,14 @@ Result<void> TraceEngine::start() {
       fail(r.error());
       return r;
     }
+  if (!m.stream_path.empty()) {
+    if (auto r = m.begin_stream(); !r) {
+      fail(r.error());
+      m.apply_circular();
+      return r;
+    }
+    m.streamed_seq = run_first_frame; // frames of this run the install produced go in too
+  }
   m.stop_reason = TraceStopReason::None;
   m.stop_text.clear();
   m.stop_tp = 0;

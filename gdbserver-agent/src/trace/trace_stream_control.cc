@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "abi/amd64_regs.h"
 #include "common/hex.h"
 #include "trace/trace_engine_impl.h"
 
@@ -28,10 +29,54 @@ static TraceStatus unfinished(TraceStatus st) {
   return st;
 }
 
+// The registers every installed tracepoint's frames hold: what its collector
+// declared (set_register_availability), all of them for one that declared
+// nothing (ptrace). A tracepoint installed later that holds fewer gets zeros
+// for the others in the file. No target description to number the others
+// after them: the whole block.
+void TraceEngine::Impl::choose_stream_registers() {
+  stream_present.clear();
+  stream_plans.clear();
+  stream_full_plan.reset();
+  stream_regblock = register_block_size();
+  stream_tdesc = hooks.target_description ? hooks.target_description({}) : std::string();
+  if (!hooks.target_description)
+    return;
+  std::vector<bool> present(num_regs(), true);
+  bool cut = false;
+  for (const auto& e : tracepoints) {
+    auto set = e->installed ? register_sets.find(e->tp.number) : register_sets.end();
+    if (set == register_sets.end())
+      continue;
+    const std::vector<bool>& held = buffer.registers_of(set->second);
+    for (uint32_t r = 0; r < present.size(); ++r)
+      if (present[r] && (r >= held.size() || !held[r])) {
+        present[r] = false;
+        cut = true;
+      }
+  }
+  if (!cut)
+    return;
+  stream_present = present;
+  stream_regblock = 0;
+  for (uint32_t r = 0; r < present.size(); ++r)
+    if (present[r])
+      stream_regblock += gt_reg_size(r);
+  stream_tdesc = hooks.target_description(present);
+}
+
+TfileContents TraceEngine::Impl::stream_contents(TraceStatus st) const {
+  TfileContents c = tfile_contents();
+  c.status = std::move(st);
+  c.regblock_size = stream_regblock;
+  c.tdesc_xml = stream_tdesc;
+  return c;
+}
+
 Result<void> TraceEngine::Impl::begin_stream() {
   auto next = std::make_unique<TraceStream>(stream_path);
-  TfileContents c = tfile_contents();
-  c.status = unfinished(status());
+  choose_stream_registers();
+  TfileContents c = stream_contents(unfinished(status()));
   if (auto r = next->begin(c); !r)
     return r;
   stream_locations.clear();
@@ -53,7 +98,10 @@ void TraceEngine::Impl::stream_new_frames() {
     streamed_seq = first;
   }
   long from = long(streamed_seq - first);
-  if (size_t(from) < buffer.frame_count()) {
+  if (size_t(from) < buffer.frame_count() && !stream_present.empty()) {
+    stream_cut_frames(from);
+    streamed_seq = first + buffer.frame_count();
+  } else if (size_t(from) < buffer.frame_count()) {
     buffer.read_stream(buffer.frame_stream_offset(from), std::numeric_limits<uint64_t>::max(),
                        [&](std::span<const uint8_t> frames) {
                          stream->add(frames);
@@ -64,6 +112,35 @@ void TraceEngine::Impl::stream_new_frames() {
   std::string extra = stream_lost ? ";gdbtrace_lost:" + hex::u64(stream_lost) : std::string();
   if (auto r = stream->flush(unfinished(status()), extra); !r)
     stream_failed(r.error().message);
+}
+
+void TraceEngine::Impl::stream_cut_frames(long from) {
+  constexpr size_t kBatch = 256 << 10; // frames handed to the stream together
+  std::vector<uint8_t>& out = stream_scratch;
+  out.clear();
+  for (long n = from; n < long(buffer.frame_count()) && stream->error().empty(); ++n) {
+    const CompactRegisters* layout = nullptr;
+    uint16_t set = 0;
+    std::span<const uint8_t> stored = buffer.stored_frame(n, layout, set);
+    const CutPlan* plan;
+    if (layout) {
+      if (set >= stream_plans.size())
+        stream_plans.resize(set + 1);
+      if (!stream_plans[set])
+        stream_plans[set] = CutPlan::make(stream_present, layout, register_block_size());
+      plan = &*stream_plans[set];
+    } else {
+      if (!stream_full_plan)
+        stream_full_plan = CutPlan::make(stream_present, nullptr, register_block_size());
+      plan = &*stream_full_plan;
+    }
+    append_cut_frame(stored, *plan, stream_regblock, out);
+    if (out.size() >= kBatch) {
+      stream->add(out);
+      out.clear();
+    }
+  }
+  stream->add(out);
 }
 
 void TraceEngine::Impl::stream_failed(const std::string& error) {
@@ -97,8 +174,7 @@ void TraceEngine::Impl::end_stream(const std::string& why) {
     st.reason = TraceStopReason::Error;
     st.stop_text = why;
   }
-  TfileContents c = tfile_contents();
-  c.status = st;
+  TfileContents c = stream_contents(st);
   // Only the tracepoints the header defined at the start: one defined during
   // the run has no line to take (the header keeps its size; see finish()).
   std::set<Location> in_file(stream_locations.begin(), stream_locations.end());
