@@ -48,6 +48,11 @@ public:
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.
   virtual size_t buffer_capacity() const { return 0; }
+  // What a kernel collector sizes its staging rings from: the trace buffer's
+  // size, or while the run streams to a file (its frames then outgrow the
+  // buffer) kStreamStagingBytes when larger. The rings together hold half of it.
+  static constexpr size_t kStreamStagingBytes = size_t(256) << 20;
+  virtual size_t staging_capacity() const { return buffer_capacity(); }
   // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.
   virtual void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) = 0;
   // Trace state variables kept by the engine (the ptrace collector uses these;

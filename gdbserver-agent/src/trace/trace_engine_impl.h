@@ -2,6 +2,7 @@
 // TraceContext; trace_operations.cc: the typed operations the server calls).
 #pragma once
 
+#include <algorithm>
 #include <asio.hpp>
 #include <map>
 #include <memory>
@@ -76,6 +77,10 @@ struct TraceEngine::Impl : TraceContext {
   bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
+  size_t staging_capacity() const override {
+    return stream_path.empty() ? buffer.capacity()
+                               : std::max(buffer.capacity(), kStreamStagingBytes);
+  }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
   void set_tsv(uint32_t number, int64_t value) override;
