@@ -33,7 +33,9 @@ static TraceStatus unfinished(TraceStatus st) {
 // declared (set_register_availability), all of them for one that declared
 // nothing (ptrace). A tracepoint installed later that holds fewer gets zeros
 // for the others in the file. No target description to number the others
-// after them: the whole block.
+// after them: the whole block. (A collector's set is what it can read, the
+// same for every tracepoint that collects registers, e.g. eBPF's pt_regs and
+// fs_base; one that collects none declares none.)
 void TraceEngine::Impl::choose_stream_registers() {
   stream_present.clear();
   stream_plans.clear();
@@ -49,13 +51,15 @@ void TraceEngine::Impl::choose_stream_registers() {
     if (set == register_sets.end())
       continue;
     const std::vector<bool>& held = buffer.registers_of(set->second);
+    if (std::find(held.begin(), held.end(), true) == held.end())
+      continue; // collects no registers: its frames have no register block
     for (uint32_t r = 0; r < present.size(); ++r)
       if (present[r] && (r >= held.size() || !held[r])) {
         present[r] = false;
         cut = true;
       }
   }
-  if (!cut)
+  if (!cut || std::find(present.begin(), present.end(), true) == present.end())
     return;
   stream_present = present;
   stream_regblock = 0;
