@@ -1,5 +1,6 @@
 #include "server/trace_report_format.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/hex.h"
@@ -63,6 +64,10 @@ std::string format_report_json(const TraceReport& r) {
        ",\"bytes\":" + std::to_string(r.stream.bytes) +
        ",\"lost\":" + std::to_string(r.stream.lost) + ",\"error\":" + json_string(r.stream.error) +
        "}";
+  j += ",\"drops_by_cpu\":[";
+  for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
+    j += (cpu ? "," : "") + std::to_string(r.drops_by_cpu[cpu]);
+  j += "]";
   j += ",\"tracepoints\":[";
   for (size_t i = 0; i < r.tracepoints.size(); ++i)
     j += (i ? "," : "") + tracepoint_json(r.tracepoints[i]);
@@ -103,6 +108,13 @@ std::string format_report_text(const TraceReport& r) {
              ? "stacks: on, " + std::to_string(r.stack_bytes) + " bytes from $sp per hit\n"
              : std::string("stacks: off\n");
   out += format_stream_line(r.stream, st.running);
+  if (std::any_of(r.drops_by_cpu.begin(), r.drops_by_cpu.end(), [](uint64_t n) { return n; })) {
+    out += "drops by CPU (staging ring full):";
+    for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
+      out += (cpu ? ", cpu" : " cpu") + std::to_string(cpu) + " " +
+             std::to_string(r.drops_by_cpu[cpu]);
+    out += "\n";
+  }
   if (!r.fallback.empty())
     out += "fallback: " + r.fallback + "\n";
   for (const auto& t : r.tracepoints)

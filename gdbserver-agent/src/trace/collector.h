@@ -143,6 +143,10 @@ public:
   virtual void drain() {}
   // The counts of TP_NUMBER's probe at ADDRESS (one location; gdb sums them).
   virtual CollectorStats stats(uint32_t tp_number, uint64_t address) const = 0;
+  // Frames of this run (or the last) lost for want of room in a staging ring,
+  // by CPU (index: CPU number), for a collector that stages frames per CPU;
+  // empty when it does not know. Their sum is part of stats()' drops.
+  virtual std::vector<uint64_t> drops_by_cpu() const { return {}; }
   // Current value of a TSV the collector keeps itself (kernel side), if any.
   virtual std::optional<int64_t> tsv_value(uint32_t number) const { return std::nullopt; }
   // One line for `monitor gdbtrace backend` / status (e.g. "eBPF: kernel single-steps, no reg

@@ -429,6 +429,13 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.fallback = fallback_text();
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
+  for (const auto& c : collectors) {
+    std::vector<uint64_t> drops = c->drops_by_cpu();
+    if (r.drops_by_cpu.size() < drops.size())
+      r.drops_by_cpu.resize(drops.size());
+    for (size_t cpu = 0; cpu < drops.size(); ++cpu)
+      r.drops_by_cpu[cpu] += drops[cpu];
+  }
   return r;
 }
 

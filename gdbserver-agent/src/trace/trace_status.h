@@ -68,6 +68,8 @@ struct TraceReport {
   // Non-empty when no in-kernel collector could be created: why, and what to do.
   std::string fallback;
   StreamReport stream;
+  // Frames lost in the collectors' per-CPU rings, by CPU (empty: none knows).
+  std::vector<uint64_t> drops_by_cpu;
 };
 
 // The qTStatus reply, field for field as gdbserver 13 formats it.

@@ -165,8 +165,15 @@ static std::string loss_fields(const TraceReport& r, uint64_t stream_lost) {
     drops += t.drops;
     after_stop += t.after_stop;
   }
-  return ";gdbtrace_hits:" + hex::u64(hits) + ";gdbtrace_drops:" + hex::u64(drops) +
-         ";gdbtrace_after_stop:" + hex::u64(after_stop) + ";gdbtrace_lost:" + hex::u64(stream_lost);
+  std::string out = ";gdbtrace_hits:" + hex::u64(hits) + ";gdbtrace_drops:" + hex::u64(drops) +
+                    ";gdbtrace_after_stop:" + hex::u64(after_stop) +
+                    ";gdbtrace_lost:" + hex::u64(stream_lost);
+  if (std::any_of(r.drops_by_cpu.begin(), r.drops_by_cpu.end(), [](uint64_t n) { return n; })) {
+    out += ";gdbtrace_cpu_drops:"; // by CPU number, comma-separated
+    for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
+      out += (cpu ? "," : "") + hex::u64(r.drops_by_cpu[cpu]);
+  }
+  return out;
 }
 
 void TraceEngine::Impl::end_stream(const std::string& why) {
