@@ -40,6 +40,14 @@ void TraceStream::fail(const std::string& what, int err) {
     error_ = what + " " + path_ + ": " + std::strerror(err);
 }
 
+Result<void> TraceStream::check_writable(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return make_error(errno, "cannot create " + path + ": " + std::strerror(errno));
+  ::close(fd);
+  return ok();
+}
+
 Result<void> TraceStream::begin(TfileContents contents) {
   close_file();
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -29,6 +29,9 @@ public:
   TraceStream(const TraceStream&) = delete;
   TraceStream& operator=(const TraceStream&) = delete;
 
+  // Whether PATH can be opened for writing (created empty if missing; an
+  // existing file is left as it is).
+  static Result<void> check_writable(const std::string& path);
   // Creates (or truncates) the file and writes the header of CONTENTS (made
   // fixed width here).
   Result<void> begin(TfileContents contents);

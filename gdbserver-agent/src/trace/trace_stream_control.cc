@@ -219,16 +219,12 @@ Result<void> TraceEngine::set_stream(const std::string& path) {
     if (r)
       m.stream_new_frames();
   } else {
-    // Check now that FILE can be written, not at tstart (which prints nothing).
-    // It holds a run that has not started (gdb reads it as such) until tstart.
-    TraceStream probe(path);
-    TfileContents c = m.tfile_contents();
-    r = probe.begin(c);
-    if (r)
-      r = probe.finish(c);
+    // Check now that FILE can be written, not at tstart (which prints nothing);
+    // what it holds (a file of an earlier run) stays until then.
+    r = TraceStream::check_writable(path);
   }
-  if (!r)
-    m.stream_path = previous;
+  if (!r) // during a run the earlier stream has ended: none now
+    m.stream_path = m.running ? std::string() : previous;
   return r;
 }
 
