@@ -105,7 +105,9 @@ TEST_F(StreamTest, MonitorCommandIsListedAndShowsTheStream) {
   EXPECT_EQ(monitor("gdbtrace stream /nonexistent-dir/x.tf").substr(0, 33),
             "gdbtrace: stream: cannot create /");
   EXPECT_EQ(monitor("gdbtrace stream"), "stream: off\n");
+  std::ofstream(path) << "an earlier run";
   EXPECT_EQ(monitor("gdbtrace stream " + path), "stream: " + path + " (each tstart rewrites it)\n");
+  EXPECT_EQ(slurp(path), "an earlier run"); // until tstart
   EXPECT_EQ(monitor("gdbtrace stream off"), "stream: off\n");
 }
 
