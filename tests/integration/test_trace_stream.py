@@ -9,10 +9,14 @@ the stop can be checked from the file alone.
 Tracee: tests/programs/trace_loop.c (probe_me(i, 3*i) for i < N, then done())."""
 import os
 import re
+import signal
+import subprocess
 import tempfile
+import time
 import unittest
 
-from gdbtest import GdbTestCase, auto_backend, run_gdb
+from gdbtest import (GdbTestCase, Server, auto_backend, descendants, gdb_base_command,
+                     kill_new_processes, program, run_gdb)
 
 HITS = 60000
 
@@ -109,6 +113,63 @@ class Stream(GdbTestCase):
                        connect=False, mode="stdio")
         self.assertOutput(read, rf"Collected {held} trace frames")
         self.assertOutput(read, r"streaming stopped by `monitor gdbtrace stream off`")
+
+    def stub_killed_mid_run(self, sig):
+        """Streams tests/programs/loop's tick() (every ~10 ms), sends SIG to the stub once the file
+        counts 50 frames, and returns the file's frames, end marker and status."""
+        script = os.path.join(self.tmp.name, "run.gdb")
+        with open(script, "w") as f:
+            f.write(f"monitor gdbtrace stream {self.path}\ntrace tick\nactions\ncollect $regs\nend\n"
+                    "tstart\ncontinue\n")
+        before = descendants()
+        try:
+            with Server("once", program=program("loop"), args=("-", 60)) as server:
+                gdb = subprocess.Popen(gdb_base_command() + ["-batch", program("loop"), "-ex",
+                                                             f"target extended-remote {server.address}",
+                                                             "-x", script],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+                deadline = time.time() + 30
+                while time.time() < deadline:  # the status line is rewritten after every write
+                    if os.path.exists(self.path) and os.path.getsize(self.path) > 0:
+                        counted = status_field(tfile_frames(self.path)[2], "tframes")
+                        if counted and counted >= 50:
+                            break
+                    time.sleep(0.2)
+                os.kill(server.proc.pid, sig)
+                server.proc.wait(timeout=30)
+                try:
+                    gdb.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    gdb.kill()
+                    gdb.wait()
+        finally:
+            kill_new_processes(before)
+        return tfile_frames(self.path)
+
+    def test_sigkill_leaves_a_file_gdb_reads_to_its_last_frame(self):
+        frames, ended, status = self.stub_killed_mid_run(signal.SIGKILL)
+        self.assertFalse(ended)
+        counted = status_field(status, "tframes")
+        self.assertGreaterEqual(counted, 50, status)
+        self.assertLessEqual(counted, len(frames), status)
+        read = run_gdb([f"target tfile {self.path}", "tstatus", f"tfind {counted - 1}",
+                        "print/x $pc"], program="loop", connect=False, mode="stdio")
+        self.assertOutput(read, rf"Collected {counted} trace frames")
+        self.assertOutput(read, r"the run had not ended when gdbtrace-server last wrote")
+        self.assertOutput(read, rf"Found trace frame {counted - 1}, tracepoint 1")
+        self.assertOutput(read, r"^\$1 = 0x[0-9a-f]+$")
+
+    def test_sigterm_ends_the_file(self):
+        frames, ended, status = self.stub_killed_mid_run(signal.SIGTERM)
+        self.assertTrue(ended, status)
+        self.assertEqual(status_field(status, "tframes"), len(frames), status)
+        read = run_gdb([f"target tfile {self.path}", "tstatus", f"tfind {len(frames) - 1}"],
+                       program="loop", connect=False, mode="stdio")
+        self.assertOutput(read, rf"Collected {len(frames)} trace frames")
+        self.assertNoOutput(read, r"had not ended")
+        self.assertOutput(read, rf"Found trace frame {len(frames) - 1}, tracepoint 1")
+
 
 if __name__ == "__main__":
     unittest.main()
