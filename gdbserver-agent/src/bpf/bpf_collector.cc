@@ -8,7 +8,12 @@ namespace gdbtrace::bpf_collector_internal {
 // CPU (1 MB: above the largest frame; a big buffer gets big rings because a stub starved of CPU on
 // a busy machine — it needs ~0.8 µs per `collect $regs` frame — falls behind a tracee producing
 // ~800 MB/s, and what the rings cannot hold is dropped). Pages are touched only as the rings fill.
-// GDBTRACE_BPF_RINGBUF_MB overrides.
+// GDBTRACE_BPF_RINGBUF_MB overrides. A streamed run sizes them from
+// TraceContext::kStreamStagingBytes instead when that is larger (64 MB per
+// CPU on two CPUs, 128 MB of rings whatever the CPU count): its frames do not
+// stop at the buffer's size, and on a loaded machine the stub waits for a CPU
+// far longer than it needs to drain (1 M hits from 4 threads on 2 CPUs: 0.2 s
+// of stub CPU, 0.9 s waiting on the run queue).
 size_t ring_bytes_for(size_t buffer, size_t ncpu) {
   auto pow2_ceil = [](size_t n) {
     size_t p = 1;
@@ -82,7 +87,7 @@ Result<void> BpfCollector::init() {
 // traces does not hold them. Called between runs only (no program uses them).
 Result<void> BpfCollector::size_rings(const TraceContext& ctx) {
   size_t ncpu = size_t(std::max(libbpf_num_possible_cpus(), 1));
-  size_t bytes = ring_bytes_for(ctx.buffer_capacity(), ncpu);
+  size_t bytes = ring_bytes_for(ctx.staging_capacity(), ncpu);
   if (rings_ && rings_.ring_bytes() == bytes)
     return ok();
   watching_ = false;
@@ -91,8 +96,8 @@ Result<void> BpfCollector::size_rings(const TraceContext& ctx) {
   auto rings = bpf::PerCpuRings::create(bytes);
   if (!rings)
     return make_error(rings.error().code, rings.error().message +
-                                              " (rings sized from set trace-buffer-size, or "
-                                              "GDBTRACE_BPF_RINGBUF_MB per CPU)");
+                                              " (rings sized from set trace-buffer-size or a "
+                                              "stream, or GDBTRACE_BPF_RINGBUF_MB per CPU)");
   rings_ = std::move(*rings);
   int efd = dup(rings_.epoll_fd()); // the descriptor object owns (closes) its fd
   if (efd < 0)

@@ -95,6 +95,7 @@ public:
   Result<CollectorStats> uninstall(uint32_t tp_number, uint64_t address) override;
   void drain() override;
   CollectorStats stats(uint32_t tp_number, uint64_t address) const override;
+  std::vector<uint64_t> drops_by_cpu() const override;
   std::optional<int64_t> tsv_value(uint32_t number) const override;
   std::string describe() const override;
 
@@ -128,6 +129,8 @@ private:
   void handle_record(std::span<const uint8_t> record);
   void account_drops();
   StatsSlot read_stats(uint32_t slot) const;
+  // Adds SLOT's drops on each CPU to OUT (grown to the CPU count).
+  void add_cpu_drops(uint32_t slot, std::vector<uint64_t>& out) const;
   CollectorStats probe_stats(const Probe& p) const;
   Probe* find_slot(uint32_t slot);
   void reindex();
@@ -164,6 +167,7 @@ private:
   using Location = std::pair<uint32_t, uint64_t>; // tracepoint number, address
   // Results of the last run, still asked for after the probes are gone.
   std::map<Location, CollectorStats> retired_stats_;
+  std::vector<uint64_t> retired_cpu_drops_; // by CPU (not those of replaced probes)
   std::map<uint32_t, int64_t> retired_tsvs_;
   // Counts of probes of this run replaced by a copy (keep_definition_order),
   // and hits whose record arrived after the run stopped.

@@ -69,8 +69,33 @@ void BpfCollector::remove_all() {
 // The run's counts, per location, for the status after the probes are gone.
 void BpfCollector::retire_stats() {
   retired_stats_ = replaced_stats_;
-  for (const auto& p : probes_)
+  retired_cpu_drops_.clear();
+  for (const auto& p : probes_) {
     retired_stats_[{p.tp, p.address}] += probe_stats(p);
+    add_cpu_drops(p.slot, retired_cpu_drops_);
+  }
+}
+
+void BpfCollector::add_cpu_drops(uint32_t slot, std::vector<uint64_t>& out) const {
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<StatsSlot> per_cpu(size_t(ncpu > 0 ? ncpu : 1));
+  if (bpf_map_lookup_elem(stats_.get(), &slot, per_cpu.data()) != 0)
+    return;
+  if (out.size() < per_cpu.size())
+    out.resize(per_cpu.size());
+  for (size_t cpu = 0; cpu < per_cpu.size(); ++cpu)
+    out[cpu] += per_cpu[cpu].drops;
+}
+
+// A ring per CPU: a drop is counted on the CPU whose ring was full. One map
+// lookup per probe: for `monitor gdbtrace status` and the end of a stream, not per frame.
+std::vector<uint64_t> BpfCollector::drops_by_cpu() const {
+  if (!run_active_)
+    return retired_cpu_drops_;
+  std::vector<uint64_t> out;
+  for (const auto& p : probes_)
+    add_cpu_drops(p.slot, out);
+  return out;
 }
 
 void BpfCollector::arm_watch() {

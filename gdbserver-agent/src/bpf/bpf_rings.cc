@@ -66,18 +66,39 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
 }
 
 size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& fn) {
+  std::vector<uint64_t> end(rings_.size());
+  for (size_t i = 0; i < rings_.size(); i++)
+    end[i] =
+        std::atomic_ref<const uint64_t>(*rings_[i].producer_pos()).load(std::memory_order_acquire);
+  size_t records = 0;
+  for (bool more = true; more;) {
+    more = false;
+    size_t n = drain_pass(fn, end, more);
+    records += n;
+    if (n == 0)
+      break; // a ring whose next record is still being written: the next drain
+  }
+  return records;
+}
+
+size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>)>& fn,
+                               const std::vector<uint64_t>& end, bool& more) {
   std::vector<uint64_t> start(rings_.size());
   for (size_t i = 0; i < rings_.size(); i++)
     start[i] = std::atomic_ref<uint64_t>(*rings_[i].consumer_pos()).load(std::memory_order_relaxed);
   merge_.begin(start);
   wrapped_.clear();
   const uint64_t mask = ring_bytes_ - 1;
+  // Records of a ring looked at only in part may be followed there by records
+  // that come before those of other rings: hand out only up to the smallest
+  // last stamp of such a ring.
+  uint64_t max_order = UINT64_MAX;
   for (uint32_t i = 0; i < rings_.size(); i++) {
     const Ring& ring = rings_[i];
     const uint8_t* data = static_cast<const uint8_t*>(ring.producer.get()) + page_;
     uint64_t cons = start[i];
-    const uint64_t prod =
-        std::atomic_ref<const uint64_t>(*ring.producer_pos()).load(std::memory_order_acquire);
+    const uint64_t prod = std::min<uint64_t>(end[i], cons + kPassBytes);
+    uint64_t last_stamp = 0;
     while (cons < prod) {
       // The header (u32 len with busy/discard bits, u32 page offset) never wraps.
       const auto* hdr = reinterpret_cast<const uint32_t*>(data + (cons & mask));
@@ -98,14 +119,21 @@ size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& f
       }
       uint64_t stamp;
       memcpy(&stamp, rec, sizeof stamp);
+      last_stamp = std::max(last_stamp, stamp);
       merge_.add(i, stamp, rec + kRecordStamp, size - kRecordStamp, cons);
     }
     merge_.scanned(i, cons);
+    if (cons < end[i] && cons >= prod) { // stopped by the pass's size, not a busy record
+      more = true;
+      max_order = std::min(max_order, last_stamp);
+    }
   }
-  size_t records = merge_.hand_out([&](std::span<const uint8_t> r) {
-    fn(r);
-    return true;
-  });
+  size_t records = merge_.hand_out(
+      [&](std::span<const uint8_t> r) {
+        fn(r);
+        return true;
+      },
+      max_order);
   for (size_t i = 0; i < rings_.size(); i++)
     std::atomic_ref<uint64_t>(*rings_[i].consumer_pos())
         .store(merge_.free_to(uint32_t(i)), std::memory_order_release);

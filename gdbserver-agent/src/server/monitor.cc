@@ -95,6 +95,16 @@ static std::string gdbtrace_stacks(std::string_view args, TraceEngine& engine) {
   return describe();
 }
 
+// `monitor gdbtrace stream [FILE | off]`.
+static std::string gdbtrace_stream(std::string_view args, TraceEngine& engine) {
+  if (!args.empty()) {
+    std::string path(args == "off" ? std::string_view() : args);
+    if (auto r = engine.set_stream(path); !r)
+      return "gdbtrace: stream: " + r.error().message + "\n";
+  }
+  return format_stream_line(engine.stream_report(), engine.running());
+}
+
 // A monitor command: how its name is matched against what the user typed,
 // the usage and help lines `monitor help` lists (a command with no usage is
 // not listed), and its handler. A handler returns false when ARGS are not a
@@ -173,9 +183,19 @@ static const std::vector<MonitorCommand<GdbtraceHandler>>& gdbtrace_commands() {
       {"status",
        Match::Exact,
        "gdbtrace status",
-       {"The trace run: buffer use, and per tracepoint location its collector,",
-        "hits, frames, drops and errors"},
+       {"The trace run: buffer use, the stream, and per tracepoint location its",
+        "collector, hits, frames, drops and errors"},
        [](std::string_view, TraceEngine& engine) { return format_report_text(engine.report()); }},
+      {"stream",
+       Match::Word,
+       "gdbtrace stream [FILE | off]",
+       {"Also write every frame to FILE, a tfile (`target tfile FILE`), as it is",
+        "collected: from now on during a run, else from the next tstart (each",
+        "tstart rewrites FILE). The trace buffer then keeps the newest frames",
+        "for tfind instead of stopping the run when full. off: stop writing"},
+       [](std::string_view args, TraceEngine& engine) {
+         return gdbtrace_stream(trim_spaces(args), engine);
+       }},
       {"backend",
        Match::Prefix,
        "gdbtrace backend [module|ebpf|ptrace|auto]",

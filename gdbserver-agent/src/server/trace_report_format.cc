@@ -1,5 +1,6 @@
 #include "server/trace_report_format.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/hex.h"
@@ -57,10 +58,40 @@ std::string format_report_json(const TraceReport& r) {
   j += ",\"register_block_size\":" + std::to_string(r.register_block_size);
   j += ",\"stacks\":" + std::to_string(r.stack_bytes);
   j += ",\"fallback\":" + json_string(r.fallback);
+  j += ",\"streaming\":{\"path\":" + json_string(r.stream.path) +
+       ",\"writing\":" + json_bool(r.stream.writing) +
+       ",\"frames\":" + std::to_string(r.stream.frames) +
+       ",\"bytes\":" + std::to_string(r.stream.bytes) +
+       ",\"lost\":" + std::to_string(r.stream.lost) + ",\"error\":" + json_string(r.stream.error) +
+       "}";
+  j += ",\"drops_by_cpu\":[";
+  for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
+    j += (cpu ? "," : "") + std::to_string(r.drops_by_cpu[cpu]);
+  j += "]";
   j += ",\"tracepoints\":[";
   for (size_t i = 0; i < r.tracepoints.size(); ++i)
     j += (i ? "," : "") + tracepoint_json(r.tracepoints[i]);
   return j + "]}";
+}
+
+// "stream: ..." for `monitor gdbtrace stream` and `monitor gdbtrace status`.
+std::string format_stream_line(const StreamReport& s, bool running) {
+  if (s.path.empty())
+    return "stream: off\n";
+  std::string out = "stream: " + s.path;
+  if (s.writing)
+    out += ", writing: " + std::to_string(s.frames) + " frames, " + std::to_string(s.bytes) +
+           " bytes so far";
+  else if (s.frames || s.bytes)
+    out += ", last run: " + std::to_string(s.frames) + " frames, " + std::to_string(s.bytes) +
+           " bytes";
+  if (s.lost)
+    out += ", " + std::to_string(s.lost) + " frames lost before they were written";
+  if (!s.error.empty())
+    out += " (stopped early: " + s.error + ")";
+  if (!s.writing && !running)
+    out += " (each tstart rewrites it)";
+  return out + "\n";
 }
 
 std::string format_report_text(const TraceReport& r) {
@@ -76,6 +107,14 @@ std::string format_report_text(const TraceReport& r) {
   out += r.stack_bytes
              ? "stacks: on, " + std::to_string(r.stack_bytes) + " bytes from $sp per hit\n"
              : std::string("stacks: off\n");
+  out += format_stream_line(r.stream, st.running);
+  if (std::any_of(r.drops_by_cpu.begin(), r.drops_by_cpu.end(), [](uint64_t n) { return n; })) {
+    out += "drops by CPU (staging ring full):";
+    for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
+      out += (cpu ? ", cpu" : " cpu") + std::to_string(cpu) + " " +
+             std::to_string(r.drops_by_cpu[cpu]);
+    out += "\n";
+  }
   if (!r.fallback.empty())
     out += "fallback: " + r.fallback + "\n";
   for (const auto& t : r.tracepoints)

@@ -15,4 +15,9 @@ std::string format_report_json(const TraceReport& report);
 
 std::string format_report_text(const TraceReport& report);
 
+// The "stream: ..." line of `monitor gdbtrace status` and `monitor gdbtrace
+// stream`: where frames are streamed, how many are written (RUNNING: a run is
+// in progress).
+std::string format_stream_line(const StreamReport& stream, bool running);
+
 } // namespace gdbtrace

@@ -48,6 +48,11 @@ public:
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.
   virtual size_t buffer_capacity() const { return 0; }
+  // What a kernel collector sizes its staging rings from: the trace buffer's
+  // size, or while the run streams to a file (its frames then outgrow the
+  // buffer) kStreamStagingBytes when larger. The rings together hold half of it.
+  static constexpr size_t kStreamStagingBytes = size_t(256) << 20;
+  virtual size_t staging_capacity() const { return buffer_capacity(); }
   // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.
   virtual void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) = 0;
   // Trace state variables kept by the engine (the ptrace collector uses these;
@@ -138,6 +143,10 @@ public:
   virtual void drain() {}
   // The counts of TP_NUMBER's probe at ADDRESS (one location; gdb sums them).
   virtual CollectorStats stats(uint32_t tp_number, uint64_t address) const = 0;
+  // Frames of this run (or the last) lost for want of room in a staging ring,
+  // by CPU (index: CPU number), for a collector that stages frames per CPU;
+  // empty when it does not know. Their sum is part of stats()' drops.
+  virtual std::vector<uint64_t> drops_by_cpu() const { return {}; }
   // Current value of a TSV the collector keeps itself (kernel side), if any.
   virtual std::optional<int64_t> tsv_value(uint32_t number) const { return std::nullopt; }
   // One line for `monitor gdbtrace backend` / status (e.g. "eBPF: kernel single-steps, no reg

@@ -14,6 +14,8 @@ CompactRegisters CompactRegisters::of(const std::vector<unsigned>& regnums) {
   for (unsigned r : regnums) {
     uint8_t size = uint8_t(gt_reg_size(r));
     uint8_t stride = size < 8 ? 8 : size;
+    if (r < GT_NUM_REGS_AVX && c.slot_at_[r] < 0)
+      c.slot_at_[r] = int16_t(c.block_size_ - 1);
     c.slots.push_back({uint16_t(gt_reg_offset(r)), size, stride});
     c.block_size_ += stride;
   }
@@ -33,16 +35,6 @@ CompactRegisters CompactRegisters::of_mask(const RegisterMask& held) {
     if (held[r])
       regnums.push_back(r);
   return of(regnums);
-}
-
-int CompactRegisters::slot_offset(unsigned regnum) const {
-  int at = 0;
-  for (const auto& s : slots) {
-    if (s.offset == gt_reg_offset(regnum) && s.size == gt_reg_size(regnum))
-      return at;
-    at += s.stride;
-  }
-  return -1;
 }
 
 bool expand_frame(std::span<const uint8_t> compact, const CompactRegisters& regs,
@@ -70,8 +62,12 @@ bool expand_frame(std::span<const uint8_t> compact, const CompactRegisters& regs
       uint8_t* dst = out.data() + at + GT_TFRAME_REGS_HEADER;
       const uint8_t* src = p + 1;
       for (const auto& s : regs.slots) {
-        if (s.offset + s.size <= regblock_size)
-          std::memcpy(dst + s.offset, src, s.size);
+        if (s.offset + s.size <= regblock_size) {
+          if (s.size == 8) // most registers: one load and store, not a memcpy call
+            std::memcpy(dst + s.offset, src, 8);
+          else
+            std::memcpy(dst + s.offset, src, s.size);
+        }
         src += s.stride;
       }
       p += block;

@@ -41,16 +41,25 @@ struct CompactRegisters {
   };
   std::vector<Slot> slots; // in block order
 
+  CompactRegisters() {
+    for (auto& at : slot_at_)
+      at = -1;
+  }
+
   // REGNUMS: remote register numbers, in the order the block holds them.
   static CompactRegisters of(const std::vector<unsigned>& regnums);
   // The registers of HELD, in register-number order.
   static CompactRegisters of_mask(const RegisterMask& held);
   uint32_t block_size() const { return block_size_; } // tag included
   // Where register REGNUM's slot starts in a block's data (after the tag); -1: not held.
-  int slot_offset(unsigned regnum) const;
+  // A table lookup: the engine reads each frame's pc with it.
+  int slot_offset(unsigned regnum) const {
+    return regnum < GT_NUM_REGS_AVX ? slot_at_[regnum] : -1;
+  }
 
 private:
   uint32_t block_size_ = 1;
+  int16_t slot_at_[GT_NUM_REGS_AVX];
 };
 
 // Replaces OUT with the tfile frame of COMPACT, whose compact blocks REGS

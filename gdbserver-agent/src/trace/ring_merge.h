@@ -29,14 +29,16 @@ public:
   // once its records are all handed out, the ring is freed up to there.
   void scanned(uint32_t ring, uint64_t end_pos) { scanned_[ring] = end_pos; }
   // Hands the records to FN in hit order (records with the same order keep the
-  // order they were added in); stops early when FN returns false. Returns how
-  // many FN took.
+  // order they were added in); stops early when FN returns false, or at the
+  // first record whose order is past MAX_ORDER (a drain that looked at part of
+  // a ring: what that ring holds further on may come before the rest). Returns
+  // how many FN took.
   // (A template: the drain is per frame, so no std::function in between.)
-  template <class Fn> size_t hand_out(Fn&& fn) {
+  template <class Fn> size_t hand_out(Fn&& fn, uint64_t max_order = UINT64_MAX) {
     sort();
     size_t taken = 0;
     for (const auto& r : records_) {
-      if (!fn(std::span<const uint8_t>(r.at, r.len)))
+      if (r.order > max_order || !fn(std::span<const uint8_t>(r.at, r.len)))
         break;
       freed_[r.ring] = r.next_pos;
       pending_[r.ring]--;

@@ -16,7 +16,35 @@ std::string source_line(const Tracepoint& tp, const std::string& type, const std
          ":0:" + hex::u64(text.size()) + ":" + hex::encode(text) + "\n";
 }
 
+// COUNT in hex, 16 digits when the header must keep its width.
+std::string count(uint64_t v, bool fixed) {
+  std::string digits = hex::u64(v);
+  return fixed && digits.size() < 16 ? std::string(16 - digits.size(), '0') + digits : digits;
+}
+
 } // namespace
+
+std::string tfile_status_line(const TfileContents& c) {
+  std::string line = format_tfile_status(c.status);
+  line.pop_back(); // its '\n'
+  line += c.status_extra;
+  if (!c.fixed_width)
+    return line + "\n";
+  // gdb skips an optional field it does not know, to the next ';' or the end.
+  const std::string pad = ";gdbtrace_pad:";
+  if (line.size() + pad.size() >= kTfileStatusWidth) {
+    // Long notes or stop text: keep the counts, which a reader needs more.
+    TraceStatus shorter = c.status;
+    shorter.notes.clear();
+    shorter.user.clear();
+    shorter.stop_text = shorter.stop_text.substr(0, 200);
+    line = format_tfile_status(shorter);
+    line.pop_back();
+    line += c.status_extra.substr(0, 200);
+  }
+  line += pad + std::string(kTfileStatusWidth - line.size() - pad.size(), '0');
+  return line + "\n";
+}
 
 std::string tfile_header(const TfileContents& c) {
   std::string out = "\x7fTRACE0\n";
@@ -29,7 +57,7 @@ std::string tfile_header(const TfileContents& c) {
     out += "tdesc " + c.tdesc_xml.substr(pos, nl - pos) + "\n";
     pos = nl + 1;
   }
-  out += format_tfile_status(c.status);
+  out += tfile_status_line(c);
   for (const auto& v : c.tsvs)
     out += "tsv " + hex::u64(v.number) + ":" + hex::u64(uint64_t(v.initial)) + ":" +
            (v.builtin ? "1" : "0") + ":" + hex::encode(v.name) + "\n";
@@ -50,7 +78,8 @@ std::string tfile_header(const TfileContents& c) {
       out += "tp S" + id + ":" + a + "\n";
     for (size_t i = 0; i < tp.source.size(); ++i)
       out += source_line(tp, i < tp.source_types.size() ? tp.source_types[i] : "cmd", tp.source[i]);
-    out += "tp V" + id + ":" + hex::u64(entry.hits) + ":" + hex::u64(entry.frame_bytes) + "\n";
+    out += "tp V" + id + ":" + count(entry.hits, c.fixed_width) + ":" +
+           count(entry.frame_bytes, c.fixed_width) + "\n";
   }
   out += "\n";
   return out;

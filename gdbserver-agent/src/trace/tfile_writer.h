@@ -26,7 +26,22 @@ struct TfileContents {
   TraceStatus status;
   std::vector<TsvDefinition> tsvs;
   std::vector<TfileTracepoint> tracepoints;
+  // Optional status fields, ";name:value" each, that gdb's parse_trace_status
+  // skips (it ignores names it does not know) and other readers can find.
+  std::string status_extra;
+  // A streamed file (trace_stream.h) rewrites its status line and tracepoint
+  // counts in place while and after the run: the status line is padded to
+  // kTfileStatusWidth and the counts are written with 16 digits, so the header
+  // keeps its size whatever the values.
+  bool fixed_width = false;
 };
+
+// Characters of a fixed-width status line before its '\n' (gdb's tfile reader
+// refuses lines of 1000 characters or more).
+constexpr size_t kTfileStatusWidth = 900;
+
+// The "status ..." line of CONTENTS' header, with its '\n'.
+std::string tfile_status_line(const TfileContents& contents);
 
 // Everything before the frames: magic, "R", tdesc, status, tsv, tp lines, blank line.
 std::string tfile_header(const TfileContents& contents);

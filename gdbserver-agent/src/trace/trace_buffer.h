@@ -77,6 +77,19 @@ public:
   size_t frame_count() const { return metas_.size(); }
   uint64_t frames_created() const { return created_; }
   uint64_t frames_discarded() const { return discarded_; }
+  // Sequence number of frame 0 (frames created before it were discarded): a
+  // frame's number in the run, which discards do not change.
+  uint64_t first_sequence() const { return first_seq_; }
+  // Stream offset of frame N (N = frame_count(): the stream's size).
+  uint64_t frame_stream_offset(long n) const {
+    return size_t(n) < metas_.size() ? metas_[size_t(n)].xoffset - metas_.front().xoffset
+                                     : stream_size();
+  }
+  // Stored bytes of the frames before frame N: what discarding them frees.
+  size_t stored_before(long n) const {
+    return size_t(n) < metas_.size() ? size_t(metas_[size_t(n)].offset - metas_.front().offset)
+                                     : used();
+  }
 
   // The frame stream: the frames in tfile layout, oldest first. Its size, and
   // its bytes from OFFSET, at most LENGTH of them, handed to SINK in order, a
@@ -96,6 +109,16 @@ public:
            metas_[size_t(n)].xoffset;
   }
   uint64_t frame_pc(long n) const { return metas_[size_t(n)].pc; }
+  // Frame N as stored, not expanded: its bytes, and the layout of its compact
+  // register blocks (null: its register blocks are 'R' blocks). SET: its
+  // register set (register_set(), kAllRegisters or another value for none).
+  std::span<const uint8_t> stored_frame(long n, const CompactRegisters*& layout,
+                                        uint16_t& set) const {
+    const Meta& m = metas_[size_t(n)];
+    layout = m.compact ? &sets_[m.held].layout : nullptr;
+    set = m.held;
+    return {store_.data() + (m.offset - base_), stored_bytes(size_t(n))};
+  }
   // The registers frame N's 'R' blocks hold (null: all).
   const std::vector<bool>* frame_registers_held(long n) const;
   // Whether frame N has an 'R' block.

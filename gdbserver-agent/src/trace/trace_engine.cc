@@ -81,6 +81,7 @@ bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMas
   }
   if (!pc)
     pc = address;
+  stream_before_discard(frame.size()); // never more than the frame's size once stored
   bool stored =
       layout ? buffer.append_compact(frame, tp, pc, set) : buffer.append(frame, tp, pc, set);
   if (!stored) {
@@ -296,6 +297,7 @@ std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& 
 void TraceEngine::Impl::drain_all() {
   for (auto& c : collectors)
     c->drain();
+  stream_new_frames(); // a drain's frames in few large writes
 }
 
 // gdb reads counts with one qTP per location (tstatus, info tracepoints), and
@@ -338,6 +340,7 @@ void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint3
   // Keep e->collector: status and qTP still report the backend and its counts.
   for (auto& e : tracepoints)
     e->installed = false;
+  end_stream({}); // the end marker and the final status
 }
 
 TraceStatus TraceEngine::Impl::status() const {

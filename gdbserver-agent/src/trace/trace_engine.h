@@ -166,6 +166,12 @@ public:
   uint64_t frame_count();
   std::span<const uint8_t> stream_frame(uint64_t n, std::vector<uint8_t>& scratch) const;
   Result<void> save(const std::string& path);
+  // `monitor gdbtrace stream FILE` ("" = off): from now on (during a run) or
+  // from the next tstart, every frame is also appended to FILE as it is
+  // drained, and the trace buffer keeps only the newest frames instead of
+  // stopping the run when full (docs/streaming.md). Each run rewrites FILE.
+  Result<void> set_stream(const std::string& path);
+  StreamReport stream_report() const;
   // By remote register number: whether every frame's 'R' block holds that
   // register (kernel collectors have no x87/SSE/AVX state). What `tsave -r`
   // keeps; a file keeping the whole block (plain tsave) shows the others as 0.

@@ -2,17 +2,21 @@
 // TraceContext; trace_operations.cc: the typed operations the server calls).
 #pragma once
 
+#include <algorithm>
 #include <asio.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "trace/stream_frames.h"
 #include "trace/tfile_writer.h"
 #include "trace/trace_buffer.h"
 #include "trace/trace_engine.h"
 #include "trace/trace_status.h"
+#include "trace/trace_stream.h"
 #include "trace/tracepoint_parser.h"
 #include "trace/tracepoint_table.h"
 
@@ -73,6 +77,10 @@ struct TraceEngine::Impl : TraceContext {
   bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
   uint32_t register_block_size() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
+  size_t staging_capacity() const override {
+    return stream_path.empty() ? buffer.capacity()
+                               : std::max(buffer.capacity(), kStreamStagingBytes);
+  }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
   void set_tsv(uint32_t number, int64_t value) override;
@@ -124,6 +132,33 @@ struct TraceEngine::Impl : TraceContext {
   TracepointEntry* first_with_number(uint32_t number);
   const TracepointEntry* first_with_number(uint32_t number) const;
   TfileContents tfile_contents() const;
+
+  // --- streaming (trace_stream_control.cc) ---
+  // Opens the stream file for this run and writes its header.
+  Result<void> begin_stream();
+  // Appends the frames drained since the last call and rewrites the file's status.
+  void stream_new_frames();
+  // Before the buffer discards frames to store one of BYTES: writes those
+  // not yet in the file first.
+  void stream_before_discard(size_t bytes) {
+    if (stream && stream->open() &&
+        buffer.free_bytes() + buffer.stored_before(long(streamed_seq - buffer.first_sequence())) <
+            bytes)
+      stream_new_frames();
+  }
+  // The header of the stream file with status ST.
+  TfileContents stream_contents(TraceStatus st) const;
+  // Which registers the file's blocks hold: those of every installed tracepoint.
+  void choose_stream_registers();
+  // Appends buffer frames FROM.. to the file, cut to stream_present.
+  void stream_cut_frames(long from);
+  // Ends the file (end marker, final header); WHY: the status line's reason
+  // when the run goes on without the stream, "" when the run has stopped.
+  void end_stream(const std::string& why);
+  // Counts a loss that only the file shows (status_extra) and tells the console.
+  void stream_failed(const std::string& error);
+  // The buffer discards frames when gdb asked for a circular buffer or a stream takes them.
+  void apply_circular() { buffer.set_circular(circular_requested || (stream && stream->open())); }
   std::vector<TsvDefinition> tsv_definitions() const;
 
   asio::io_context& io;
@@ -147,6 +182,22 @@ struct TraceEngine::Impl : TraceContext {
   std::map<uint32_t, uint16_t> register_sets;
   std::vector<std::pair<uint64_t, uint64_t>> readonly_regions; // [start, end] inclusive
   TraceBuffer buffer;
+  bool circular_requested = false; // gdb's `set circular-trace-buffer`
+  std::string stream_path;         // `monitor gdbtrace stream`; "" = off
+  // The run's stream (kept after it ends, for its counts); null before any.
+  std::unique_ptr<TraceStream> stream;
+  uint64_t streamed_seq = 0; // buffer frames (by sequence number) before this are in the file
+  uint64_t stream_lost = 0;  // discarded before they were written (should stay 0)
+  std::vector<Location> stream_locations; // the tracepoints the file's header defines
+  // The registers the file's blocks hold (stream_frames.h); empty: frames are
+  // written as the buffer expands them. With the description and block size
+  // of the header, the same at its start and its end.
+  std::vector<bool> stream_present;
+  uint32_t stream_regblock = 0;
+  std::string stream_tdesc;
+  std::vector<std::optional<CutPlan>> stream_plans; // by register set, for compact frames
+  std::optional<CutPlan> stream_full_plan;          // for frames with 'R' blocks
+  std::vector<uint8_t> stream_scratch;
   // The target's stopped_epoch at the last drain_for_counts, when it had one.
   std::optional<uint64_t> drained_stopped_epoch;
   long current_frame = -1;

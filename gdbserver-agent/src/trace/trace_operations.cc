@@ -264,6 +264,11 @@ Result<void> TraceEngine::start() {
   for (auto& e : m.tracepoints)
     e->earlier = {};
   m.buffer.set_register_block_size(m.register_block_size());
+  // A streamed run's buffer is circular (set before reserve_for_run, which
+  // reserves for it); the file begins once the tracepoints are installed, when
+  // it is known which registers their frames hold (choose_stream_registers).
+  m.buffer.set_circular(m.circular_requested || !m.stream_path.empty());
+  const uint64_t run_first_frame = m.buffer.first_sequence() + m.buffer.frame_count();
   m.buffer.reserve_for_run();
   // Collectors may report frames from install() on: be running while installing.
   m.running = true;
@@ -290,6 +295,14 @@ Result<void> TraceEngine::start() {
       fail(r.error());
       return r;
     }
+  if (!m.stream_path.empty()) {
+    if (auto r = m.begin_stream(); !r) {
+      fail(r.error());
+      m.apply_circular();
+      return r;
+    }
+    m.streamed_seq = run_first_frame; // frames of this run the install produced go in too
+  }
   m.stop_reason = TraceStopReason::None;
   m.stop_text.clear();
   m.stop_tp = 0;
@@ -314,7 +327,8 @@ void TraceEngine::set_disconnected_tracing(bool on) {
 }
 
 void TraceEngine::set_circular(bool on) {
-  impl_->buffer.set_circular(on);
+  impl_->circular_requested = on;
+  impl_->apply_circular();
 }
 
 // The largest trace buffer we accept: half of this machine's memory. The
@@ -415,13 +429,22 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.fallback = fallback_text();
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
+  for (const auto& c : collectors) {
+    std::vector<uint64_t> drops = c->drops_by_cpu();
+    if (r.drops_by_cpu.size() < drops.size())
+      r.drops_by_cpu.resize(drops.size());
+    for (size_t cpu = 0; cpu < drops.size(); ++cpu)
+      r.drops_by_cpu[cpu] += drops[cpu];
+  }
   return r;
 }
 
 TraceReport TraceEngine::report() {
   impl_->drain_all();
   impl_->apply_pending_stop(); // a drain that filled the buffer ends the run now
-  return impl_->make_report();
+  TraceReport r = impl_->make_report();
+  r.stream = stream_report();
+  return r;
 }
 
 Result<TracepointCounts> TraceEngine::tracepoint_counts(uint32_t number, uint64_t address) {

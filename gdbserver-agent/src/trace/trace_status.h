@@ -46,6 +46,16 @@ struct TracepointReport {
   std::string note;      // why not the collector it would have had, or ""
 };
 
+// `monitor gdbtrace stream`: where the run's frames go as they are drained
+// (trace/trace_stream.h), and how far they got.
+struct StreamReport {
+  std::string path;               // "" = not streaming
+  bool writing = false;           // a run is writing the file now
+  uint64_t frames = 0, bytes = 0; // in the file (the last run's once it ended)
+  uint64_t lost = 0;              // frames the buffer discarded before they were written
+  std::string error;              // why streaming stopped early, or ""
+};
+
 struct TraceReport {
   TraceStatus status;
   uint64_t buffer_used = 0, frames_discarded = 0;
@@ -57,6 +67,9 @@ struct TraceReport {
   std::vector<TracepointReport> tracepoints; // definition order
   // Non-empty when no in-kernel collector could be created: why, and what to do.
   std::string fallback;
+  StreamReport stream;
+  // Frames lost in the collectors' per-CPU rings, by CPU (empty: none knows).
+  std::vector<uint64_t> drops_by_cpu;
 };
 
 // The qTStatus reply, field for field as gdbserver 13 formats it.

@@ -73,5 +73,33 @@ TEST(RingMerge, AnEmptyRingIsFreedUpToWhatWasScanned) {
   EXPECT_EQ(t.m.free_to(0), 48u);
 }
 
+// A drain pass that looked at only part of ring 0 (up to order 3) hands out
+// nothing past order 3: ring 0's next records, not looked at yet, may come
+// before ring 1's order 4. Ring 0 is freed past what it handed out, ring 1 up
+// to its last record handed out.
+TEST(RingMerge, PassBoundedByARingSeenInPart) {
+  std::string a = "a", b = "b", c = "c", d = "d";
+  uint64_t start[2] = {0, 0};
+  RingMerge m;
+  m.begin(start);
+  m.add(0, 1, bytes(a).data(), 1, 8);
+  m.add(0, 3, bytes(c).data(), 1, 16);
+  m.scanned(0, 16);
+  m.add(1, 2, bytes(b).data(), 1, 8);
+  m.add(1, 4, bytes(d).data(), 1, 16);
+  m.scanned(1, 16);
+  std::vector<std::string> got;
+  EXPECT_EQ(m.hand_out(
+                [&](std::span<const uint8_t> r) {
+                  got.emplace_back(r.begin(), r.end());
+                  return true;
+                },
+                3),
+            3u);
+  EXPECT_EQ(got, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(m.free_to(0), 16u);
+  EXPECT_EQ(m.free_to(1), 8u); // "d" is looked at again by the next pass
+}
+
 } // namespace
 } // namespace gdbtrace

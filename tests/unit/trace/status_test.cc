@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "server/trace_report_format.h"
 #include "trace/trace_status.h"
 
 using namespace gdbtrace;
@@ -62,4 +63,37 @@ TEST(TfileStatus, LikeGdbsWriter) {
   st.start_time = 0xa;
   EXPECT_EQ(format_tfile_status(st),
             "status 0;tstop::0;tframes:2;tcreated:2;tfree:10;tsize:100;starttime:a\n");
+}
+
+// `monitor gdbtrace status` and the status JSON show the stream and the
+// collectors' drops by CPU (only when some CPU dropped, in the text).
+TEST(ReportFormat, StreamAndDropsByCpu) {
+  TraceReport r;
+  r.status.ever_ran = true;
+  r.status.running = true;
+  std::string text = format_report_text(r);
+  EXPECT_NE(text.find("stream: off\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("drops by CPU"), std::string::npos) << text;
+  r.stream.path = "/tmp/x.tf";
+  r.stream.writing = true;
+  r.stream.frames = 3;
+  r.stream.bytes = 700;
+  r.drops_by_cpu = {5, 0, 7};
+  text = format_report_text(r);
+  EXPECT_NE(text.find("stream: /tmp/x.tf, writing: 3 frames, 700 bytes so far\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("drops by CPU (staging ring full): cpu0 5, cpu1 0, cpu2 7\n"),
+            std::string::npos)
+      << text;
+  std::string json = format_report_json(r);
+  EXPECT_NE(json.find("\"streaming\":{\"path\":\"/tmp/x.tf\",\"writing\":true,\"frames\":3,"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"drops_by_cpu\":[5,0,7]"), std::string::npos) << json;
+  r.stream.writing = false;
+  r.stream.error = "cannot write /tmp/x.tf: No space left on device";
+  EXPECT_NE(format_stream_line(r.stream, false)
+                .find("last run: 3 frames, 700 bytes (stopped early: cannot write"),
+            std::string::npos);
 }

@@ -1,0 +1,228 @@
+// `monitor gdbtrace stream FILE`: frames written to a tfile as the run goes,
+// checked byte-wise and by the real gdb reading the file (finished, and as a
+// killed writer leaves it).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+
+#include "common/hex.h"
+#include "fake_target.h"
+#include "server/monitor.h"
+#include "server/packet_table.h"
+#include "server/trace_protocol.h"
+#include "trace/ptrace_collector.h"
+#include "trace/trace_engine.h"
+
+using namespace gdbtrace;
+using gdbtrace::test::FakeTarget;
+using gdbtrace::test::make_regs;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p)
+    return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// What gdb says about the tfile PATH after COMMANDS.
+std::string gdb_reads(const std::string& path, const std::string& commands) {
+  return run("/usr/bin/gdb -nx -batch /bin/true -ex 'target tfile " + path + "' " + commands +
+             " 2>&1");
+}
+
+class StreamTest : public ::testing::Test {
+protected:
+  StreamTest() {
+    TraceEngine::Hooks hooks;
+    hooks.console = [this](const std::string& s) { console += s; };
+    hooks.current_pid = [] { return Pid(1); };
+    engine = std::make_unique<TraceEngine>(io, target, hooks);
+    engine->add_collector(make_ptrace_collector(target));
+    protocol =
+        std::make_unique<TraceProtocol>(*engine, [this](const std::string& s) { console += s; });
+    packets.add(protocol->rows());
+    path = testing::TempDir() + "gdbtrace_stream_test_" + std::to_string(getpid()) + ".tf";
+  }
+  ~StreamTest() override { std::remove(path.c_str()); }
+  std::string send(std::string_view packet) {
+    return packets.dispatch(packet).value_or("<no reply>");
+  }
+  std::string monitor(const std::string& command) {
+    auto r = run_monitor_command(command, engine.get());
+    return r.error.empty() ? r.output : "error: " + r.error;
+  }
+  // A run of `collect $regs` at 0x401000 in a buffer of BUFFER bytes.
+  void start(const char* buffer) {
+    for (std::string p : {std::string("QTinit"), std::string("QTBuffer:size:") + buffer,
+                          std::string("QTDP:1:401000:E:0:0-"), std::string("QTDP:-1:401000:R01"),
+                          std::string("QTStart")})
+      ASSERT_EQ(send(p), "OK") << p;
+  }
+  void hits(int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto regs = make_regs(0x401000);
+      regs.set_u64(GT_RAX, uint64_t(i));
+      target.hit(0x401000, regs);
+    }
+  }
+
+  asio::io_context io;
+  FakeTarget target;
+  std::string console;
+  std::unique_ptr<TraceEngine> engine;
+  std::unique_ptr<TraceProtocol> protocol;
+  PacketTable packets;
+  std::string path;
+};
+
+} // namespace
+
+TEST_F(StreamTest, MonitorCommandIsListedAndShowsTheStream) {
+  EXPECT_NE(monitor("gdbtrace help").find("gdbtrace stream [FILE | off]"), std::string::npos);
+  EXPECT_EQ(monitor("gdbtrace stream"), "stream: off\n");
+  EXPECT_NE(monitor("gdbtrace status").find("stream: off\n"), std::string::npos);
+  EXPECT_EQ(monitor("gdbtrace stream /nonexistent-dir/x.tf").substr(0, 33),
+            "gdbtrace: stream: cannot create /");
+  EXPECT_EQ(monitor("gdbtrace stream"), "stream: off\n");
+  std::ofstream(path) << "an earlier run";
+  EXPECT_EQ(monitor("gdbtrace stream " + path), "stream: " + path + " (each tstart rewrites it)\n");
+  EXPECT_EQ(slurp(path), "an earlier run"); // until tstart
+  EXPECT_EQ(monitor("gdbtrace stream off"), "stream: off\n");
+}
+
+// A buffer of 2000 bytes holds two 823-byte frames: the run goes on past it,
+// the file gets every frame, the buffer the newest, and gdb reads them all.
+TEST_F(StreamTest, FileHoldsEveryFrameWhileTheBufferKeepsTheNewest) {
+  monitor("gdbtrace stream " + path);
+  start("2000");
+  EXPECT_EQ(console, ""); // gdb's testsuite expects nothing at tstart
+  hits(0, 10);
+  EXPECT_TRUE(engine->running());
+  EXPECT_NE(monitor("gdbtrace status").find("stream: " + path + ", writing: 10 frames"),
+            std::string::npos)
+      << monitor("gdbtrace status");
+  hits(10, 20);
+  ASSERT_EQ(send("QTStop"), "OK");
+  std::string st = send("qTStatus");
+  EXPECT_NE(st.find(";tcreated:14;"), std::string::npos) << st;
+  uint64_t held = engine->frame_count(); // compact frames: a few fit
+  ASSERT_GT(held, 0u);
+  ASSERT_LT(held, 20u);
+  ASSERT_EQ(send("QTFrame:" + hex::u64(held - 1)), "F" + hex::u64(held - 1) + "T1");
+  EXPECT_EQ(engine->frame_registers().get_u64(GT_RAX), 19u);
+
+  std::string file = slurp(path);
+  ASSERT_EQ(file.substr(0, 8), "\x7fTRACE0\n");
+  EXPECT_NE(file.find(";tframes:14;"), std::string::npos); // 20, in hex
+  EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));
+  EXPECT_NE(file.find(";gdbtrace_hits:14;gdbtrace_drops:0;"), std::string::npos);
+  StreamReport s = engine->stream_report();
+  EXPECT_FALSE(s.writing);
+  EXPECT_EQ(s.frames, 20u);
+  EXPECT_EQ(s.bytes, file.size());
+  if (access("/usr/bin/gdb", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/gdb";
+  std::string out = gdb_reads(path, "-ex tstatus -ex 'tfind 19' -ex 'print $rax' -ex 'tfind 0' "
+                                    "-ex 'print $rax' -ex 'info tracepoints'");
+  EXPECT_NE(out.find("Collected 20 trace frames"), std::string::npos) << out;
+  EXPECT_NE(out.find("$1 = 19"), std::string::npos) << out;
+  EXPECT_NE(out.find("$2 = 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("already hit 20 times"), std::string::npos) << out;
+}
+
+// What a killed stub leaves (no end marker, the header of the last write):
+// gdb reads every frame written; its status names the unfinished run.
+TEST_F(StreamTest, KilledWritersFileIsReadableUpToItsLastFrame) {
+  monitor("gdbtrace stream " + path);
+  start("2000");
+  hits(0, 5);
+  (void)send("qTStatus"); // drains: the frames so far are written
+  std::string copy = path + ".killed";
+  { std::ofstream(copy, std::ios::binary) << slurp(path); }
+  size_t header = slurp(path).find("\n\n") + 2;
+  EXPECT_EQ(slurp(copy).size(), header + 5 * 823); // no end marker yet
+  ASSERT_EQ(send("QTStop"), "OK");
+  if (access("/usr/bin/gdb", X_OK) != 0) {
+    std::remove(copy.c_str());
+    GTEST_SKIP() << "no /usr/bin/gdb";
+  }
+  std::string out = gdb_reads(copy, "-ex tstatus -ex 'tfind 4' -ex 'print $rax'");
+  std::remove(copy.c_str());
+  EXPECT_NE(out.find("Collected 5 trace frames"), std::string::npos) << out;
+  EXPECT_NE(out.find("the run had not ended"), std::string::npos) << out;
+  EXPECT_NE(out.find("$1 = 4"), std::string::npos) << out;
+}
+
+// Streaming turned on during a run takes the frames the buffer holds, and
+// turned off ends the file cleanly while the run goes on in the buffer.
+TEST_F(StreamTest, OnAndOffDuringARun) {
+  start("100000");
+  hits(0, 3);
+  EXPECT_NE(monitor("gdbtrace stream " + path).find("writing: 3 frames"), std::string::npos);
+  hits(3, 5);
+  EXPECT_EQ(monitor("gdbtrace stream off"), "stream: off\n");
+  hits(5, 7);
+  EXPECT_TRUE(engine->running());
+  std::string file = slurp(path);
+  EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));
+  EXPECT_NE(file.find(hex::encode("streaming stopped by `monitor gdbtrace stream off`")),
+            std::string::npos);
+  std::string st = send("qTStatus");
+  EXPECT_NE(st.find("tframes:7;"), std::string::npos) << st;
+  EXPECT_EQ(st.find("circular:1"), std::string::npos) << st;
+}
+
+// A write that fails (here the file size limit, as a full disk would) stops
+// the stream with a console message; the file is cut back to its last whole
+// frame and still ends cleanly, and the run goes on in the buffer.
+TEST_F(StreamTest, WriteErrorStopsTheStreamWithoutATornFrame) {
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  monitor("gdbtrace stream " + path);
+  start("400"); // two frames, stored compactly (823 bytes each in the file)
+  size_t header = slurp(path).size();
+  rlimit small = old;
+  small.rlim_cur = header + 823 * 3 + 100; // three whole frames and part of a fourth
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  hits(0, 2);
+  (void)send("qTStatus"); // written: two frames
+  hits(2, 6);
+  std::string st = send("qTStatus"); // four more do not fit
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(console.find("gdbtrace: streaming stopped: cannot write " + path), std::string::npos)
+      << console;
+  size_t at = console.find("holds the first ");
+  ASSERT_NE(at, std::string::npos) << console;
+  size_t written = std::stoul(console.substr(at + 16));
+  EXPECT_GE(written, 2u);
+  EXPECT_LE(written, 3u); // the limit leaves room for three
+  std::string file = slurp(path);
+  EXPECT_EQ(file.size(), header + written * 823 + 4); // whole frames, then the end marker
+  EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));
+  EXPECT_NE(monitor("gdbtrace status").find("stopped early: cannot write"), std::string::npos);
+  // The buffer, linear again, is full: the run stops as gdb expects.
+  EXPECT_FALSE(engine->running());
+}
