@@ -24,15 +24,18 @@ struct Merge {
       m.add(r.ring, r.order, reinterpret_cast<const uint8_t*>(r.text.data()),
             uint32_t(r.text.size()), r.next);
   }
-  // Everything handed out, concatenated, taking at most LIMIT records.
-  std::string drain(size_t limit = SIZE_MAX) {
+  // Everything handed out, concatenated, taking at most LIMIT records and
+  // none past MAX_ORDER.
+  std::string drain(size_t limit = SIZE_MAX, uint64_t max_order = UINT64_MAX) {
     std::string got;
-    m.hand_out([&](std::span<const uint8_t> r) {
-      if (limit-- == 0)
-        return false;
-      got.append(r.begin(), r.end());
-      return true;
-    });
+    m.hand_out(
+        [&](std::span<const uint8_t> r) {
+          if (limit-- == 0)
+            return false;
+          got.append(r.begin(), r.end());
+          return true;
+        },
+        max_order);
     return got;
   }
   RingMerge m;
@@ -78,27 +81,12 @@ TEST(RingMerge, AnEmptyRingIsFreedUpToWhatWasScanned) {
 // before ring 1's order 4. Ring 0 is freed past what it handed out, ring 1 up
 // to its last record handed out.
 TEST(RingMerge, PassBoundedByARingSeenInPart) {
-  std::string a = "a", b = "b", c = "c", d = "d";
-  uint64_t start[2] = {0, 0};
-  RingMerge m;
-  m.begin(start);
-  m.add(0, 1, bytes(a).data(), 1, 8);
-  m.add(0, 3, bytes(c).data(), 1, 16);
-  m.scanned(0, 16);
-  m.add(1, 2, bytes(b).data(), 1, 8);
-  m.add(1, 4, bytes(d).data(), 1, 16);
-  m.scanned(1, 16);
-  std::vector<std::string> got;
-  EXPECT_EQ(m.hand_out(
-                [&](std::span<const uint8_t> r) {
-                  got.emplace_back(r.begin(), r.end());
-                  return true;
-                },
-                3),
-            3u);
-  EXPECT_EQ(got, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(m.free_to(0), 16u);
-  EXPECT_EQ(m.free_to(1), 8u); // "d" is looked at again by the next pass
+  Merge t({0, 0}, {{0, 1, "a", 8}, {0, 3, "c", 16}, {1, 2, "b", 8}, {1, 4, "d", 16}});
+  t.m.scanned(0, 16);
+  t.m.scanned(1, 16);
+  EXPECT_EQ(t.drain(SIZE_MAX, 3), "abc");
+  EXPECT_EQ(t.m.free_to(0), 16u);
+  EXPECT_EQ(t.m.free_to(1), 8u); // "d" is looked at again by the next pass
 }
 
 } // namespace
