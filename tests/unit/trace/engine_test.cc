@@ -689,7 +689,9 @@ public:
   bool removes_one = false;          // offers uninstall() (kRemovesOneProbe), like eBPF
   std::map<uint32_t, uint64_t> hits; // per installed tracepoint number (at ADDRESS)
   std::string name() const override { return "fakekernel"; }
-  unsigned caps() const override { return kProbesInKernel | (removes_one ? kRemovesOneProbe : 0); }
+  unsigned caps() const override {
+    return kProbesInKernel | (removes_one ? unsigned(kRemovesOneProbe) : 0u);
+  }
   Result<void> check(const Tracepoint& tp) const override {
     if (tp.step_count)
       return make_error(EINVAL, "while-stepping needs the ptrace collector");
