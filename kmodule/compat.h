@@ -26,10 +26,10 @@
 #error "gdbtrace.ko needs Linux 6.1 or newer"
 #endif
 
-/* Where a handler moves regs->ip, the kernel skips the out-of-line single
- * step (upstream 4363264111e1, merged for 6.0); every supported kernel does,
- * which is what lets the module emulate probed instructions. */
-#define GT_KERNEL_SKIPS_SSTEP 1
+/* Whether the kernel skips the out-of-line single-step after a handler
+ * moved regs->ip (upstream 4363264111e1, 6.18 cycle, backported to some
+ * stable series only) is not a version question: selftest.c asks the
+ * running kernel at load. */
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
 #define GT_UPROBE_HANDLE 1 /* struct gt_probe keeps the struct uprobe * */
