@@ -31,6 +31,25 @@ __asm__(".text\n.globl limits_emu_fn\n.type limits_emu_fn,@function\nlimits_emu_
 
 static struct gdbtrace_action regs_action = {.kind = GDBTRACE_ACT_REGS};
 
+// ADD an 'R' probe at probe_fn of PID, a fork of this executable, with the
+// file offset from our own maps: a zombie leader's /proc/PID/maps is empty,
+// and a non-dumpable process's is not readable by its unprivileged tracer.
+static int add_own_offset(struct session* s, pid_t pid, uint32_t* id) {
+  int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  struct gdbtrace_probe_add a = {.pid = pid,
+                                 .fd = exe,
+                                 .offset = file_offset_of(getpid(), (uintptr_t)probe_fn),
+                                 .address = (uintptr_t)probe_fn,
+                                 .tp_number = 1,
+                                 .nr_actions = 1,
+                                 .actions = (uintptr_t)&regs_action};
+  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a) ? -errno : 0;
+  close(exe);
+  if (id)
+    *id = a.id;
+  return r;
+}
+
 static int call_probe_fn(long n) {
   for (long i = 0; i < n; i++)
     probe_fn(i);
@@ -123,22 +142,12 @@ static void test_leader_exited(void) {
   CHECK(proc_state(pid) == 'Z', "leader state %c", proc_state(pid));
   struct session s;
   CHECK(open_session(&s, 16) == 0, "open");
-  // The zombie leader's /proc/PID/maps is empty: the offset comes from ours
-  // (the tracee is a fork of this executable).
-  int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  struct gdbtrace_probe_add a = {.pid = pid,
-                                 .fd = exe,
-                                 .offset = file_offset_of(getpid(), (uintptr_t)probe_fn),
-                                 .address = (uintptr_t)probe_fn,
-                                 .tp_number = 1,
-                                 .nr_actions = 1,
-                                 .actions = (uintptr_t)&regs_action};
-  int r = ioctl(s.fd, GDBTRACE_IOC_ADD, &a) ? -errno : 0;
-  close(exe);
+  uint32_t id = 0;
+  int r = add_own_offset(&s, pid, &id);
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   CHECK(write(leader_go[1], "g", 1) == 1, "go");
   int rc = wait_traced(pid);
-  struct gdbtrace_probe_status st = probe_status(&s, a.id);
+  struct gdbtrace_probe_status st = probe_status(&s, id);
   close_session(&s);
   CHECK(r == 0, "add with the leader gone: %s", strerror(-r));
   CHECK(rc == 0, "tracee exit %d", rc);
@@ -180,7 +189,7 @@ static int probe_tracee_as(uid_t uid, int dumpable, int want) {
   char c;
   if (read(ready[0], &c, 1) != 1)
     return 14;
-  int r = add_at(&s, pid, NULL, (uintptr_t)probe_fn, 0, &regs_action, 1, NULL);
+  int r = add_own_offset(&s, pid, NULL);
   if (write(go[1], "g", 1) != 1)
     return 15;
   wait_traced(pid);
