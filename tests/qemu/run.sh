@@ -1,13 +1,13 @@
 #!/bin/bash
 # QEMU (TCG) harness for gdbtrace.ko: for each kernel series -- Debian 12's 6.1
-# and 6.12, and "newest", Debian unstable's current kernel (7.x today, looked up
-# again every run) -- fetch the kernel, build the module against its headers
+# and 6.12, "newest", Debian unstable's current kernel (7.x today, looked up
+# again every run), and "rt", Debian 12's PREEMPT_RT 6.1 -- fetch the kernel, build the module against its headers
 # (newest: inside a cached sid chroot, with that kernel's own gcc), build an
 # initramfs with busybox + the module + test programs (+ gdbtrace-server if
 # built), boot, run guest/init.sh's tests, and report with the kernel version.
 # Exit status non-zero on any failure.
 #
-#   tests/qemu/run.sh [6.1|6.12|newest|all|debug]...     (default all = 6.1 6.12 newest)
+#   tests/qemu/run.sh [6.1|6.12|newest|rt|all|debug]...  (default all = 6.1 6.12 newest rt)
 # `debug` is a 6.1 kernel built here from linux-source with LOCKDEP, KASAN and
 # UBSAN (build_debug_kernel.sh): a long one-off compile, so not part of `all`.
 # Environment: GDBTRACE_BUILD=<cmake build dir with gdbtrace-server> (default build-kmod),
@@ -25,7 +25,7 @@ repo=$(cd "$here/../.." && pwd)
 work=$here/work
 mkdir -p "$work"
 series=${*:-all}
-series=${series//all/6.1 6.12 newest}
+series=${series//all/6.1 6.12 newest rt}
 ci=false
 # scripts/test.sh's GDBTRACE_STRICT=1 too: green from the README's command must mean tested.
 { [ "${CI:-}" = true ] || [ "${GDBTRACE_STRICT:-}" = 1 ]; } && ci=true
@@ -169,7 +169,7 @@ run_series() {
   wait $qpid
   local qrc=$?
   echo "boot+tests: $((SECONDS - start)) s (qemu exit $qrc)"
-  sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|SKIP\|BENCH\)/p' "$log"
+  sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|gt_limits\|SKIP\|BENCH\)/p' "$log"
   [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|gdb session\)/p' "$work/$s/gdb.log"
   [ -n "${GT_MANY:-}" ] && cat "$work/$s/gdb-many.log"
   [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"
