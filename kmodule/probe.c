@@ -10,7 +10,6 @@
 #include <linux/file.h>
 #include <linux/pid.h>
 #include <linux/ptrace.h>
-#include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -256,8 +255,13 @@ static bool caller_may_access(struct task_struct *t, struct mm_struct *mm)
 	      gid_eq(cred->gid, tcred->sgid) && gid_eq(cred->gid, tcred->gid)) ||
 	     ns_capable(tcred->user_ns, CAP_SYS_PTRACE);
 	rcu_read_unlock();
-	if (ok && get_dumpable(mm) != SUID_DUMP_USER)
-		ok = ns_capable(mm->user_ns, CAP_SYS_PTRACE);
+	if (ok) {
+		struct user_namespace *ns;
+
+		if (!gt_owner_dumpable(t, mm, &ns))
+			ok = ns_capable(ns, CAP_SYS_PTRACE);
+		put_user_ns(ns);
+	}
 	return ok;
 }
 

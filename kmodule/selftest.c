@@ -129,7 +129,7 @@ static int st_run(struct gt_selftest *st, int *status)
 	struct uprobe *handle;
 	int ret;
 
-	st->file = shmem_file_setup("gdbtrace-emu-selftest", PAGE_SIZE, 0);
+	st->file = shmem_file_setup("gdbtrace-emu-selftest", PAGE_SIZE, GT_SHMEM_NO_FLAGS);
 	if (IS_ERR(st->file))
 		return PTR_ERR(st->file);
 	ret = st_write_image(st->file);
