@@ -297,19 +297,24 @@ static void test_no_torn_emulated_stores(void) {
   CHECK(open_session(&s, 16) == 0, "open");
   struct child c = start_child(store_with_reader, N);
   struct gdbtrace_probe_add a64, a32;
-  int r = add_at(&s, c.pid, NULL, (uintptr_t)store64, GDBTRACE_PROBE_EMULATE, NULL, 0, &a64);
+  const uint32_t emu = emu_flag();
+  int r = add_at(&s, c.pid, NULL, (uintptr_t)store64, emu, NULL, 0, &a64);
   CHECK(r == 0, "add store64: %s", strerror(-r));
-  r = add_at(&s, c.pid, NULL, (uintptr_t)store32, GDBTRACE_PROBE_EMULATE, NULL, 0, &a32);
+  r = add_at(&s, c.pid, NULL, (uintptr_t)store32, emu, NULL, 0, &a32);
   CHECK(r == 0, "add store32: %s", strerror(-r));
-  CHECK(a64.emu.op == GDBTRACE_EMU_STORE && a64.emu.width == 8, "store64 recipe op %u", a64.emu.op);
-  CHECK(a32.emu.op == GDBTRACE_EMU_STORE && a32.emu.width == 4, "store32 recipe op %u", a32.emu.op);
+  CHECK(!emu || (a64.emu.op == GDBTRACE_EMU_STORE && a64.emu.width == 8), "store64 recipe op %u",
+        a64.emu.op);
+  CHECK(!emu || (a32.emu.op == GDBTRACE_EMU_STORE && a32.emu.width == 4), "store32 recipe op %u",
+        a32.emu.op);
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   int rc = release_child(c);
   struct gdbtrace_probe_status p64 = probe_status(&s, a64.id), p32 = probe_status(&s, a32.id);
   close_session(&s);
   CHECK(rc == 0, "tracee exit %d (9: a torn value was seen)", rc);
-  CHECK(p64.emulated == N && p32.emulated == N, "emulated %llu/%llu of %d",
-        (unsigned long long)p64.emulated, (unsigned long long)p32.emulated, N);
+  const uint64_t want = emu ? N : 0;
+  CHECK(p64.emulated == want && p32.emulated == want, "emulated %llu/%llu of %llu",
+        (unsigned long long)p64.emulated, (unsigned long long)p32.emulated,
+        (unsigned long long)want);
   OK();
 }
 
@@ -334,9 +339,9 @@ static void test_no_emulation_with_hw_watchpoint(void) {
   CHECK(open_session(&s, 16) == 0, "open");
   struct child c = start_child(stop_then_store, 0);
   struct gdbtrace_probe_add a;
-  int r = add_at(&s, c.pid, NULL, (uintptr_t)store64, GDBTRACE_PROBE_EMULATE, NULL, 0, &a);
+  int r = add_at(&s, c.pid, NULL, (uintptr_t)store64, emu_flag(), NULL, 0, &a);
   CHECK(r == 0, "add: %s", strerror(-r));
-  CHECK(a.emu.op == GDBTRACE_EMU_STORE, "store64 not emulable (op %u)", a.emu.op);
+  CHECK(!emu_flag() || a.emu.op == GDBTRACE_EMU_STORE, "store64 not emulable (op %u)", a.emu.op);
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
   CHECK(write(c.go_fd, "g", 1) == 1, "go");
   int st;
@@ -403,7 +408,7 @@ static void test_m32_never_emulated(void) {
   struct session s;
   CHECK(open_session(&s, 16) == 0, "open");
   struct gdbtrace_probe_add a;
-  int r = add_at(&s, pid, "/bin/gt_test32", addr, GDBTRACE_PROBE_EMULATE, &regs_action, 1, &a);
+  int r = add_at(&s, pid, "/bin/gt_test32", addr, emu_flag(), &regs_action, 1, &a);
   CHECK(r == 0, "add: %s", strerror(-r));
   CHECK(a.emu.op == GDBTRACE_EMU_NONE, "32-bit site got recipe op %u", a.emu.op);
   CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");

@@ -105,6 +105,20 @@ static inline void close_session(struct session* s) {
   close(s->fd);
 }
 
+// GDBTRACE_PROBE_EMULATE where the module's load-time self-test turned
+// emulation on (INIT's GDBTRACE_FEAT_EMULATE), else 0: on a kernel that
+// single-steps after a moved ip the module refuses the flag (EOPNOTSUPP), and
+// the tests that emulate check the single-stepped path instead.
+static inline uint32_t emu_flag(void) {
+  static int cached = -1;
+  if (cached < 0) {
+    struct session s;
+    cached = open_session(&s, 16) == 0 && (s.init.features & GDBTRACE_FEAT_EMULATE);
+    close_session(&s);
+  }
+  return cached ? GDBTRACE_PROBE_EMULATE : 0;
+}
+
 static inline struct gdbtrace_probe_status probe_status(struct session* s, uint32_t id) {
   struct gdbtrace_probe_status st = {.id = id};
   ioctl(s->fd, GDBTRACE_IOC_PROBE_STATUS, &st);
