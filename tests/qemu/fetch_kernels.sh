@@ -6,6 +6,8 @@
 #              kernel where a sleeping lock under preemption-off is a bug.
 #   debug      6.1 from Debian's linux-source with LOCKDEP, KASAN and UBSAN
 #              (build_debug_kernel.sh; opt-in, not part of `all`).
+#   noskip     debug without the uprobe single-step skip (build_noskip_kernel.sh;
+#              opt-in): a kernel where emulation must be refused.
 #   newest     Debian unstable's linux-image-amd64 (7.x today), whatever version
 #              it points at this run. Built and packaged with that kernel's own gcc,
 #              so a `debootstrap --variant=minbase sid` chroot cached under
@@ -125,5 +127,6 @@ case $series in
   6.1 | 6.12 | rt) fetch_debian12 ;;
   newest) fetch_newest ;;
   debug) "$here/build_debug_kernel.sh" ;;
-  *) echo "unknown series $series (6.1, 6.12, newest, rt, debug)" >&2; exit 2 ;;
+  noskip) "$here/build_noskip_kernel.sh" ;;
+  *) echo "unknown series $series (6.1, 6.12, newest, rt, debug, noskip)" >&2; exit 2 ;;
 esac

@@ -7,9 +7,12 @@
 # built), boot, run guest/init.sh's tests, and report with the kernel version.
 # Exit status non-zero on any failure.
 #
-#   tests/qemu/run.sh [6.1|6.12|newest|rt|all|debug]...  (default all = 6.1 6.12 newest rt)
-# `debug` is a 6.1 kernel built here from linux-source with LOCKDEP, KASAN and
-# UBSAN (build_debug_kernel.sh): a long one-off compile, so not part of `all`.
+#   tests/qemu/run.sh [6.1|6.12|newest|rt|all|debug|noskip]...  (default all = 6.1 6.12 newest rt)
+# `debug` is a 6.1 kernel built here from linux-source with LOCKDEP, KASAN,
+# UBSAN, DEBUG_ATOMIC_SLEEP and DEBUG_PREEMPT (build_debug_kernel.sh): a long
+# one-off compile, so not part of `all`. `noskip` is that kernel without the
+# uprobe single-step skip of upstream 4363264111e1 (build_noskip_kernel.sh),
+# where the module must refuse emulation.
 # Environment: GDBTRACE_BUILD=<cmake build dir with gdbtrace-server> (default build-kmod),
 #              GDBTRACE_KO_DIR=DIR: boot DIR/<series>/gdbtrace.ko (prebuilt, e.g. by DKMS)
 #                instead of building the module; missing -> failure,
