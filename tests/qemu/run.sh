@@ -175,7 +175,7 @@ run_series() {
   local qrc=$?
   echo "boot+tests: $((SECONDS - start)) s (qemu exit $qrc)"
   sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|gt_limits\|SKIP\|BENCH\)/p' "$log"
-  [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|gdb session\)/p' "$work/$s/gdb.log"
+  [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|SKIP\|gdb session\)/p' "$work/$s/gdb.log"
   [ -n "${GT_MANY:-}" ] && cat "$work/$s/gdb-many.log"
   [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"
   # Under CI or GDBTRACE_STRICT=1 a skipped guest test (e.g. no 32-bit support) is a failure.
