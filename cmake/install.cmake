@@ -60,5 +60,9 @@ endforeach()
 configure_file(${CMAKE_SOURCE_DIR}/kmodule/dkms.conf ${CMAKE_BINARY_DIR}/generated/dkms.conf @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/generated/dkms.conf DESTINATION ${GDBTRACE_DKMS_DIR}
         COMPONENT dkms)
+# The udev rule that opens /dev/gdbtrace to a group: an example, its rule commented out (off by
+# default); an administrator copies it to /etc/udev/rules.d/ and enables it (kmodule/README.md).
+install(FILES ${CMAKE_SOURCE_DIR}/kmodule/60-gdbtrace.rules DESTINATION ${GDBTRACE_DKMS_DIR}
+        COMPONENT dkms)
 
 include(${CMAKE_CURRENT_LIST_DIR}/package.cmake)

@@ -7,6 +7,7 @@
  * single writer; user memory is read with copy_from_user_nofault(). The
  * scratch area is per CPU and shared by all sessions (main.c).
  */
+#include <linux/irq_work.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -31,22 +32,48 @@ struct gt_hit {
 	struct pt_regs *regs;
 	struct gt_frame f;
 	struct ax_env env; /* the VM's services for this hit (hit_init) */
+	struct gt_tsv_tx tx; /* the running program's TSV reads and writes */
+	u32 steps_left;      /* of GT_HIT_STEP_BUDGET, for all programs of the hit */
+};
+
+struct gt_verify_tsvs {
+	struct gt_session *s;
+	u32 nr, num[GT_TSV_TX_MAX];
+	bool too_many;
 };
 
 static int verify_tsv_exists(void *opaque, uint32_t num)
 {
-	struct gt_session *s = opaque;
+	struct gt_verify_tsvs *v = opaque;
 
-	return num < GDBTRACE_MAX_TSVS && test_bit(num, s->tsv_defined);
+	return num < GDBTRACE_MAX_TSVS && test_bit(num, v->s->tsv_defined);
+}
+
+/* A program's TSV accesses are one per-hit transaction of at most
+ * GT_TSV_TX_MAX variables (tsv.c): count the distinct ones. */
+static void verify_note_tsv(void *opaque, uint32_t num, uint32_t access)
+{
+	struct gt_verify_tsvs *v = opaque;
+	u32 i;
+
+	for (i = 0; i < v->nr; i++)
+		if (v->num[i] == num)
+			return;
+	if (v->nr == GT_TSV_TX_MAX)
+		v->too_many = true;
+	else
+		v->num[v->nr++] = num;
 }
 
 int gt_verify_code(struct gt_session *s, const u8 *code, u32 len, int allow_trace,
 		   struct ax_verified *out)
 {
+	struct gt_verify_tsvs tsvs = { .s = s };
 	struct ax_verify_ctx vctx = {
 		.num_regs = GT_NUM_REGS_AVX,
 		.tsv_exists = verify_tsv_exists,
-		.opaque = s,
+		.note_tsv = verify_note_tsv,
+		.opaque = &tsvs,
 		.allow_trace_ops = allow_trace,
 	};
 	uint32_t err_pc = 0;
@@ -65,6 +92,11 @@ int gt_verify_code(struct gt_session *s, const u8 *code, u32 len, int allow_trac
 	/* Agent printf has no console to go to from the kernel. */
 	if (out->uses_printf)
 		return -EOPNOTSUPP;
+	if (tsvs.too_many) {
+		pr_info_ratelimited("gdbtrace: bytecode names more than %d trace state variables\n",
+				    GT_TSV_TX_MAX);
+		return -E2BIG;
+	}
 	return 0;
 }
 
@@ -230,16 +262,19 @@ static int put_mem_block(struct gt_hit *h, u64 addr, u32 len, int nz)
 	return 0;
 }
 
+/* The value is looked up before anything is reserved: a refused variable
+ * leaves no block (and no stale scratch bytes) in the frame. */
 static int put_tsv_block(struct gt_hit *h, u32 num)
 {
-	u8 *b = frame_reserve(&h->f, GT_TFRAME_TSV_SIZE);
 	s64 v;
+	int ret = gt_tsv_get(h->p->s, &h->tx, num, &v);
+	u8 *b;
 
+	if (ret)
+		return ret;
+	b = frame_reserve(&h->f, GT_TFRAME_TSV_SIZE);
 	if (!b)
 		return AX_ERR_TRACE;
-	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
-		return AX_ERR_BAD_TSV;
-	v = atomic64_read(&h->p->s->tsv[num]);
 	b[0] = GT_TFRAME_TSV;
 	memcpy(b + GT_TFRAME_TSV_NUM_OFFSET, &num, sizeof(num));
 	memcpy(b + GT_TFRAME_TSV_VALUE_OFFSET, &v, sizeof(v));
@@ -264,20 +299,14 @@ static int env_get_tsv(void *opaque, uint32_t num, int64_t *value)
 {
 	struct gt_hit *h = opaque;
 
-	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
-		return AX_ERR_BAD_TSV;
-	*value = atomic64_read(&h->p->s->tsv[num]);
-	return 0;
+	return gt_tsv_get(h->p->s, &h->tx, num, value);
 }
 
 static int env_set_tsv(void *opaque, uint32_t num, int64_t value)
 {
 	struct gt_hit *h = opaque;
 
-	if (num >= GDBTRACE_MAX_TSVS || !test_bit(num, h->p->s->tsv_defined))
-		return AX_ERR_BAD_TSV;
-	atomic64_set(&h->p->s->tsv[num], value);
-	return 0;
+	return gt_tsv_set(h->p->s, &h->tx, num, value);
 }
 
 static int env_trace_mem(void *opaque, uint64_t addr, uint32_t len, int nz)
@@ -300,6 +329,7 @@ static void hit_init(struct gt_hit *h, struct gt_probe *p, struct pt_regs *regs)
 {
 	h->p = p;
 	h->regs = regs;
+	h->steps_left = GT_HIT_STEP_BUDGET;
 	h->env = (struct ax_env){
 		.opaque = h,
 		.read_reg = env_read_reg,
@@ -312,21 +342,31 @@ static void hit_init(struct gt_hit *h, struct gt_probe *p, struct pt_regs *regs)
 	};
 }
 
-/* Evaluate one program. Programs touching TSVs run under the session's TSV
- * lock, so `$x = $x + 1` on two CPUs at once counts twice. */
+/* Evaluate one program from what is left of the hit's step budget. Its TSV
+ * writes are published at the end (tsv.c); when another CPU updated a
+ * variable it read meanwhile, it runs again, its blocks of the lost attempt
+ * taken back, so `$x = $x + 1` on two CPUs at once counts twice. */
 static int eval_program(struct gt_hit *h, const u8 *code, const struct ax_verified *info,
-			u32 step_budget, u64 *result)
+			u64 *result)
 {
-	struct gt_session *s = h->p->s;
+	u32 frame_len = h->f.len, used;
+	bool first = true;
 	int ret;
 
-	h->env.step_budget = step_budget;
-	if (!info->uses_tsv)
-		return ax_eval(code, info, &h->env, result);
-	raw_spin_lock(&s->tsv_lock);
-	ret = ax_eval(code, info, &h->env, result);
-	raw_spin_unlock(&s->tsv_lock);
-	return ret;
+	h->env.steps_used = &used;
+	for (;;) {
+		if (!h->steps_left)
+			return AX_ERR_STEP_BUDGET;
+		gt_tsv_begin(&h->tx, first);
+		first = false;
+		used = 0;
+		h->env.step_budget = h->steps_left;
+		ret = ax_eval(code, info, &h->env, result);
+		h->steps_left -= min(used, h->steps_left);
+		if (ret || !info->uses_tsv || gt_tsv_commit(h->p->s, &h->tx))
+			return ret;
+		h->f.len = frame_len;
+	}
 }
 
 static int run_actions(struct gt_hit *h)
@@ -351,7 +391,7 @@ static int run_actions(struct gt_hit *h)
 				ret = put_mem_block(h, base + a->offset, a->len, 0);
 			break;
 		case GDBTRACE_ACT_EXPR:
-			ret = eval_program(h, a->code, &a->info, a->step_budget, &result);
+			ret = eval_program(h, a->code, &a->info, &result);
 			break;
 		}
 		if (ret == AX_ERR_TRACE)
@@ -370,7 +410,7 @@ static bool condition_true(struct gt_hit *h)
 
 	if (!h->p->cond)
 		return true;
-	if (eval_program(h, h->p->cond, &h->p->cond_info, h->p->cond_step_budget, &result)) {
+	if (eval_program(h, h->p->cond, &h->p->cond_info, &result)) {
 		atomic64_inc(&h->p->errors);
 		return false;
 	}
@@ -416,7 +456,7 @@ static void ring_put(struct gt_session *s, u32 cpu, struct gt_probe *p, const u8
 	atomic64_add(len, &p->bytes);
 	/* Wake the stub when the ring passes half full; it also drains on a timer. */
 	if (used < size / 2 && used + need >= size / 2)
-		wake_up_interruptible(&s->wq);
+		irq_work_queue(&s->wake_work);
 }
 
 static void stop_for_passcount(struct gt_session *s, struct gt_probe *p)
@@ -424,7 +464,7 @@ static void stop_for_passcount(struct gt_session *s, struct gt_probe *p)
 	if (atomic_xchg(&s->running, 0)) {
 		WRITE_ONCE(s->stop_tp, p->tp);
 		WRITE_ONCE(s->stop_reason, GDBTRACE_STOP_PASSCOUNT);
-		wake_up_interruptible(&s->wq);
+		irq_work_queue(&s->wake_work);
 	}
 }
 
@@ -433,10 +473,19 @@ static void stop_for_passcount(struct gt_session *s, struct gt_probe *p)
  * - the thread runs 32-bit code (the recipe was decoded as 64-bit code);
  * - TF is set (gdb `stepi`): emulation plus the next instruction would be one step;
  * - hardware breakpoints are armed on this CPU (the current task's, e.g. a gdb
- *   watchpoint): an emulated store would not trigger them. */
+ *   watchpoint): an emulated store would not trigger them. The task's debug
+ *   registers are this CPU's while it runs: read them with preemption off
+ *   (hw_breakpoint_active() is a per-CPU read). */
 static bool may_emulate(struct pt_regs *regs)
 {
-	return user_64bit_mode(regs) && !(regs->flags & X86_EFLAGS_TF) && !hw_breakpoint_active();
+	bool ok;
+
+	if (!user_64bit_mode(regs) || (regs->flags & X86_EFLAGS_TF))
+		return false;
+	preempt_disable();
+	ok = !hw_breakpoint_active();
+	preempt_enable();
+	return ok;
 }
 
 void gt_collect(struct gt_probe *p, struct pt_regs *regs)

@@ -6,6 +6,7 @@
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/hashtable.h>
+#include <linux/irq_work.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -17,10 +18,18 @@
 #include "compat.h"
 #include "uapi/gdbtrace_uapi.h"
 
-/* Per hit, all looping programs of a probe (condition and 'X' actions) share
- * this many bytecode steps; a program without backward jumps runs at most its
- * length. Bounds the time a hit spends with preemption off. */
+/* Per hit, all programs of a probe (condition, 'X' actions, and the reruns of
+ * a TSV update that lost a race) share this many bytecode steps. Bounds the
+ * time a hit spends with preemption off. */
 #define GT_HIT_STEP_BUDGET 100000u
+/* Distinct TSVs one program may name (its per-hit transaction, tsv.c). */
+#define GT_TSV_TX_MAX 8
+/* Probes (uprobe registrations) of all sessions together, and ADDs per user
+ * and second (uapi): each registration takes the kernel's global
+ * dup_mmap_sem for writing (every fork waits for it) and walks every mm that
+ * maps the inode. */
+#define GT_MAX_PROBES_TOTAL GDBTRACE_MAX_PROBES_TOTAL
+#define GT_ADD_RATE_PER_SEC GDBTRACE_ADD_RATE
 /* Initialised sessions (each with its rings) one user may hold at once. */
 #define GT_MAX_SESSIONS_PER_USER 8
 /* Bytes of rings one session may allocate (all CPUs together). */
@@ -36,7 +45,6 @@ struct gt_action {
 	u32 len;
 	u8 *code;               /* 'X' */
 	struct ax_verified info; /* 'X' */
-	u32 step_budget;        /* 'X': this program's share of GT_HIT_STEP_BUDGET */
 };
 
 struct gt_probe {
@@ -54,7 +62,6 @@ struct gt_probe {
 	bool enabled;
 	u8 *cond;
 	struct ax_verified cond_info;
-	u32 cond_step_budget;
 	u32 nr_actions;
 	struct gt_action *actions;
 	struct gdbtrace_emu emu; /* op != 0: decoded from the file's bytes at ADD */
@@ -74,20 +81,37 @@ struct gt_session {
 	unsigned long nr_pages;
 	void *area;     /* vmap of pages */
 	wait_queue_head_t wq;
+	/* Hits wake the stub through this: the hit path runs with preemption
+	 * off, where a wait-queue lock (a sleeping lock on PREEMPT_RT) may not
+	 * be taken. */
+	struct irq_work wake_work;
 	atomic_t running;
 	atomic64_t seq; /* frame order across the per-CPU rings */
 	u32 stop_reason, stop_tp;
 	struct list_head probes;
 	u32 nr_probes, next_id;
+	/* ADD rate limit: a window start (jiffies) and the ADDs made in it. */
+	unsigned long add_window;
+	u32 adds_in_window;
 	/* Lookups that stay cheap with thousands of probes: by id (every ioctl
 	 * naming one), and by site (mm, inode, offset) when a probe is added. */
 	struct xarray ids;
 	DECLARE_HASHTABLE(sites, 10);
-	atomic64_t *tsv;           /* GDBTRACE_MAX_TSVS values */
-	unsigned long *tsv_defined; /* bitmap */
-	/* Held across every program that reads or writes TSVs, so a
-	 * read-modify-write (teval $x = $x + 1) is atomic across CPUs. */
-	raw_spinlock_t tsv_lock;
+	/* GDBTRACE_MAX_TSVS values, each updated with one atomic operation
+	 * (tsv.c): no lock is held across a program. */
+	atomic64_t *tsv;
+	unsigned long *tsv_defined; /* bitmap; a bit is never cleared */
+};
+
+/* What one program did to TSVs during one evaluation (tsv.c). */
+struct gt_tsv_tx {
+	u32 nr;
+	struct {
+		u32 num;
+		bool read, written, done;
+		s64 seen;  /* value read from the session */
+		s64 value; /* the program's view: seen, or what it wrote */
+	} e[GT_TSV_TX_MAX];
 };
 
 static inline struct gdbtrace_ring_header *gt_ring_header(struct gt_session *s, u32 i)
@@ -102,6 +126,23 @@ struct gt_probe *gt_probe_find(struct gt_session *s, u32 id);
 
 /* fpu.c */
 void gt_put_fpu_regs(u8 *block, u32 regblock_size);
+
+/* tsv.c */
+int gt_tsv_get(struct gt_session *s, struct gt_tsv_tx *tx, u32 num, s64 *value);
+int gt_tsv_set(struct gt_session *s, struct gt_tsv_tx *tx, u32 num, s64 value);
+bool gt_tsv_commit(struct gt_session *s, struct gt_tsv_tx *tx);
+void gt_tsv_begin(struct gt_tsv_tx *tx, bool first);
+
+/* selftest.c: whether this kernel skips the single-step after a handler
+ * moved ip, decided at module load by running an emulated instruction. */
+enum gt_emu_state { GT_EMU_UNTESTED, GT_EMU_OK, GT_EMU_DOUBLE, GT_EMU_FAILED };
+extern enum gt_emu_state gt_emu_state;
+void gt_emu_selftest(void);
+
+/* main.c: the probe budget over all sessions. */
+bool gt_probe_budget_take(void);
+int gt_add_throttle(kuid_t uid);
+void gt_probe_budget_put(unsigned int n);
 
 /* collect.c */
 void gt_collect(struct gt_probe *p, struct pt_regs *regs);

@@ -8,9 +8,12 @@
  * restores the original instruction in every process. Who may probe what:
  * see probe.c (the caller must already be the target's ptracer) and README.md.
  */
+#include <linux/delay.h>
+#include <linux/irq_work.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/nospec.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -30,8 +33,25 @@ struct gt_user {
 	struct list_head node;
 	kuid_t uid;
 	unsigned int sessions;
+	/* ADD throttle over all the user's sessions: a one-second window
+	 * (jiffies) and the ADDs made in it. */
+	unsigned long add_window;
+	unsigned int adds;
 };
 static LIST_HEAD(gt_users);
+
+/* Registered probes of all sessions (gt_probe_budget_take). */
+static atomic_t gt_probes_total = ATOMIC_INIT(0);
+
+bool gt_probe_budget_take(void)
+{
+	return atomic_add_unless(&gt_probes_total, 1, GT_MAX_PROBES_TOTAL);
+}
+
+void gt_probe_budget_put(unsigned int n)
+{
+	atomic_sub(n, &gt_probes_total);
+}
 
 u8 *gt_scratch(unsigned int cpu)
 {
@@ -52,11 +72,13 @@ static int scratch_alloc(void)
 {
 	unsigned int cpu;
 
-	gt_scratch_areas = kcalloc(nr_cpu_ids, sizeof(*gt_scratch_areas), GFP_KERNEL);
+	/* Charged to the memory cgroup of the session that needed them first. */
+	gt_scratch_areas = kcalloc(nr_cpu_ids, sizeof(*gt_scratch_areas), GFP_KERNEL_ACCOUNT);
 	if (!gt_scratch_areas)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
-		gt_scratch_areas[cpu] = kvzalloc_node(GDBTRACE_MAX_FRAME, GFP_KERNEL, cpu_to_node(cpu));
+		gt_scratch_areas[cpu] = kvzalloc_node(GDBTRACE_MAX_FRAME, GFP_KERNEL_ACCOUNT,
+						      cpu_to_node(cpu));
 		if (!gt_scratch_areas[cpu]) {
 			scratch_free();
 			return -ENOMEM;
@@ -112,6 +134,40 @@ out:
 	return ret;
 }
 
+/* ADD's rate bound: at most GT_ADD_RATE_PER_SEC per user and second, over
+ * all the user's sessions. Past it the caller sleeps until the next window
+ * (interruptible), so a stub adding thousands of tracepoints is slowed, not
+ * failed, while the kernel's dup_mmap_sem (taken for writing by every
+ * registration, waited for by every fork) is never hammered by one user. */
+int gt_add_throttle(kuid_t uid)
+{
+	struct gt_user *u;
+	unsigned long now, wait;
+
+	for (;;) {
+		mutex_lock(&gt_global_lock);
+		u = user_find(uid);
+		if (WARN_ON_ONCE(!u)) {
+			mutex_unlock(&gt_global_lock);
+			return -EINVAL;
+		}
+		now = jiffies;
+		if (time_after_eq(now, u->add_window + HZ)) {
+			u->add_window = now;
+			u->adds = 0;
+		}
+		if (u->adds < GT_ADD_RATE_PER_SEC) {
+			u->adds++;
+			mutex_unlock(&gt_global_lock);
+			return 0;
+		}
+		wait = u->add_window + HZ - now;
+		mutex_unlock(&gt_global_lock);
+		if (schedule_timeout_interruptible(wait) || signal_pending(current))
+			return -ERESTARTSYS;
+	}
+}
+
 static void session_unaccount(kuid_t uid)
 {
 	struct gt_user *u;
@@ -165,6 +221,14 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Deferred from the hit path (ring half full, pass count reached). */
+static void gt_wake(struct irq_work *w)
+{
+	struct gt_session *s = container_of(w, struct gt_session, wake_work);
+
+	wake_up_interruptible(&s->wq);
+}
+
 static int gt_open(struct inode *inode, struct file *f)
 {
 	struct gt_session *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
@@ -173,10 +237,10 @@ static int gt_open(struct inode *inode, struct file *f)
 		return -ENOMEM;
 	mutex_init(&s->lock);
 	init_waitqueue_head(&s->wq);
+	init_irq_work(&s->wake_work, gt_wake);
 	INIT_LIST_HEAD(&s->probes);
 	xa_init(&s->ids);
 	hash_init(s->sites);
-	raw_spin_lock_init(&s->tsv_lock);
 	s->next_id = 1;
 	f->private_data = s;
 	return 0;
@@ -188,6 +252,7 @@ static int gt_release(struct inode *inode, struct file *f)
 
 	atomic_set(&s->running, 0);
 	gt_probes_remove_all(s); /* no handler runs after this */
+	irq_work_sync(&s->wake_work); /* nor a wake-up a handler queued */
 	xa_destroy(&s->ids);
 	if (s->initialized) {
 		rings_free(s);
@@ -256,7 +321,17 @@ static long do_init(struct gt_session *s, void __user *arg)
 	in.nr_rings = s->nr_rings;
 	in.ring_stride = stride;
 	in.mmap_size = total;
-	in.features = (GT_KERNEL_SKIPS_SSTEP ? GDBTRACE_FEAT_EMULATE : 0) | GDBTRACE_FEAT_FPU;
+	in.features = GDBTRACE_FEAT_FPU;
+	switch (gt_emu_state) {
+	case GT_EMU_OK:
+		in.features |= GDBTRACE_FEAT_EMULATE;
+		break;
+	case GT_EMU_DOUBLE:
+		in.features |= GDBTRACE_FEAT_EMU_DOUBLE;
+		break;
+	default:
+		in.features |= GDBTRACE_FEAT_EMU_UNTESTED;
+	}
 	/* GPRs, rip, eflags, segment selectors; orig_rax, fs_base, gs_base. */
 	in.reg_valid = 0x00ffffffu;
 	in.reg_valid_hi = (1u << (57 - 32)) | (1u << (58 - 32)) | (1u << (59 - 32));
@@ -274,15 +349,16 @@ static long do_tsv(struct gt_session *s, void __user *arg, bool set)
 		return -EFAULT;
 	if (t.num >= GDBTRACE_MAX_TSVS)
 		return -EINVAL;
+	t.num = array_index_nospec(t.num, GDBTRACE_MAX_TSVS);
 	if (set) {
 		if (t.flags & ~GDBTRACE_TSV_DEFINE)
 			return -EINVAL;
 		if (!(t.flags & GDBTRACE_TSV_DEFINE) && !test_bit(t.num, s->tsv_defined))
 			return -ENOENT;
-		raw_spin_lock(&s->tsv_lock);
+		/* The value first: a hit that sees the bit defined reads it. */
 		atomic64_set(&s->tsv[t.num], t.value);
+		smp_mb__before_atomic();
 		set_bit(t.num, s->tsv_defined);
-		raw_spin_unlock(&s->tsv_lock);
 		return 0;
 	}
 	if (t.flags)
@@ -477,11 +553,16 @@ static struct miscdevice gt_dev = {
 
 static int __init gt_init(void)
 {
-	int ret = misc_register(&gt_dev);
+	int ret;
 
+	gt_emu_selftest();
+	ret = misc_register(&gt_dev);
 	if (ret)
 		return ret;
-	pr_info("gdbtrace: /dev/gdbtrace ready (uapi %d)\n", GDBTRACE_UAPI_VERSION);
+	pr_info("gdbtrace: /dev/gdbtrace ready (uapi %d, emulation %s)\n", GDBTRACE_UAPI_VERSION,
+		gt_emu_state == GT_EMU_OK ? "on" :
+		gt_emu_state == GT_EMU_DOUBLE ? "off: this kernel single-steps after a moved ip" :
+		"off: self-test failed");
 	return 0;
 }
 

@@ -5,6 +5,8 @@
  * for emulation, register the uprobe; unregister them all when the session
  * ends. Kernel API differences live in compat.h.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/pid.h>
 #include <linux/ptrace.h>
@@ -58,11 +60,26 @@ static void probe_free(struct gt_probe *p)
 	kfree(p);
 }
 
+/* memdup_user() charged to the caller's memory cgroup: a session may hold
+ * 65 536 probes of 64 programs each. */
+static void *memdup_user_account(u64 uptr, size_t len)
+{
+	void *p = kmalloc(len, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	if (copy_from_user(p, u64_to_user_ptr(uptr), len)) {
+		kfree(p);
+		return ERR_PTR(-EFAULT);
+	}
+	return p;
+}
+
 static u8 *copy_code(u64 uptr, u32 len)
 {
 	if (len == 0 || len > GDBTRACE_MAX_CODE)
 		return ERR_PTR(-EINVAL);
-	return memdup_user(u64_to_user_ptr(uptr), len);
+	return memdup_user_account(uptr, len);
 }
 
 static int copy_actions(struct gt_session *s, struct gt_probe *p, const struct gdbtrace_probe_add *req)
@@ -75,7 +92,7 @@ static int copy_actions(struct gt_session *s, struct gt_probe *p, const struct g
 		return -E2BIG;
 	if (req->nr_actions == 0)
 		return 0;
-	ua = memdup_user(u64_to_user_ptr(req->actions), sizeof(*ua) * req->nr_actions);
+	ua = memdup_user_account(req->actions, sizeof(*ua) * req->nr_actions);
 	if (IS_ERR(ua))
 		return PTR_ERR(ua);
 	p->actions = kcalloc(req->nr_actions, sizeof(*p->actions), GFP_KERNEL_ACCOUNT);
@@ -137,23 +154,6 @@ static int decode_emu(struct gt_probe *p)
 	if (gt_emu_decode(bytes, n, &p->emu))
 		memset(&p->emu, 0, sizeof(p->emu));
 	return 0;
-}
-
-/* Looping programs of P share GT_HIT_STEP_BUDGET per hit. */
-static void share_step_budget(struct gt_probe *p)
-{
-	u32 i, loops = 0, each;
-
-	if (p->cond && p->cond_info.has_backward_jump)
-		loops++;
-	for (i = 0; i < p->nr_actions; i++)
-		if (p->actions[i].code && p->actions[i].info.has_backward_jump)
-			loops++;
-	each = loops ? max(GT_HIT_STEP_BUDGET / loops, 1u) : GT_HIT_STEP_BUDGET;
-	/* A straight-line program needs at most one step per byte. */
-	p->cond_step_budget = p->cond_info.has_backward_jump ? each : GDBTRACE_MAX_CODE;
-	for (i = 0; i < p->nr_actions; i++)
-		p->actions[i].step_budget = p->actions[i].info.has_backward_jump ? each : GDBTRACE_MAX_CODE;
 }
 
 static unsigned long site_key(struct gt_probe *p)
@@ -219,15 +219,61 @@ static int check_site_mapped(struct gt_probe *p, struct mm_struct *mm)
 	return ret;
 }
 
-/* Bind P to the address space of process PID. The ptracer check, taking the
- * mm and checking the probe site is mapped there happen under the target's
- * exec_update_lock (as mm_access() and perf_event_open() do), so an exec of a
- * setuid binary cannot slip between them: the probe binds the image the
- * caller was allowed to debug, and the mm filter keeps it off every later
+/* A live thread of TASK's group, referenced: the group leader may have
+ * exited (a zombie without an mm) while other threads run on. */
+static struct task_struct *live_thread(struct task_struct *task)
+{
+	struct task_struct *t, *found = NULL;
+
+	rcu_read_lock();
+	for_each_thread(task, t) {
+		if (READ_ONCE(t->mm) && !(t->flags & PF_EXITING)) {
+			found = get_task_struct(t);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/* ptrace's own access rule for an attach with real credentials
+ * (PTRACE_MODE_ATTACH_REALCREDS), applied now rather than only when the
+ * caller attached: the caller's real ids must be the target's, or it has
+ * CAP_SYS_PTRACE over the target's user namespace; and a non-dumpable
+ * address space (setuid image, prctl(PR_SET_DUMPABLE, 0)) needs
+ * CAP_SYS_PTRACE over the namespace owning it, as PTRACE_PEEKDATA does.
+ * (ptrace_may_access() itself is not exported.) */
+static bool caller_may_access(struct task_struct *t, struct mm_struct *mm)
+{
+	const struct cred *cred = current_cred(), *tcred;
+	bool ok;
+
+	rcu_read_lock();
+	tcred = __task_cred(t);
+	ok = (uid_eq(cred->uid, tcred->euid) && uid_eq(cred->uid, tcred->suid) &&
+	      uid_eq(cred->uid, tcred->uid) && gid_eq(cred->gid, tcred->egid) &&
+	      gid_eq(cred->gid, tcred->sgid) && gid_eq(cred->gid, tcred->gid)) ||
+	     ns_capable(tcred->user_ns, CAP_SYS_PTRACE);
+	rcu_read_unlock();
+	if (ok) {
+		struct user_namespace *ns;
+
+		if (!gt_owner_dumpable(t, mm, &ns))
+			ok = ns_capable(ns, CAP_SYS_PTRACE);
+		put_user_ns(ns);
+	}
+	return ok;
+}
+
+/* Bind P to the address space of process PID. The ptracer and access checks,
+ * taking the mm and checking the probe site is mapped there happen under the
+ * target's exec_update_lock (as mm_access() and perf_event_open() do), so an
+ * exec of a setuid binary cannot slip between them: the probe binds the image
+ * the caller was allowed to debug, and the mm filter keeps it off every later
  * image. */
 static int bind_target(struct gt_probe *p, pid_t pid)
 {
-	struct task_struct *task;
+	struct task_struct *task, *t = NULL;
 	struct mm_struct *mm = NULL;
 	struct pid *ps;
 	int ret;
@@ -244,11 +290,15 @@ static int bind_target(struct gt_probe *p, pid_t pid)
 		goto out;
 	if (!caller_traces(task))
 		ret = -EPERM;
-	else if (!(mm = get_task_mm(task)))
+	else if (!(t = live_thread(task)) || !(mm = get_task_mm(t)))
 		ret = -ESRCH;
+	else if (!caller_may_access(t, mm))
+		ret = -EPERM;
 	else
 		ret = check_site_mapped(p, mm);
 	up_read(&task->signal->exec_update_lock);
+	if (t)
+		put_task_struct(t);
 	if (ret) {
 		if (mm)
 			mmput(mm);
@@ -276,8 +326,15 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 		return -EINVAL; /* out only: the module decodes the instruction itself */
 	if (req->tp_number > 0xffff || req->pid <= 0)
 		return -EINVAL;
+	/* Never emulate on a kernel that would then run the instruction again
+	 * (gt_emu_selftest()); INIT's features say which case this is. */
+	if ((req->flags & GDBTRACE_PROBE_EMULATE) && gt_emu_state != GT_EMU_OK)
+		return -EOPNOTSUPP;
 	if (s->nr_probes >= GDBTRACE_MAX_PROBES)
 		return -ENOSPC;
+	ret = gt_add_throttle(s->owner);
+	if (ret)
+		return ret;
 
 	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
@@ -319,11 +376,10 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	ret = copy_actions(s, p, req);
 	if (ret)
 		goto fail;
-	share_step_budget(p);
 	/* One emulation per hit: uprobe consumers run newest first, so only the
 	 * oldest probe of this session at this site may move ip (after the
 	 * others collected the unmodified registers). */
-	if ((req->flags & GDBTRACE_PROBE_EMULATE) && GT_KERNEL_SKIPS_SSTEP && p->mm_64bit &&
+	if ((req->flags & GDBTRACE_PROBE_EMULATE) && p->mm_64bit &&
 	    !site_has_probe(s, p)) {
 		ret = decode_emu(p);
 		if (ret)
@@ -334,8 +390,14 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	ret = xa_insert(&s->ids, p->id, p, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto fail;
+	if (!gt_probe_budget_take()) {
+		xa_erase(&s->ids, p->id);
+		ret = -ENOSPC;
+		goto fail;
+	}
 	ret = register_probe(p);
 	if (ret) {
+		gt_probe_budget_put(1);
 		xa_erase(&s->ids, p->id);
 		goto fail;
 	}
@@ -365,5 +427,6 @@ void gt_probes_remove_all(struct gt_session *s)
 		xa_erase(&s->ids, p->id);
 		probe_free(p);
 	}
+	gt_probe_budget_put(s->nr_probes);
 	s->nr_probes = 0;
 }

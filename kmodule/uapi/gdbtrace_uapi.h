@@ -31,6 +31,8 @@
 
 /* Bounds the module enforces. */
 #define GDBTRACE_MAX_PROBES 65536     /* per session (each charged to the caller's memcg) */
+#define GDBTRACE_MAX_PROBES_TOTAL 131072 /* all sessions together */
+#define GDBTRACE_ADD_RATE 2000        /* ADDs per second per user: a faster caller sleeps */
 #define GDBTRACE_MAX_ACTIONS 64       /* per probe */
 #define GDBTRACE_MAX_CODE 4096        /* bytes of one bytecode program (= AX_MAX_CODE_LEN) */
 #define GDBTRACE_MAX_MEM 65535        /* bytes of one 'M' action (u16 block length) */
@@ -54,6 +56,15 @@ struct gdbtrace_init {
 };
 #define GDBTRACE_FEAT_EMULATE 1u /* module emulates common probed instructions */
 #define GDBTRACE_FEAT_FPU 2u     /* 'R' actions take GDBTRACE_ACT_REGS_FPU */
+/* Why GDBTRACE_FEAT_EMULATE is missing (ADD then refuses GDBTRACE_PROBE_EMULATE
+ * with EOPNOTSUPP). The module tests the kernel at load: it runs an emulated
+ * instruction in a helper process and sees whether it ran once.
+ * EMU_DOUBLE: it ran twice: this kernel single-steps the original instruction
+ * even after a handler moved ip (upstream 4363264111e1 missing: 6.18 and the
+ * stable series it was backported to have it). EMU_UNTESTED: the test could
+ * not run (the kernel log says why). */
+#define GDBTRACE_FEAT_EMU_DOUBLE 4u
+#define GDBTRACE_FEAT_EMU_UNTESTED 8u
 
 struct gdbtrace_ring_header {
   __u64 head;      /* kernel: bytes produced */
@@ -124,8 +135,14 @@ struct gdbtrace_emu {
   __u8 insn[GDBTRACE_MAX_EMU]; /* the instruction's bytes as decoded */
 };
 
-/* ADD errors: EPERM unless the caller's process ptraces a thread of PID;
- * ESTALE unless FD at OFFSET is what PID maps executable at ADDRESS. */
+/* ADD errors: EPERM unless the caller's process ptraces a thread of PID and
+ * may access it as ptrace(PTRACE_MODE_ATTACH_REALCREDS) would now (a
+ * non-dumpable process needs CAP_SYS_PTRACE over its user namespace);
+ * ESTALE unless FD at OFFSET is what PID maps executable at ADDRESS;
+ * EOPNOTSUPP for GDBTRACE_PROBE_EMULATE without GDBTRACE_FEAT_EMULATE;
+ * ENOSPC past GDBTRACE_MAX_PROBES in the session or the module's total;
+ * E2BIG for a program naming more than 8 trace state variables.
+ * ADD is throttled per user (the caller sleeps past the rate). */
 struct gdbtrace_probe_add {
   __s32 pid;          /* in: target process (tgid) */
   __s32 fd;           /* in: open file descriptor of the mapped file */

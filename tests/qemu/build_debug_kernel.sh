@@ -20,7 +20,7 @@ if [ ! -f "$src/.config" ] || [ "$here/debug.config" -nt "$src/.config" ]; then
   make -s -C "$src" tinyconfig >&2
   "$src/scripts/kconfig/merge_config.sh" -m -O "$src" "$src/.config" "$here/debug.config" >&2
   make -s -C "$src" olddefconfig >&2
-  for opt in KASAN PROVE_LOCKING UBSAN UPROBES E1000 MODULES IA32_EMULATION; do
+  for opt in KASAN PROVE_LOCKING UBSAN UPROBES E1000 MODULES IA32_EMULATION PREEMPT DEBUG_PREEMPT DEBUG_ATOMIC_SLEEP; do
     grep -q "^CONFIG_$opt=y" "$src/.config" || { echo "debug kernel config lacks CONFIG_$opt" >&2; exit 1; }
   done
 fi

@@ -2,8 +2,12 @@
 # Finds the newest Debian kernel of a series and prepares it for run.sh:
 #   6.1, 6.12  image+headers pair from the host's apt sources (Debian 12); the
 #              headers are installed on the host, the image is extracted.
+#   rt         Debian 12's PREEMPT_RT kernel (6.1 rt-amd64), the same way: the
+#              kernel where a sleeping lock under preemption-off is a bug.
 #   debug      6.1 from Debian's linux-source with LOCKDEP, KASAN and UBSAN
 #              (build_debug_kernel.sh; opt-in, not part of `all`).
+#   noskip     debug without the uprobe single-step skip (build_noskip_kernel.sh;
+#              opt-in): a kernel where emulation must be refused.
 #   newest     Debian unstable's linux-image-amd64 (7.x today), whatever version
 #              it points at this run. Built and packaged with that kernel's own gcc,
 #              so a `debootstrap --variant=minbase sid` chroot cached under
@@ -51,6 +55,7 @@ fetch_debian12() {
   case $series in
     6.1)  pat='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
     6.12) pat='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+    rt)   pat='^linux-image-6\.1\.0-[0-9]+-rt-amd64-unsigned$' ;;
   esac
   # Newest image whose headers package also exists.
   for img in $(apt-cache search --names-only "$pat" | awk '{print $1}' | sort -rV); do
@@ -119,8 +124,9 @@ fetch_newest() {
 }
 
 case $series in
-  6.1 | 6.12) fetch_debian12 ;;
+  6.1 | 6.12 | rt) fetch_debian12 ;;
   newest) fetch_newest ;;
   debug) "$here/build_debug_kernel.sh" ;;
-  *) echo "unknown series $series (6.1, 6.12, newest, debug)" >&2; exit 2 ;;
+  noskip) "$here/build_noskip_kernel.sh" ;;
+  *) echo "unknown series $series (6.1, 6.12, newest, rt, debug, noskip)" >&2; exit 2 ;;
 esac

@@ -117,25 +117,32 @@ timeout 240 /usr/bin/gdb -nx -batch \
   -ex "kill" \
   >"$bpfout" 2>&1
 echo "gdb exit $?" >>"$bpfout"
-check ebpf_backend "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB" "$bpfout"
-check ebpf_frames "Collected $((NB + 2)) trace frames" "$bpfout"
-check ebpf_frame_a "A123: ?123$" "$bpfout"
-check ebpf_stepi_onto_site "STEP1: ?1$" "$bpfout"
-check ebpf_stepi_one_instruction "STEP2: ?5$" "$bpfout"
-check ebpf_stepi_add_ran_once "RDI: ?42$" "$bpfout"
-# The one hit at step_site+1 was the stepi over it (trap flag set: single-stepped, not emulated).
-check ebpf_add_frame_before "ADD-RDI: ?41$" "$bpfout"
-# sink = sum of 4i for i < NB, + step_site(41) + store_site(&watched, 1234): every site ran once.
-check ebpf_program_results "SINK: ?$((2 * NB * (NB - 1) + 42 + 1234))$" "$bpfout"
-check ebpf_store_site_ran "WATCHED: ?1234$" "$bpfout"
-krel=$(sed -n 's/.*generated BPF program[^(]*(Linux \([0-9]*\.[0-9]*\).*/\1/p' "$bpfout" | head -1)
-if [ -n "$krel" ] && [ "$(printf '%s\n6.19\n' "$krel" | sort -V | head -1)" = 6.19 ]; then
-  check ebpf_emulates "common instructions emulated by the program" "$bpfout"
-  check ebpf_load_emulated "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB, drops 0, after stop 0, errors 0, emulated $NB$" "$bpfout"
-  check ebpf_store_not_emulated "tracepoint 4 at 0x[0-9a-f]+: backend ebpf, hits 1, frames 1, drops 0, after stop 0, errors 0$" "$bpfout"
+# The checking kernels (debug, noskip: tinyconfig plus debug.config) are built without BPF; the
+# eBPF collector is proven on the matrix kernels. Anywhere else a missing backend fails.
+series=$(basename "$work")
+if { [ "$series" = debug ] || [ "$series" = noskip ]; } && grep -q "no backend 'ebpf'" "$bpfout"; then
+  echo "SKIP gdb_ebpf: the $series kernel is built without BPF"
 else
-  check ebpf_says_why_not "register writes need Linux 6.19" "$bpfout"
-  if grep -q ", emulated [0-9]" "$bpfout"; then echo "FAIL gdb_ebpf_no_emulation: emulated hits before Linux 6.19"; else echo "ok gdb_ebpf_no_emulation"; fi
+  check ebpf_backend "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB" "$bpfout"
+  check ebpf_frames "Collected $((NB + 2)) trace frames" "$bpfout"
+  check ebpf_frame_a "A123: ?123$" "$bpfout"
+  check ebpf_stepi_onto_site "STEP1: ?1$" "$bpfout"
+  check ebpf_stepi_one_instruction "STEP2: ?5$" "$bpfout"
+  check ebpf_stepi_add_ran_once "RDI: ?42$" "$bpfout"
+  # The one hit at step_site+1 was the stepi over it (trap flag set: single-stepped, not emulated).
+  check ebpf_add_frame_before "ADD-RDI: ?41$" "$bpfout"
+  # sink = sum of 4i for i < NB, + step_site(41) + store_site(&watched, 1234): every site ran once.
+  check ebpf_program_results "SINK: ?$((2 * NB * (NB - 1) + 42 + 1234))$" "$bpfout"
+  check ebpf_store_site_ran "WATCHED: ?1234$" "$bpfout"
+  krel=$(sed -n 's/.*generated BPF program[^(]*(Linux \([0-9]*\.[0-9]*\).*/\1/p' "$bpfout" | head -1)
+  if [ -n "$krel" ] && [ "$(printf '%s\n6.19\n' "$krel" | sort -V | head -1)" = 6.19 ]; then
+    check ebpf_emulates "common instructions emulated by the program" "$bpfout"
+    check ebpf_load_emulated "tracepoint 2 at 0x[0-9a-f]+: backend ebpf, hits $NB, frames $NB, drops 0, after stop 0, errors 0, emulated $NB$" "$bpfout"
+    check ebpf_store_not_emulated "tracepoint 4 at 0x[0-9a-f]+: backend ebpf, hits 1, frames 1, drops 0, after stop 0, errors 0$" "$bpfout"
+  else
+    check ebpf_says_why_not "register writes need Linux 6.19" "$bpfout"
+    if grep -q ", emulated [0-9]" "$bpfout"; then echo "FAIL gdb_ebpf_no_emulation: emulated hits before Linux 6.19"; else echo "ok gdb_ebpf_no_emulation"; fi
+  fi
 fi
 
 # Call stacks through the module (`monitor gdbtrace stacks on`): gt_loop is -O2, static, so only
@@ -258,7 +265,13 @@ check tdump "^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <probe_me"
 check condition_tp "TP2-A: ?1500$"
 # Tracepoints 3 and 4 share probe_me: one hit's frames come in definition order (3, then 4).
 check definition_order "BEFORE-TP2-A: ?1500$"
-check emulation "common instructions emulated"
+# Where the module's load-time self-test found the kernel single-stepping after a moved ip
+# (gt_limits printed its verdict on the console), the stub must say so instead.
+if grep -q "module emulation self-test: kernel single-steps" "$work/console.log" 2>/dev/null; then
+  check emulation "single-stepped by the kernel \\(the module's self-test saw this kernel single-step"
+else
+  check emulation "common instructions emulated"
+fi
 # collect $regs through the module carries the x87/SSE/AVX state too (kmodule/fpu.c): the double
 # argument in xmm0, a 256-bit value's upper half, the x87 control word.
 check fpu_double_arg "SCALE-X: ?1.25$"

@@ -13,7 +13,6 @@
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
-#include "kmod/emulation_selftest.h"
 #include "kmod/module_session.h"
 #include "trace/collector_probe_site.h"
 #include "trace/frame.h"
@@ -356,7 +355,9 @@ private:
   }
 
   // Emulation is only safe where the kernel skips the single-step after a
-  // handler moved ip (else the instruction would run twice): test it once.
+  // handler moved ip (else the instruction would run twice). The module tests
+  // that at load and refuses GDBTRACE_PROBE_EMULATE where it failed; its
+  // features say why, and `monitor gdbtrace status` shows it.
   // GDBTRACE_KMOD_EMULATE=0 turns it off (benchmarks compare both).
   void check_emulation() {
     emulation_checked_ = true;
@@ -365,13 +366,17 @@ private:
       emulation_note_ = "emulation disabled by GDBTRACE_KMOD_EMULATE=0";
       return;
     }
-    if (!(session_.info().features & GDBTRACE_FEAT_EMULATE)) {
-      emulation_note_ = "module without emulation";
+    const uint32_t features = session_.info().features;
+    emulate_ = (features & GDBTRACE_FEAT_EMULATE) != 0;
+    if (emulate_)
       return;
-    }
-    emulate_ = kmod::kernel_honours_emulation();
-    if (!emulate_)
-      emulation_note_ = "this kernel does not skip the single-step after emulation";
+    if (features & GDBTRACE_FEAT_EMU_DOUBLE)
+      emulation_note_ = "the module's self-test saw this kernel single-step an instruction a "
+                        "handler had emulated: it would run twice";
+    else if (features & GDBTRACE_FEAT_EMU_UNTESTED)
+      emulation_note_ = "the module's emulation self-test could not run at load (kernel log)";
+    else
+      emulation_note_ = "module without emulation";
   }
 
   // A new run: counters and TSVs start over from the engine's values.

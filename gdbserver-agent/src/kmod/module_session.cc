@@ -20,6 +20,9 @@ Result<ModuleSession> ModuleSession::open(const char* path) {
     std::string why = std::string(path) + ": " + std::strerror(e);
     if (e == ENOENT)
       why += " (gdbtrace.ko is not loaded)";
+    else if (e == EACCES)
+      why += " (root's by default; an administrator may grant a group with the udev rule "
+             "60-gdbtrace.rules shipped with the module)";
     return make_error(e, why);
   }
   return ModuleSession(std::move(fd));

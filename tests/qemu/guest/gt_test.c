@@ -566,11 +566,40 @@ static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr, struct gd
   return 0;
 }
 
+// Where the module's self-test turned emulation off (the kernel would
+// single-step an emulated instruction again), an emulating ADD is refused and
+// a plain probe at the same site leaves the instruction to the kernel: it
+// runs once.
+static void test_emulation_off(void) {
+  struct session s;
+  CHECK(open_session(&s, 16) == 0, "open");
+  struct tracee t = start_tracee(50, T_EMU);
+  struct gdbtrace_action act = {.kind = GDBTRACE_ACT_REGS};
+  struct gdbtrace_emu got;
+  int r = add_probe_emu(&s, t.pid, (uintptr_t)emu_fn, &got, 1, &act, 1, NULL);
+  CHECK(r == -EOPNOTSUPP, "emulating ADD without FEAT_EMULATE: %s", strerror(-r));
+  uint32_t id;
+  r = add_probe(&s, t.pid, (uintptr_t)emu_fn, 1, &act, 1, NULL, 0, 0, &id);
+  CHECK(r == 0, "add: %s", strerror(-r));
+  CHECK(ioctl(s.fd, GDBTRACE_IOC_START) == 0, "start");
+  int rc = run_tracee(t);
+  struct gdbtrace_probe_status st = probe_status(&s, id);
+  close_session(&s);
+  CHECK(rc == 0, "tracee exit %d (6: the instruction ran twice)", rc);
+  CHECK(st.frames == 50 && st.emulated == 0, "frames %llu emulated %llu",
+        (unsigned long long)st.frames, (unsigned long long)st.emulated);
+  printf("ok test_emulation (emulation off: refused, single-stepped once)\n");
+}
+
 // Emulated sites: the module decodes the probed instruction and reports its
 // recipe, the kernel must skip its single-step (else the instruction runs
 // twice and the tracee notices), frames stay correct, and a caller cannot
 // hand the module a recipe.
 static void test_emulation(void) {
+  if (!emu_flag()) {
+    test_emulation_off();
+    return;
+  }
   struct session s;
   CHECK(open_session(&s, 22) == 0, "open");
   const uint8_t* fb = (const uint8_t*)(uintptr_t)emu_fn;

@@ -105,10 +105,86 @@ static inline void close_session(struct session* s) {
   close(s->fd);
 }
 
+// GDBTRACE_PROBE_EMULATE where the module's load-time self-test turned
+// emulation on (INIT's GDBTRACE_FEAT_EMULATE), else 0: on a kernel that
+// single-steps after a moved ip the module refuses the flag (EOPNOTSUPP), and
+// the tests that emulate check the single-stepped path instead.
+static inline uint32_t emu_flag(void) {
+  static int cached = -1;
+  if (cached < 0) {
+    struct session s;
+    cached = open_session(&s, 16) == 0 && (s.init.features & GDBTRACE_FEAT_EMULATE);
+    close_session(&s);
+  }
+  return cached ? GDBTRACE_PROBE_EMULATE : 0;
+}
+
 static inline struct gdbtrace_probe_status probe_status(struct session* s, uint32_t id) {
   struct gdbtrace_probe_status st = {.id = id};
   ioctl(s->fd, GDBTRACE_IOC_PROBE_STATUS, &st);
   return st;
+}
+
+// ---- a ptraced child running FN(ARG) once released ----
+
+struct child {
+  pid_t pid;
+  int go_fd;
+};
+
+// Forks a child that makes its parent its ptracer, closes inherited session
+// fds, waits for a byte on the pipe, then exits with FN(ARG).
+static inline struct child start_child(int (*fn)(long), long arg) {
+  int go[2], ready[2];
+  if (pipe(go) || pipe(ready))
+    abort();
+  pid_t pid = fork();
+  if (pid == 0) {
+    char c;
+    if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+      _exit(2);
+    for (int fd = 3; fd < 256; fd++)
+      if (fd != go[0] && fd != ready[1])
+        close(fd);
+    if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+      _exit(3);
+    _exit(fn(arg));
+  }
+  close(go[0]);
+  close(ready[1]);
+  char c;
+  if (read(ready[0], &c, 1) != 1)
+    abort();
+  close(ready[0]);
+  return (struct child){pid, go[1]};
+}
+
+static inline int release_child(struct child c) {
+  if (write(c.go_fd, "g", 1) != 1)
+    return -1;
+  close(c.go_fd);
+  return wait_traced(c.pid);
+}
+
+// ADD a probe at ADDR (in FILE, default this executable) of process PID.
+static inline int add_at(struct session* s, pid_t pid, const char* file, uintptr_t addr,
+                         uint32_t flags, struct gdbtrace_action* acts, uint32_t nacts,
+                         struct gdbtrace_probe_add* out) {
+  int fd = open(file ? file : "/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  struct gdbtrace_probe_add a = {.pid = pid,
+                                 .fd = fd,
+                                 .offset = file_offset_of(pid, addr),
+                                 .address = addr,
+                                 .tp_number = 1,
+                                 .nr_actions = nacts,
+                                 .actions = (uintptr_t)acts,
+                                 .flags = flags};
+  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
+  int e = errno;
+  close(fd);
+  if (out)
+    *out = a;
+  return r ? -e : 0;
 }
 
 #endif

@@ -19,6 +19,7 @@ ls -l /dev/gdbtrace | grep -q '^crw-------' || note_fail "/dev/gdbtrace mode: $(
 cd /tmp
 /bin/gt_test || { note_fail "gt_test"; dmesg | grep gdbtrace | tail -20; }
 /bin/gt_safety || { note_fail "gt_safety"; dmesg | grep gdbtrace | tail -20; }
+/bin/gt_limits || { note_fail "gt_limits"; dmesg | grep gdbtrace | tail -20; }
 
 if [ -x /bin/gdbtrace-server ]; then
   [ -f /lib/modules/e1000.ko ] && { insmod /lib/modules/e1000.ko || note_fail "insmod e1000"; }

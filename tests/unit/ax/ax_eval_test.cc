@@ -165,6 +165,26 @@ TEST_F(AxEval, InfiniteLoopHitsStepBudget) {
   EXPECT_EQ(eval_error(b, 60), AX_OK);
 }
 
+// steps_used reports what an evaluation took, on success and on running out,
+// so the kernel module spends one budget across a hit's programs.
+TEST_F(AxEval, StepsUsedIsReported) {
+  Asm a;
+  a.c8(10);
+  uint16_t top = a.here();
+  a.c8(1).op(sub).op(dup_).op2(if_goto, top).op(end); // 1 + 10 * 4 + 1 steps
+  ax_verify_ctx ctx = t.vctx();
+  ax_verified v{};
+  ASSERT_EQ(ax_verify(a.code.data(), uint32_t(a.code.size()), &ctx, &v, nullptr), AX_OK);
+  uint32_t used = 0;
+  ax_env env{};
+  env.steps_used = &used;
+  EXPECT_EQ(ax_eval(a.code.data(), &v, &env, nullptr), AX_OK);
+  EXPECT_EQ(used, 42u);
+  env.step_budget = 20;
+  EXPECT_EQ(ax_eval(a.code.data(), &v, &env, nullptr), AX_ERR_STEP_BUDGET);
+  EXPECT_EQ(used, 20u);
+}
+
 TEST_F(AxEval, RefLoadsAreZeroExtendedLittleEndian) {
   t.map(0x1000, {0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12});
   EXPECT_EQ(value(Asm().c16(0x1000).op(ref8).op(end)), 0xf0u);

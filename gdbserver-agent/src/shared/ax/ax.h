@@ -14,6 +14,7 @@
 #define GDBTRACE_AX_H
 
 #ifdef __KERNEL__
+#include <linux/nospec.h>
 #include <linux/types.h>
 #else
 #include <stddef.h>
@@ -22,6 +23,16 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* An index into an array of N that bytecode chose, bounds-checked just
+ * before: in the kernel the check must also hold under speculation (Spectre
+ * v1), so the index is clamped with array_index_nospec; user space has no
+ * such boundary to protect. */
+#ifdef __KERNEL__
+#define AX_INDEX_NOSPEC(i, n) array_index_nospec((i), (n))
+#else
+#define AX_INDEX_NOSPEC(i, n) (i)
 #endif
 
 /* Hard limits: a program over these is rejected by the verifier. */
@@ -140,6 +151,9 @@ struct ax_env {
   int (*printf)(void* opaque, const char* fmt, uint32_t fmt_len, uint32_t nargs,
                 const uint64_t* args);
   uint32_t step_budget; /* 0: AX_DEFAULT_STEP_BUDGET */
+  /* Out, may be NULL: the steps the evaluation took (also on error), so a
+   * caller can spend one budget across several programs. */
+  uint32_t* steps_used;
 };
 
 /* Evaluate a verified program. On success returns AX_OK and stores the value

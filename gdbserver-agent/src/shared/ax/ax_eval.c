@@ -148,6 +148,10 @@ static int load(struct machine* m, uint64_t addr, uint32_t size, uint64_t* v) {
   int rc;
   if (!m->env->read_mem)
     return AX_ERR_MEM;
+  /* SIZE comes from the opcode; a mispredicted dispatch must not index past BUF. */
+  if (size > sizeof(buf))
+    return AX_ERR_BAD_OPERAND;
+  size = AX_INDEX_NOSPEC(size, (uint32_t)sizeof(buf) + 1u);
   rc = callback_status(m->env->read_mem(m->env->opaque, addr, buf, size), AX_ERR_MEM);
   if (rc < 0)
     return rc;
@@ -232,7 +236,7 @@ static int stack_op(struct machine* m, uint8_t op, uint64_t k) {
   default: /* AX_OP_PICK: pick 0 == dup */
     if (k >= m->sp)
       return AX_ERR_STACK_UNDERFLOW;
-    return push(m, m->stack[m->sp - 1u - k]);
+    return push(m, m->stack[AX_INDEX_NOSPEC(m->sp - 1u - (uint32_t)k, m->sp)]);
   }
 }
 
@@ -413,12 +417,18 @@ int ax_eval(const uint8_t* code, const struct ax_verified* verified, const struc
   budget = env->step_budget ? env->step_budget : AX_DEFAULT_STEP_BUDGET;
 
   for (steps = 0; !done; steps++) {
-    if (steps >= budget)
-      return AX_ERR_STEP_BUDGET;
+    if (steps >= budget) {
+      rc = AX_ERR_STEP_BUDGET;
+      break;
+    }
     rc = step(&m, &done);
     if (rc < 0)
-      return rc;
+      break;
   }
+  if (env->steps_used)
+    *env->steps_used = steps;
+  if (rc < 0)
+    return rc;
   if (result)
     *result = m.sp > 0 ? m.stack[m.sp - 1] : 0;
   return AX_OK;
