@@ -144,7 +144,11 @@ run_series() {
   fi
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/$s/initramfs.gz"
 
-  local port=$((12340 + ${#summary[@]}))
+  # A port the host has free now: fixed ports made two runs on one host (a
+  # developer's and a clean-root check sharing its network) fail each other's
+  # boot ("Could not set up host forwarding rule").
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   local gdbscript=$here/gdb_session.sh
   echo "booting (TCG)..."
   # no_timer_check: on a loaded host TCG can miss the kernel's early IO-APIC timer check, which
