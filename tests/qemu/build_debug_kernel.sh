@@ -24,11 +24,8 @@ if [ ! -f "$src/.config" ] || [ "$here/debug.config" -nt "$src/.config" ]; then
     grep -q "^CONFIG_$opt=y" "$src/.config" || { echo "debug kernel config lacks CONFIG_$opt" >&2; exit 1; }
   done
 fi
-# `modules` (none are =m) writes Module.symvers for the external build.
-make -s -C "$src" -j"${JOBS:-2}" bzImage modules >&2
-krel=$(make -s -C "$src" kernelrelease)
-mkdir -p "$work/modules"
-cat >"$work/env" <<EOT
+. "$here/kernel_env.sh"
+build_kernel_and_env "$src" "$work"
 KREL=$krel
 KDIR=$src
 VMLINUZ=$src/arch/x86/boot/bzImage

@@ -26,10 +26,8 @@ if grep -q "instruction_pointer(regs) != bp_vaddr" "$f"; then
   echo "noskip: could not take the skip out of $f" >&2
   exit 1
 fi
-make -s -C "$src" -j"${JOBS:-2}" bzImage modules >&2
-krel=$(make -s -C "$src" kernelrelease)
-mkdir -p "$work/modules"
-cat >"$work/env" <<EOT
+. "$here/kernel_env.sh"
+build_kernel_and_env "$src" "$work"
 KREL=$krel
 KDIR=$src
 VMLINUZ=$src/arch/x86/boot/bzImage

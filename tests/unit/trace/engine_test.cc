@@ -20,6 +20,7 @@
 #include "trace/ptrace_collector.h"
 #include "trace/trace_buffer.h"
 #include "trace/trace_engine.h"
+#include "trace_test_util.h"
 
 using namespace gdbtrace;
 using gdbtrace::test::FakeTarget;
@@ -40,11 +41,7 @@ std::vector<uint8_t> frame_stream(TraceEngine& engine) {
 class EngineTest : public ::testing::Test {
 protected:
   EngineTest() {
-    TraceEngine::Hooks hooks;
-    hooks.console = [this](const std::string& s) { console += s; };
-    hooks.current_pid = [] { return Pid(1); };
-    engine = std::make_unique<TraceEngine>(io, target, hooks);
-    engine->add_collector(make_ptrace_collector(target));
+    engine = gdbtrace::test::make_test_engine(io, target, console);
     use_engine(std::move(engine));
   }
   // Drives ENGINE (replacing the fixture's) through the tracepoint rows.

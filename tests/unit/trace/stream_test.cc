@@ -18,6 +18,7 @@
 #include "server/trace_protocol.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
+#include "trace_test_util.h"
 
 using namespace gdbtrace;
 using gdbtrace::test::FakeTarget;
@@ -33,16 +34,7 @@ std::string slurp(const std::string& path) {
 }
 
 std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p)
-    return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  pclose(p);
-  return out;
+  return gdbtrace::test::run_command(cmd);
 }
 
 // What gdb says about the tfile PATH after COMMANDS.
@@ -54,11 +46,7 @@ std::string gdb_reads(const std::string& path, const std::string& commands) {
 class StreamTest : public ::testing::Test {
 protected:
   StreamTest() {
-    TraceEngine::Hooks hooks;
-    hooks.console = [this](const std::string& s) { console += s; };
-    hooks.current_pid = [] { return Pid(1); };
-    engine = std::make_unique<TraceEngine>(io, target, hooks);
-    engine->add_collector(make_ptrace_collector(target));
+    engine = gdbtrace::test::make_test_engine(io, target, console);
     protocol =
         std::make_unique<TraceProtocol>(*engine, [this](const std::string& s) { console += s; });
     packets.add(protocol->rows());

@@ -15,22 +15,14 @@
 #include "trace/ptrace_collector.h"
 #include "trace/tfile_writer.h"
 #include "trace/trace_engine.h"
+#include "trace_test_util.h"
 
 using namespace gdbtrace;
 
 namespace {
 
 std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p)
-    return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  pclose(p);
-  return out;
+  return gdbtrace::test::run_command(cmd);
 }
 
 std::string slurp(const std::string& path) {
