@@ -26,9 +26,3 @@ if [ ! -f "$src/.config" ] || [ "$here/debug.config" -nt "$src/.config" ]; then
 fi
 . "$here/kernel_env.sh"
 build_kernel_and_env "$src" "$work"
-KREL=$krel
-KDIR=$src
-VMLINUZ=$src/arch/x86/boot/bzImage
-MODDIR=$work/modules
-CHROOT=
-EOT

@@ -28,9 +28,3 @@ if grep -q "instruction_pointer(regs) != bp_vaddr" "$f"; then
 fi
 . "$here/kernel_env.sh"
 build_kernel_and_env "$src" "$work"
-KREL=$krel
-KDIR=$src
-VMLINUZ=$src/arch/x86/boot/bzImage
-MODDIR=$work/modules
-CHROOT=
-EOT
