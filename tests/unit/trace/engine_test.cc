@@ -38,7 +38,7 @@ std::vector<uint8_t> frame_stream(TraceEngine& engine) {
   return out;
 }
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public gdbtrace::test::TraceTestBase {
 protected:
   EngineTest() {
     engine = gdbtrace::test::make_test_engine(io, target, console);
@@ -72,13 +72,6 @@ protected:
     io.restart();
     io.poll();
   }
-
-  asio::io_context io;
-  FakeTarget target;
-  std::string console;
-  std::unique_ptr<TraceEngine> engine;
-  std::unique_ptr<TraceProtocol> protocol;
-  PacketTable packets;
 };
 
 // reg 0 (rax); const8 3; equal; end

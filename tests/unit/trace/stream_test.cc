@@ -43,7 +43,7 @@ std::string gdb_reads(const std::string& path, const std::string& commands) {
              " 2>&1");
 }
 
-class StreamTest : public ::testing::Test {
+class StreamTest : public gdbtrace::test::TraceTestBase {
 protected:
   StreamTest() {
     engine = gdbtrace::test::make_test_engine(io, target, console);
@@ -75,12 +75,6 @@ protected:
     }
   }
 
-  asio::io_context io;
-  FakeTarget target;
-  std::string console;
-  std::unique_ptr<TraceEngine> engine;
-  std::unique_ptr<TraceProtocol> protocol;
-  PacketTable packets;
   std::string path;
 };
 

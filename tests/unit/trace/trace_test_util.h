@@ -8,7 +8,11 @@
 #include <string>
 
 #include <asio.hpp>
+#include <gtest/gtest.h>
 
+#include "fake_target.h"
+#include "server/packet_table.h"
+#include "server/trace_protocol.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
 
@@ -39,5 +43,18 @@ inline std::unique_ptr<TraceEngine> make_test_engine(asio::io_context& io, Nativ
   engine->add_collector(make_ptrace_collector(target));
   return engine;
 }
+
+// What a test driving the engine through the tracepoint packet rows holds: the
+// io_context, a fake target, the console text, the engine, the protocol and
+// its rows.
+class TraceTestBase : public ::testing::Test {
+protected:
+  asio::io_context io;
+  FakeTarget target;
+  std::string console;
+  std::unique_ptr<TraceEngine> engine;
+  std::unique_ptr<TraceProtocol> protocol;
+  PacketTable packets;
+};
 
 } // namespace gdbtrace::test
