@@ -42,7 +42,7 @@ def is_path(token, room_names):
     if token.startswith(".") or "..." in token or not LOOKS_LIKE_PATH.match(token.replace("*", "x")):
         return False
     if any(re.fullmatch(r"[A-Z_]+", part) for part in token.split("/")):
-        return False  # a placeholder (`tests/fuzz/corpus/TARGET/`)
+        return False  # a name standing for any (`tests/fuzz/corpus/TARGET/`)
     if "/" in token.rstrip("/"):
         return token.split("/", 1)[0] in room_names
     return "." in token and token.rsplit(".", 1)[-1] in SOURCE_SUFFIXES
