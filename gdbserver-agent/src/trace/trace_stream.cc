@@ -23,6 +23,21 @@ uint64_t count_frames(std::span<const uint8_t> bytes) {
     at += GT_TFRAME_HEADER_SIZE + gt_tframe_size(bytes.data() + at);
   return n;
 }
+// Writes LEN bytes of DATA at AT, however many calls it takes. 0, or the
+// errno of the failure (SHORT when the file took nothing, e.g. a full disk).
+int pwrite_all(int fd, const void* data, size_t len, uint64_t at, int short_err) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pwrite(fd, static_cast<const char*>(data) + done, len - done, off_t(at + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n < 0 ? errno : short_err;
+    done += size_t(n);
+  }
+  return 0;
+}
+
 } // namespace
 
 TraceStream::~TraceStream() {
@@ -72,38 +87,23 @@ Result<void> TraceStream::begin(TfileContents contents) {
 // Appends BYTES (whole frames) at the end of the file; on a failure the file
 // is cut back to its size before, a frame boundary.
 bool TraceStream::write_at_end(std::span<const uint8_t> bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, off_t(written_ + done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : ENOSPC;
-      if (::ftruncate(fd_, off_t(written_)) != 0) {
-        // The torn tail stays: say so rather than claim a clean file.
-        fail("cannot write (and cannot cut back a partly written frame in)", err);
-        return false;
-      }
-      fail("cannot write", err);
+  if (int err = pwrite_all(fd_, bytes.data(), bytes.size(), written_, ENOSPC)) {
+    if (::ftruncate(fd_, off_t(written_)) != 0) {
+      // The torn tail stays: say so rather than claim a clean file.
+      fail("cannot write (and cannot cut back a partly written frame in)", err);
       return false;
     }
-    done += size_t(n);
+    fail("cannot write", err);
+    return false;
   }
   written_ += bytes.size();
   return true;
 }
 
 bool TraceStream::write_header_part(const std::string& text, uint64_t at) {
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, off_t(at + done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      fail("cannot rewrite the header of", n < 0 ? errno : EIO);
-      return false;
-    }
-    done += size_t(n);
+  if (int err = pwrite_all(fd_, text.data(), text.size(), at, EIO)) {
+    fail("cannot rewrite the header of", err);
+    return false;
   }
   return true;
 }
