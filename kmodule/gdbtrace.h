@@ -34,6 +34,12 @@
 #define GT_MAX_SESSIONS_PER_USER 8
 /* Bytes of rings one session may allocate (all CPUs together). */
 #define GT_MAX_RING_BYTES (256ul << 20)
+/* Every allocation a caller's request sizes or repeats (session, rings,
+ * scratch, TSVs, probes, programs): charged to the caller's memory cgroup,
+ * and past its limit the request fails with ENOMEM after reclaim
+ * (__GFP_RETRY_MAYFAIL) instead of waking the cgroup's OOM killer, which
+ * would kill the stub or a neighbour for the size of a ring. */
+#define GT_GFP_ACCOUNT (GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
 struct gt_session;
 

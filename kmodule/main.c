@@ -73,11 +73,11 @@ static int scratch_alloc(void)
 	unsigned int cpu;
 
 	/* Charged to the memory cgroup of the session that needed them first. */
-	gt_scratch_areas = kcalloc(nr_cpu_ids, sizeof(*gt_scratch_areas), GFP_KERNEL_ACCOUNT);
+	gt_scratch_areas = kcalloc(nr_cpu_ids, sizeof(*gt_scratch_areas), GT_GFP_ACCOUNT);
 	if (!gt_scratch_areas)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
-		gt_scratch_areas[cpu] = kvzalloc_node(GDBTRACE_MAX_FRAME, GFP_KERNEL_ACCOUNT,
+		gt_scratch_areas[cpu] = kvzalloc_node(GDBTRACE_MAX_FRAME, GT_GFP_ACCOUNT,
 						      cpu_to_node(cpu));
 		if (!gt_scratch_areas[cpu]) {
 			scratch_free();
@@ -204,11 +204,11 @@ static int rings_alloc(struct gt_session *s, size_t total)
 	unsigned long i;
 
 	s->nr_pages = total >> PAGE_SHIFT;
-	s->pages = kvcalloc(s->nr_pages, sizeof(*s->pages), GFP_KERNEL_ACCOUNT);
+	s->pages = kvcalloc(s->nr_pages, sizeof(*s->pages), GT_GFP_ACCOUNT);
 	if (!s->pages)
 		return -ENOMEM;
 	for (i = 0; i < s->nr_pages; i++) {
-		s->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		s->pages[i] = alloc_page(GT_GFP_ACCOUNT | __GFP_ZERO);
 		if (!s->pages[i])
 			goto nomem;
 	}
@@ -231,7 +231,7 @@ static void gt_wake(struct irq_work *w)
 
 static int gt_open(struct inode *inode, struct file *f)
 {
-	struct gt_session *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
+	struct gt_session *s = kzalloc(sizeof(*s), GT_GFP_ACCOUNT);
 
 	if (!s)
 		return -ENOMEM;
@@ -294,8 +294,8 @@ static long do_init(struct gt_session *s, void __user *arg)
 	if (ret)
 		return ret;
 	ret = rings_alloc(s, total);
-	s->tsv = kvcalloc(GDBTRACE_MAX_TSVS, sizeof(*s->tsv), GFP_KERNEL_ACCOUNT);
-	s->tsv_defined = kcalloc(BITS_TO_LONGS(GDBTRACE_MAX_TSVS), sizeof(long), GFP_KERNEL_ACCOUNT);
+	s->tsv = kvcalloc(GDBTRACE_MAX_TSVS, sizeof(*s->tsv), GT_GFP_ACCOUNT);
+	s->tsv_defined = kcalloc(BITS_TO_LONGS(GDBTRACE_MAX_TSVS), sizeof(long), GT_GFP_ACCOUNT);
 	if (ret || !s->tsv || !s->tsv_defined) {
 		rings_free(s);
 		kvfree(s->tsv);

@@ -64,7 +64,7 @@ static void probe_free(struct gt_probe *p)
  * 65 536 probes of 64 programs each. */
 static void *memdup_user_account(u64 uptr, size_t len)
 {
-	void *p = kmalloc(len, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	void *p = kmalloc(len, GT_GFP_ACCOUNT);
 
 	if (!p)
 		return ERR_PTR(-ENOMEM);
@@ -95,7 +95,7 @@ static int copy_actions(struct gt_session *s, struct gt_probe *p, const struct g
 	ua = memdup_user_account(req->actions, sizeof(*ua) * req->nr_actions);
 	if (IS_ERR(ua))
 		return PTR_ERR(ua);
-	p->actions = kcalloc(req->nr_actions, sizeof(*p->actions), GFP_KERNEL_ACCOUNT);
+	p->actions = kcalloc(req->nr_actions, sizeof(*p->actions), GT_GFP_ACCOUNT);
 	if (!p->actions) {
 		kfree(ua);
 		return -ENOMEM;
@@ -278,6 +278,10 @@ static int bind_target(struct gt_probe *p, pid_t pid)
 	struct pid *ps;
 	int ret;
 
+	/* PID is a number in the caller's pid namespace (find_get_pid() is
+	 * find_vpid(): task_active_pid_ns(current), as kill() and ptrace()
+	 * read it). A caller in a container names only the processes of its
+	 * namespace; one outside has no number there and is ESRCH. */
 	ps = find_get_pid(pid);
 	if (!ps)
 		return -ESRCH;
@@ -336,7 +340,7 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	if (ret)
 		return ret;
 
-	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
+	p = kzalloc(sizeof(*p), GT_GFP_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
 	p->s = s;
@@ -387,7 +391,7 @@ int gt_probe_add(struct gt_session *s, struct gdbtrace_probe_add *req)
 	}
 
 	p->id = s->next_id;
-	ret = xa_insert(&s->ids, p->id, p, GFP_KERNEL_ACCOUNT);
+	ret = xa_insert(&s->ids, p->id, p, GT_GFP_ACCOUNT);
 	if (ret)
 		goto fail;
 	if (!gt_probe_budget_take()) {
