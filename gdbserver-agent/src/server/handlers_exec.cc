@@ -190,8 +190,12 @@ GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
   if (!v || *v == 0 || *v > 0x7fffffff)
     return "E.malformed vAttach packet";
   Pid pid = static_cast<Pid>(*v);
-  if (auto r = target_.attach(pid); !r)
+  if (auto r = target_.attach(pid); !r) {
+    // gdb 13 prints only "Attaching to process N failed" for any error reply: the reason goes
+    // to our stderr too, where gdbserver prints its own.
+    std::fprintf(stderr, "gdbtrace-server: %s\n", r.error().message.c_str());
     return "E." + r.error().message;
+  }
   std::fprintf(stderr, "Attached; pid = %d\n", pid);
   StopEvent stop;
   stop.thread = {pid, pid};
