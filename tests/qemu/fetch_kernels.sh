@@ -4,10 +4,15 @@
 #              headers are installed on the host, the image is extracted.
 #   rt         Debian 12's PREEMPT_RT kernel (6.1 rt-amd64), the same way: the
 #              kernel where a sleeping lock under preemption-off is a bug.
+#   rt612      Debian 12's PREEMPT_RT 6.12 (6.12.N+deb12-rt-amd64: the 6.12
+#              series Debian 13 ships), the same way: today's RT, with the
+#              printk and locking rework 6.1-rt predates.
 #   debug      6.1 from Debian's linux-source with LOCKDEP, KASAN and UBSAN
-#              (build_debug_kernel.sh; opt-in, not part of `all`).
-#   noskip     debug without the uprobe single-step skip (build_noskip_kernel.sh;
-#              opt-in): a kernel where emulation must be refused.
+#              (build_debug_kernel.sh).
+#   noskip     debug without the uprobe single-step skip (build_noskip_kernel.sh):
+#              a kernel where emulation must be refused.
+#              With GT_CACHED_ONLY=1 (run.sh all) these two use the cached build
+#              as it is, and fail rather than compile when there is none.
 #   newest     Debian unstable's linux-image-amd64 (7.x today), whatever version
 #              it points at this run. Built and packaged with that kernel's own gcc,
 #              so a `debootstrap --variant=minbase sid` chroot cached under
@@ -56,6 +61,7 @@ fetch_debian12() {
     6.1)  pat='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
     6.12) pat='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
     rt)   pat='^linux-image-6\.1\.0-[0-9]+-rt-amd64-unsigned$' ;;
+    rt612) pat='^linux-image-6\.12\.[0-9]+\+deb12-rt-amd64-unsigned$' ;;
   esac
   # Newest image whose headers package also exists.
   for img in $(apt-cache search --names-only "$pat" | awk '{print $1}' | sort -rV); do
@@ -124,9 +130,15 @@ fetch_newest() {
 }
 
 case $series in
-  6.1 | 6.12 | rt) fetch_debian12 ;;
+  6.1 | 6.12 | rt | rt612) fetch_debian12 ;;
   newest) fetch_newest ;;
-  debug) "$here/build_debug_kernel.sh" ;;
-  noskip) "$here/build_noskip_kernel.sh" ;;
-  *) echo "unknown series $series (6.1, 6.12, newest, rt, debug, noskip)" >&2; exit 2 ;;
+  debug | noskip)
+    if [ "${GT_CACHED_ONLY:-}" = 1 ]; then
+      . "$here/kernel_env.sh"
+      cached_kernel_env "$work"
+    else
+      "$here/build_${series}_kernel.sh"
+    fi
+    ;;
+  *) echo "unknown series $series (6.1, 6.12, newest, rt, rt612, debug, noskip)" >&2; exit 2 ;;
 esac

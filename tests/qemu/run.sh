@@ -7,16 +7,18 @@
 # built), boot, run guest/init.sh's tests, and report with the kernel version.
 # Exit status non-zero on any failure.
 #
-#   tests/qemu/run.sh [6.1|6.12|newest|rt|all|debug|noskip]...  (default all = 6.1 6.12 newest rt)
-# `debug` is a 6.1 kernel built here from linux-source with LOCKDEP, KASAN,
-# UBSAN, DEBUG_ATOMIC_SLEEP and DEBUG_PREEMPT (build_debug_kernel.sh): a long
-# one-off compile, so not part of `all`. `noskip` is that kernel without the
-# uprobe single-step skip of upstream 4363264111e1 (build_noskip_kernel.sh),
-# where the module must refuse emulation.
+#   tests/qemu/run.sh [6.1|6.12|newest|rt|rt612|all|debug|noskip]...
+#   (default all = 6.1 6.12 newest rt rt612, + debug and noskip when cached)
+# `rt612` is Debian's PREEMPT_RT 6.12. `debug` is a 6.1 kernel built here from
+# linux-source with LOCKDEP, KASAN, UBSAN, DEBUG_ATOMIC_SLEEP and DEBUG_PREEMPT
+# (build_debug_kernel.sh): a long one-off compile, which `all` never starts;
+# `all` runs it (and noskip) when the build is cached, and says so. `noskip`
+# is that kernel without the uprobe single-step skip of upstream 4363264111e1
+# (build_noskip_kernel.sh), where the module must refuse emulation.
 # Environment: GDBTRACE_BUILD=<cmake build dir with gdbtrace-server> (default build-kmod),
 #              GDBTRACE_KO_DIR=DIR: boot DIR/<series>/gdbtrace.ko (prebuilt, e.g. by DKMS)
 #                instead of building the module; missing -> failure,
-#              QEMU_TIMEOUT=<seconds per boot> (default 300), GT_BENCH=1 runs bench/kmodule guest part,
+#              QEMU_TIMEOUT=<seconds per boot> (default 480), GT_BENCH=1 runs bench/kmodule guest part,
 #              GT_MANY=N: before the gdb session, N tracepoints (one per function of a generated
 #                program) on the module through the host gdb (gdb_many.sh; GT_MANY_BACKEND,
 #                GT_MANY_ROUNDS); give it QEMU_TIMEOUT=3000 for N=10000,
@@ -27,8 +29,25 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 work=$here/work
 mkdir -p "$work"
-series=${*:-all}
-series=${series//all/6.1 6.12 newest rt}
+series=" ${*:-all} "
+cached_series=
+# `all`: the stock kernels, and the checking kernels (debug, noskip) whenever their build is
+# cached: used as cached (GT_CACHED_ONLY), never compiled here -- the first build is a long
+# compile on two cores, which `run.sh debug` starts.
+if [[ $series == *" all "* ]]; then
+  all="6.1 6.12 newest rt rt612"
+  for k in debug noskip; do
+    [[ $series == *" $k "* ]] && continue
+    if why=$(. "$here/kernel_env.sh" && cached_kernel_env "$work/$k" 2>&1); then
+      all+=" $k"
+      cached_series+=" $k "
+      echo "all: includes $k, its cached build in $(readlink -f "$work/$k")"
+    else
+      echo "all: without $k: $why"
+    fi
+  done
+  series=${series// all / $all }
+fi
 ci=false
 # scripts/test.sh's GDBTRACE_STRICT=1 too: green from the README's command must mean tested.
 { [ "${CI:-}" = true ] || [ "${GDBTRACE_STRICT:-}" = 1 ]; } && ci=true
@@ -43,8 +62,11 @@ need_pkgs() {
 # gcc-multilib: the guest's 32-bit tracee (a -m32 process is never emulated).
 need_pkgs qemu-system-x86 busybox-static cpio gzip build-essential gcc-multilib kmod xz-utils zstd gdb debootstrap
 
+# The guest programs of this checkout: work/ is a cache several checkouts share, and binaries
+# rebuilt only when their source is newer would let one checkout boot another's tests.
+guest_bin=$work/guest/$(printf %s "$repo" | md5sum | cut -c1-12)
 build_guest_programs() {
-  local out=$work/guest
+  local out=$guest_bin
   mkdir -p "$out"
   for src in "$here"/guest/*.c; do
     local name flags=; name=$(basename "$src" .c)
@@ -102,12 +124,24 @@ build_module() {
   echo "$bdir/gdbtrace.ko"
 }
 
+# Waits up to 5 minutes for a console line matching PATTERN (grep); false once the guest ended.
+wait_console() { # LOG QEMU_PID PATTERN
+  for _ in $(seq 1 600); do
+    grep -q "$3" "$1" 2>/dev/null && return 0
+    grep -q "GT-RESULT" "$1" 2>/dev/null && return 1
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.5
+  done
+  return 1
+}
+
 run_series() {
   local s=$1 log=$work/$s/console.log
   rm -f "$work/$s/gdb.log"
   echo "=== kernel $s ==="
   KREL= CHROOT=
-  "$here/fetch_kernels.sh" "$s" || { echo "RESULT $s: FAIL (kernel fetch)"; return 1; }
+  local cached=; [[ ${cached_series:-} == *" $s "* ]] && cached=1
+  GT_CACHED_ONLY=$cached "$here/fetch_kernels.sh" "$s" || { echo "RESULT $s: FAIL (kernel fetch)"; return 1; }
   # shellcheck disable=SC1090
   . "$work/$s/env"
   echo "kernel $KREL"
@@ -118,7 +152,7 @@ run_series() {
   rm -rf "$root" && mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,sbin,lib/modules}
   cp /bin/busybox "$root/bin/busybox"
   cp "$ko" "$root/gdbtrace.ko"
-  cp "$work"/guest/* "$root/bin/"
+  cp "$guest_bin"/* "$root/bin/"
   cp "$here/guest/init.sh" "$root/init" && chmod +x "$root/init"
   cp "$here/guest/gt_bench.sh" "$root/bin/gt_bench.sh" && chmod +x "$root/bin/gt_bench.sh"
   # NIC driver for the forwarded gdb port (e1000 is a module in Debian's config).
@@ -147,38 +181,52 @@ run_series() {
   # A port the host has free now: fixed ports made two runs on one host (a
   # developer's and a clean-root check sharing its network) fail each other's
   # boot ("Could not set up host forwarding rule").
-  local port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # One for each of guest/init.sh's server phases (root :1234, user :1235, ns :1236).
+  local port port_user port_ns
+  read -r port port_user port_ns < <(python3 -c 'import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in ss))')
   local gdbscript=$here/gdb_session.sh
   echo "booting (TCG)..."
   # no_timer_check: on a loaded host TCG can miss the kernel's early IO-APIC timer check, which
   # then panics ("IO-APIC + timer doesn't work", seen on 6.1) before anything of ours runs.
   local start=$SECONDS
-  timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 -nographic -no-reboot \
+  timeout "${QEMU_TIMEOUT:-480}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 -nographic -no-reboot \
     -kernel "$VMLINUZ" -initrd "$work/$s/initramfs.gz" \
     -append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check gt_port=1234" \
-    -netdev user,id=n0,hostfwd=tcp:127.0.0.1:$port-:1234 -device e1000,netdev=n0 \
+    -netdev user,id=n0,hostfwd=tcp:127.0.0.1:$port-:1234,hostfwd=tcp:127.0.0.1:$port_user-:1235,hostfwd=tcp:127.0.0.1:$port_ns-:1236 \
+    -device e1000,netdev=n0 \
     -serial mon:stdio </dev/null >"$log" 2>&1 &
   local qpid=$!
   # The guest announces GT-SERVER-READY when gdbtrace-server listens; drive it with the host gdb.
   if [ -x "$server" ] && [ -x "$gdbscript" ]; then
-    for _ in $(seq 1 600); do
-      grep -q "GT-SERVER-READY" "$log" 2>/dev/null && break
-      grep -q "GT-RESULT" "$log" 2>/dev/null && break
-      kill -0 $qpid 2>/dev/null || break
-      sleep 0.5
-    done
-    if grep -q "GT-SERVER-READY" "$log"; then
+    if wait_console "$log" $qpid "GT-SERVER-READY root"; then
       [ -n "${GT_BENCH:-}" ] && "$here/gdb_bench.sh" "$port" "$work/$s" "$root" "${GT_BENCH_GDB_N:-2000}" >"$work/$s/gdb-bench.log" 2>&1
       [ -n "${GT_MANY:-}" ] && "$here/gdb_many.sh" "$port" "$work/$s" "$root" "$GT_MANY" >"$work/$s/gdb-many.log" 2>&1
       "$gdbscript" "$port" "$work/$s" "$root" >"$work/$s/gdb.log" 2>&1
       echo "gdb session exit $?" >>"$work/$s/gdb.log"
+      # The unprivileged stub, then the same in a rootless container (guest/init.sh's phases).
+      local phase other
+      for phase in user ns; do
+        if wait_console "$log" $qpid "GT-SERVER-\(READY\|NONE\) $phase"; then
+          if grep -q "GT-SERVER-NONE $phase" "$log"; then
+            echo "SKIP gdb_$phase: $(sed -n "s/.*GT-SERVER-NONE $phase \(.*\)\r*$/\1/p" "$log")" >>"$work/$s/gdb.log"
+            continue
+          fi
+          other=$(sed -n "s/.*GT-SERVER-READY $phase other=\([0-9]*\).*/\1/p" "$log")
+          local phase_port=$port_user; [ $phase = ns ] && phase_port=$port_ns
+          "$here/gdb_user.sh" "$phase_port" "$work/$s" "$root" "$phase" "$other" >>"$work/$s/gdb.log" 2>&1
+        else
+          echo "FAIL gdb_$phase: the guest never started its $phase server" >>"$work/$s/gdb.log"
+        fi
+      done
     fi
   fi
   wait $qpid
   local qrc=$?
   echo "boot+tests: $((SECONDS - start)) s (qemu exit $qrc)"
-  sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|gt_limits\|SKIP\|BENCH\)/p' "$log"
+  sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|gt_limits\|gt_memcg\|gt_latency\|gt_pidns\|SKIP\|BENCH\)/p' "$log"
   [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|SKIP\|gdb session\)/p' "$work/$s/gdb.log"
   [ -n "${GT_MANY:-}" ] && cat "$work/$s/gdb-many.log"
   [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"
@@ -188,10 +236,18 @@ run_series() {
     echo "RESULT $s ($KREL): FAIL (CI=true or GDBTRACE_STRICT=1, and a guest test was skipped)"
     return 1
   fi
+  # The container tests need user and pid namespaces: only the checking kernels are built without.
+  if grep -q "GT-NO-NAMESPACES" "$log"; then
+    case $s in
+      debug | noskip) echo "SKIP gt_pidns, gdb_ns: the $s kernel is built without namespaces (debug.config)" ;;
+      *) echo "RESULT $s ($KREL): FAIL (a kernel without user/pid namespaces: the container tests did not run)"; return 1 ;;
+    esac
+  fi
   local gdb_ok=true
   if [ -x "$server" ]; then
     grep -q "^ok gdb_" "$work/$s/gdb.log" 2>/dev/null || gdb_ok=false
     grep -q "^FAIL" "$work/$s/gdb.log" 2>/dev/null && gdb_ok=false
+    case $s in debug | noskip) ;; *) grep -q "^SKIP gdb_ns" "$work/$s/gdb.log" 2>/dev/null && gdb_ok=false ;; esac
     [ -n "${GT_MANY:-}" ] && ! grep -q "^ok gdb_many" "$work/$s/gdb-many.log" 2>/dev/null && gdb_ok=false
   fi
   if grep -q "GT-RESULT PASS" "$log" && $gdb_ok; then

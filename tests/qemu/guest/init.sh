@@ -20,6 +20,45 @@ cd /tmp
 /bin/gt_test || { note_fail "gt_test"; dmesg | grep gdbtrace | tail -20; }
 /bin/gt_safety || { note_fail "gt_safety"; dmesg | grep gdbtrace | tail -20; }
 /bin/gt_limits || { note_fail "gt_limits"; dmesg | grep gdbtrace | tail -20; }
+/bin/gt_memcg || { note_fail "gt_memcg"; dmesg | grep gdbtrace | tail -20; }
+/bin/gt_latency || { note_fail "gt_latency"; dmesg | grep gdbtrace | tail -20; }
+
+# From here on the device is what the shipped udev rule (kmodule/60-gdbtrace.rules) makes it:
+# group 4242's, mode 0660; user 1000 is in the group, user 1001 is not.
+chown 0:4242 /dev/gdbtrace && chmod 0660 /dev/gdbtrace
+chmod 1777 /tmp
+/bin/gt_runas 1000 1000 /bin/sleep 3600 &
+outside=$! # a process of user 1000 outside the namespaces below
+# Namespaces: the debug and noskip kernels (tinyconfig + debug.config) have none; run.sh accepts
+# their absence there only.
+if [ -e /proc/self/ns/user ] && [ -e /proc/self/ns/pid ]; then
+  /bin/gt_runas 1000 1000,4242 /bin/unshare -rpf --mount-proc /bin/gt_pidns $outside ||
+    { note_fail "gt_pidns"; dmesg | grep gdbtrace | tail -20; }
+else
+  echo "GT-NO-NAMESPACES"
+fi
+
+# Server phase NAME on guest PORT (one per phase, each forwarded by run.sh, so a host gdb never
+# reaches another phase's stub): starts the stub (CMD... --multi :PORT), says
+# "GT-SERVER-READY NAME NOTE" once it listens, and waits until the host's gdb ends it (monitor
+# exit), at most 3 minutes.
+serve() { # NAME PORT NOTE CMD...
+  name=$1 port=$2 note=$3 limit=900
+  shift 3
+  [ -f /etc/gt_many ] && [ $name = root ] && limit=15900 # thousands of tracepoints first
+  "$@" --multi 0.0.0.0:$port >/tmp/server-$name.log 2>&1 &
+  spid=$!
+  # Ready once the socket listens (state 0A = LISTEN).
+  hexport=$(printf %04X $port)
+  i=0
+  while ! grep -q ":$hexport 00000000:0000 0A" /proc/net/tcp && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  echo "GT-SERVER-READY $name $note"
+  i=0
+  while kill -0 $spid 2>/dev/null && [ $i -lt $limit ]; do sleep 0.2; i=$((i + 1)); done
+  kill $spid 2>/dev/null
+  grep '^BENCH' /tmp/server-$name.log
+  grep -v '^BENCH' /tmp/server-$name.log | sed "s/^/server $name: /" | tail -30
+}
 
 if [ -x /bin/gdbtrace-server ]; then
   [ -f /lib/modules/e1000.ko ] && { insmod /lib/modules/e1000.ko || note_fail "insmod e1000"; }
@@ -30,20 +69,16 @@ if [ -x /bin/gdbtrace-server ]; then
   i=0
   while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
   echo "GT-NET $(cat /sys/class/net/eth0/carrier 2>/dev/null) $(ip -4 addr show eth0 | grep inet)"
-  /bin/gdbtrace-server --multi 0.0.0.0:1234 >/tmp/server.log 2>&1 &
-  spid=$!
-  # Ready once the socket listens (port 1234 = 04D2, state 0A = LISTEN).
-  i=0
-  while ! grep -q ":04D2 00000000:0000 0A" /proc/net/tcp && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-  echo "GT-SERVER-READY"
-  # The host drives the server with gdb, then connects to :1234 again with 'monitor exit' or kills it.
-  # (Thousands of tracepoints first, GT_MANY: up to 50 minutes more.)
-  i=0 limit=900
-  [ -f /etc/gt_many ] && limit=15900
-  while kill -0 $spid 2>/dev/null && [ $i -lt $limit ]; do sleep 0.2; i=$((i + 1)); done
-  kill $spid 2>/dev/null
-  grep '^BENCH' /tmp/server.log
-  grep -v '^BENCH' /tmp/server.log | sed 's/^/server: /' | tail -30
+  serve root 1234 - /bin/gdbtrace-server
+  # The stub as user 1000 (the device through its group), then as that user in a rootless
+  # container; the host's gdb_user.sh drives both. OTHER is a process of user 1001.
+  /bin/gt_runas 1001 1001 /bin/sleep 3600 &
+  serve user 1235 other=$! /bin/gt_runas 1000 1000,4242 /bin/gdbtrace-server
+  if [ -e /proc/self/ns/user ]; then
+    serve ns 1236 other=$outside /bin/gt_runas 1000 1000,4242 /bin/unshare -rpf --mount-proc /bin/gdbtrace-server
+  else
+    echo "GT-SERVER-NONE ns (no user namespaces in this kernel)"
+  fi
 fi
 
 if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi
