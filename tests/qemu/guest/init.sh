@@ -65,9 +65,11 @@ if [ -x /bin/gdbtrace-server ]; then
   [ -d /sys/class/net/eth0 ] || note_fail "no eth0"
   ip link set lo up
   ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2
-  # Wait for the link (e1000 autonegotiation) so the forwarded port reaches us.
+  # Wait for the link (e1000 autonegotiation) so the forwarded port reaches us: up to 30 s (the
+  # debug kernel under TCG on a loaded host once had no carrier after 5 s, and every gdb session
+  # then timed out).
   i=0
-  while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
   echo "GT-NET $(cat /sys/class/net/eth0/carrier 2>/dev/null) $(ip -4 addr show eth0 | grep inet)"
   serve root 1234 - /bin/gdbtrace-server
   # The stub as user 1000 (the device through its group), then as that user in a rootless
