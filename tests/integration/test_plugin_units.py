@@ -447,6 +447,57 @@ class TfileTest(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def write_tfile(self, status, stream, end=b"", tdesc='<?xml version="1.0"?>\n<target/>\n'):
+        header = exporters.tfile_header(816, status, [], ["T2:401219:E:0:0"], tdesc)
+        f = tempfile.NamedTemporaryFile(suffix=".tf", delete=False)
+        with f:
+            f.write(header + stream + end)
+        self.addCleanup(os.unlink, f.name)
+        return f.name
+
+    def test_stream_of_a_dead_writer_ends_at_its_last_whole_frame(self):
+        # A streamed file whose stub was SIGKILLed: status still "running", no end marker, maybe
+        # half a frame. Its last whole frame may end in zero bytes: that is no end marker.
+        whole = [frames.build_frame(2, mem=[(0x404060, b"\x07\0\0\0\0\0\0\0")]) for _ in range(3)]
+        running = "1;tnotrun:0;tframes:3"
+        for cut in (b"", whole[0][:3], whole[0][:-1]):
+            src = transport.TfileSource(self.write_tfile(running, b"".join(whole) + cut))
+            self.assertEqual(b"".join(c for _, c in src.iter_stream(0)), b"".join(whole), len(cut))
+        # An ended file with frames ending in zeros: the end marker alone is left out.
+        src = transport.TfileSource(self.write_tfile("0;tstop::0;tframes:3", b"".join(whole), exporters.TFILE_END))
+        self.assertEqual(b"".join(c for _, c in src.iter_stream(0)), b"".join(whole))
+
+    def test_large_file_is_read_in_bounded_chunks(self):
+        frame = frames.build_frame(2, regs=regblock(rip=0x401219), mem=[(0x404060, bytes(range(200)))])
+        stream = frame * 4000  # ~4 MB
+        for status in ("0;tstop::0;tframes:fa0", "1;tnotrun:0;tframes:fa0"):
+            src = transport.TfileSource(self.write_tfile(status, stream, exporters.TFILE_END))
+            src.CHUNK = 64 << 10
+            chunks = list(src.iter_stream(0))
+            self.assertLessEqual(max(len(c) for _, c in chunks), 64 << 10)
+            self.assertEqual(b"".join(c for _, c in chunks), stream)
+            self.assertEqual([o for o, _ in chunks], [i * (64 << 10) for i in range(len(chunks))])
+
+    def test_header_larger_than_one_read(self):
+        tdesc = '<?xml version="1.0"?>\n<target>%s</target>\n' % ("<!-- pad -->" * 20000)  # ~240 KB
+        stream = frames.build_frame(2, tsv=[(1, 5)])
+        src = transport.TfileSource(self.write_tfile("0;tstop::0;tframes:1", stream, exporters.TFILE_END, tdesc))
+        self.assertEqual(b"".join(c for _, c in src.iter_stream(0)), stream)
+        self.assertIn("<!-- pad -->", src.tdesc())
+
+    def test_not_a_trace_file(self):
+        with tempfile.NamedTemporaryFile(suffix=".tf") as f:
+            f.write(b"\x7fELF" + bytes(100))
+            f.flush()
+            with self.assertRaises(transport.StubError):
+                transport.TfileSource(f.name)
+            f.seek(0)
+            f.write(b"\x7fTRACE0\nR 330\n")  # no blank line: the header never ends
+            f.truncate()
+            f.flush()
+            with self.assertRaises(transport.StubError):
+                transport.TfileSource(f.name)
+
 
 class LatencyTest(unittest.TestCase):
     def test_pairs_by_stack_pointer(self):
