@@ -346,6 +346,32 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(slow[5], (5, 5005, 101, -5, 50, 5005))
         self.assertEqual([r[0] for r in fast], list(range(40)))
 
+    def test_loss_markers_keep_numbering_and_never_become_rows(self):
+        # A streamed file's loss marker (docs/streaming.md): frame 20 of 41 holds only TSV 0x7fffffff.
+        marker = frames.build_frame(1, tsv=[(0x7FFFFFFF, 9)])
+        stream = self.stream(20) + marker + self.stream(20)
+        tsv = batch.drop_marker_tsv(["1:0:1:%s" % b"trace_timestamp".hex(),
+                                     "7fffffff:0:0:%s" % b"gdbtrace_dropped".hex()])
+        self.assertEqual(tsv, 0x7FFFFFFF)
+        plan = self.local_plan()
+        for fast in (False, True):
+            runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, ts_tsv=1, by_time=True, fast=fast,
+                                  marker_tsv=tsv)
+            runs = runner.feed(stream)
+            markers = [r for r in runs if isinstance(r, batch.Marker)]
+            rows = [row for r in runs if not isinstance(r, batch.Marker) for row in r.rows]
+            self.assertEqual([(m.index, m.tp, m.dropped) for m in markers], [(20, 1, 9)])
+            self.assertEqual([r[0] for r in rows], list(range(20)) + list(range(21, 41)))
+            out = io.StringIO()
+            meta = {"timestamps": "trace_timestamp", "pid": 1, "program": "p", "thread_names": {}}
+            self.assertEqual(exporters.export_runs(exporters.JsonlExporter(out, meta), runs), 40)
+            lines = [json.loads(line) for line in out.getvalue().splitlines()]
+            self.assertEqual(lines[20], {"frame": 20, "tracepoint": 1, "dropped": 9})
+            self.assertEqual(lines[21]["frame"], 21)
+        # Without the header's definition the same frame is an ordinary one (a row of nothing).
+        runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, ts_tsv=1, by_time=True)
+        self.assertFalse(any(isinstance(r, batch.Marker) for r in runner.feed(stream)))
+
     def test_long_runs_and_every_check(self):
         # more than batch.BULK frames in one run; from frame 1200 the block after `g` is not where the
         # rsp-based local `w` is, from 1500 the first block is not the rbp-based `v`: the run must stop
