@@ -295,6 +295,36 @@ class Run:
         return self._columns
 
 
+class Marker:
+    """A loss marker of a streamed trace (docs/streaming.md): frame INDEX of the file holds no
+    values but says that tracepoint TP lost DROPPED frames there (its ring was full)."""
+
+    __slots__ = ("index", "tp", "dropped")
+
+    def __init__(self, index, tp, dropped):
+        self.index, self.tp, self.dropped = index, tp, dropped
+
+    def __repr__(self):
+        return "Marker(frame %d, tp %d, dropped %d)" % (self.index, self.tp, self.dropped)
+
+
+# The trace state variable a loss marker holds (trace/trace_stream.h), by its name in the file's header.
+DROP_MARKER_TSV_NAME = "gdbtrace_dropped"
+
+
+def drop_marker_tsv(tsv_lines):
+    """The number of the loss markers' variable among qTfV/tfile `tsv` lines, or None."""
+    for line in tsv_lines:
+        parts = line.split(":")
+        if len(parts) >= 4:
+            try:
+                if bytes.fromhex(parts[3]).decode("latin-1") == DROP_MARKER_TSV_NAME:
+                    return int(parts[0], 16)
+            except ValueError:
+                continue
+    return None
+
+
 def _bytes_to_str(v):
     return v.split(b"\0", 1)[0].decode("utf-8", "replace")
 
@@ -306,8 +336,9 @@ class Runner:
     tid_for_fs(fs_base) -> thread id or None; tp_map maps numbers in frames to gdb's."""
 
     def __init__(self, regblock_size, plan_for, ts_tsv=None, by_time=False, tid_for_fs=None, tp_map=None,
-                 fast=True):
+                 fast=True, marker_tsv=None):
         self.regblock_size = regblock_size
+        self.marker_tsv = marker_tsv  # loss markers hold this TSV alone (None: the trace has none)
         self.plan_for = plan_for
         self.ts_tsv = ts_tsv
         self.by_time = by_time
@@ -406,6 +437,9 @@ class Runner:
         self.frames_slow += 1
         frame = frames_mod.parse_frame(memoryview(buf)[pos + _HDR : frame_end], index, self.tp_map.get(tp, tp),
                                        self.regblock_size)
+        if (self.marker_tsv is not None and frame.regs is None and not frame.mem and frame.tsv
+                and list(frame.tsv) == [self.marker_tsv]):
+            return Marker(index, frame.tp, frame.tsv[self.marker_tsv])
         plan = self.plan_for(frame)
         if self.fast:
             self._learn(plan, buf[pos:frame_end], tp, size)

@@ -125,7 +125,11 @@ collect it, frame order is used instead and the output says so."""
                 exporter = exporters.JsonlExporter(out, meta)
             else:
                 exporter = exporters.PerfettoExporter(out, meta)
-            count = exporters.export_runs(exporter, data.runs(fast=self.fast), _progress_line(start, fmt))
+            count = exporters.export_runs(exporter, data.runs(fast=self.fast, markers=True),
+                                          _progress_line(start, fmt))
         os.replace(tmp, path)
         gdb.write("Exported %d frames to %s (%s) in %.2f s (cpu %.2f s); %s.\n" % (
             count, path, fmt, time.monotonic() - start, time.process_time() - cpu, data.timestamps_note))
+        if data.markers_note():
+            gdb.write("gdbtrace export: %s%s.\n" % (
+                data.markers_note(), "; jsonl has a \"dropped\" line at each" if fmt == "jsonl" else ""))

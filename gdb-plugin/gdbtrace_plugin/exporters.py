@@ -104,6 +104,9 @@ class Exporter:
     def end(self):
         pass
 
+    def write_marker(self, marker):
+        """A loss marker (batch.Marker): no row; jsonl says where in its place."""
+
     def write_run(self, run):
         self.count += len(run)
         template = None
@@ -163,6 +166,9 @@ class JsonlExporter(Exporter):
 
     def run_ok(self, run):
         return _finite_floats(run)
+
+    def write_marker(self, marker):
+        self.out.write('{"frame":%d,"tracepoint":%d,"dropped":%d}\n' % (marker.index, marker.tp, marker.dropped))
 
     def write_row(self, plan, row):
         values = [_display(leaf, v) for leaf, v in zip(plan.leaves, row[3:])]
@@ -298,6 +304,9 @@ def export_runs(exporter, runs, progress=None):
     PROGRESS, if given, is called with the frame count after each run."""
     exporter.begin()
     for run in runs:
+        if not hasattr(run, "plan"):  # a loss marker (batch.Marker)
+            exporter.write_marker(run)
+            continue
         exporter.write_run(run)
         if progress is not None:
             progress(exporter.count)

@@ -29,7 +29,7 @@ REGBLOCK_SIZE_AVX = 816
 EXPORTED = GPR_NAMES + ["rip", "eflags"]
 
 
-def reg_size(regno):
+def _standard_size(regno):
     if regno < 17:
         return 8
     if regno < 24:
@@ -49,6 +49,15 @@ def reg_size(regno):
     raise ValueError("no register number %d on x86-64" % regno)
 
 
+SIZES = [_standard_size(r) for r in range(len(NAMES))]
+
+
+def reg_size(regno):
+    if not 0 <= regno < len(SIZES):
+        raise ValueError("no register number %d in this trace's register block" % regno)
+    return SIZES[regno]
+
+
 OFFSETS = []
 _off = 0
 for _r in range(len(NAMES)):
@@ -58,13 +67,57 @@ assert OFFSETS[60] == REGBLOCK_SIZE_NOAVX and _off == REGBLOCK_SIZE_AVX
 
 NUMBER = {name: i for i, name in enumerate(NAMES)}
 NUMBER.update({"pc": RIP, "sp": RSP, "fp": RBP})
+_STANDARD = (list(NAMES), list(SIZES))
+
+
+def use_layout(registers=None):
+    """The 'R' block layout the frames of the trace at hand use: REGISTERS, [(name, bytes)] in
+    remote-number order, as a streamed file's target description numbers them (the registers every
+    frame holds first: docs/streaming.md); None for the standard layout above. The numbers gdb
+    compiles into agent expressions for that trace are these remote numbers. A register the block
+    lacks has no number (its reads fail; they are never read as 0)."""
+    global RIP, EFLAGS, RSP, RBP, FS_BASE
+    names, sizes = _STANDARD if registers is None else ([n for n, _ in registers], [b for _, b in registers])
+    NAMES[:] = names
+    SIZES[:] = sizes
+    OFFSETS[:] = [sum(sizes[:r]) for r in range(len(sizes))]
+    NUMBER.clear()
+    NUMBER.update({name: i for i, name in enumerate(names)})
+    RIP, EFLAGS, RSP, RBP, FS_BASE = (NUMBER.get(n) for n in ("rip", "eflags", "rsp", "rbp", "fs_base"))
+    for alias, name in (("pc", "rip"), ("sp", "rsp"), ("fp", "rbp")):
+        if name in NUMBER:
+            NUMBER[alias] = NUMBER[name]
+
+
+def tdesc_registers(xml, block_size):
+    """[(name, bytes)] of the registers an 'R' block of BLOCK_SIZE bytes holds under the target
+    description XML (by regnum, as gdb's tfile reader walks them), or None when it cannot tell."""
+    import re
+
+    regs = []
+    for m in re.finditer(r"<reg\s([^>]*)/?>", xml):
+        attrs = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        try:
+            regs.append((int(attrs["regnum"]), attrs["name"], int(attrs["bitsize"]) // 8))
+        except (KeyError, ValueError):
+            return None
+    regs.sort()
+    out, used = [], 0
+    for _num, name, size in regs:
+        if used + size > block_size:
+            break
+        out.append((name, size))
+        used += size
+    return out if used == block_size else None
 
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 
 
 def read_int(regs, regno):
-    """Unsigned integer value of an integer register from an 'R' block."""
+    """Unsigned integer value of an integer register from an 'R' block (None: not in the block)."""
+    if regno is None:
+        return None
     size = reg_size(regno)
     off = OFFSETS[regno]
     if size == 8:

@@ -30,7 +30,13 @@ def current_stub():
         raise UserError("gdbtrace: not connected to a target (use `target extended-remote HOST:PORT` "
                         "with gdbtrace-server first)")
     if conn.type == "tfile":
-        return TfileSource(tfile_path())
+        source = TfileSource(tfile_path())
+        # A streamed file's register blocks hold only the registers every frame has, numbered first.
+        tdesc = source.tdesc()
+        layout = regs.tdesc_registers(tdesc, source.regblock_size) if tdesc and source.regblock_size else None
+        regs.use_layout(layout)
+        return source
+    regs.use_layout(None)
     if not isinstance(conn, gdb.RemoteTargetConnection):
         raise UserError("gdbtrace: the current target (%s) is not a remote stub; connect to "
                         "gdbtrace-server with `target extended-remote HOST:PORT`" % conn.type)
@@ -219,16 +225,25 @@ class TraceData:
                 gdb.write("gdbtrace: tracepoint %d: cannot decode `%s`: %s\n" % (plan.tp, expr, message),
                           gdb.STDERR)
 
-    def runs(self, fast=True):
-        """Runs (batch.Run) of decoded frames, streamed from the stub chunk by chunk."""
+    def runs(self, fast=True, markers=False):
+        """Runs (batch.Run) of decoded frames, streamed from the stub chunk by chunk. Loss markers
+        of a streamed file (batch.Marker) are collected in self.markers, and yielded too when
+        MARKERS."""
         runner = batch.Runner(self.regblock_size, self.decoder.plan_for, self.ts_tsv,
                               by_time=self.timestamps == "trace_timestamp",
                               tid_for_fs=self.threads.tid_for_fs if self.threads is not None else None,
-                              tp_map=self.tp_map, fast=fast)
+                              tp_map=self.tp_map, fast=fast,
+                              marker_tsv=batch.drop_marker_tsv(self.stub.upload_tsvs()))
         self.runner = runner
+        self.markers = []
         reported = set()
         for _offset, chunk in self.stub.iter_stream(0):
             for run in runner.feed(chunk):
+                if isinstance(run, batch.Marker):
+                    self.markers.append(run)
+                    if markers:
+                        yield run
+                    continue
                 if run.plan.problems and id(run.plan) not in reported:
                     reported.add(id(run.plan))
                     self.report_problems(run.plan)
@@ -241,6 +256,18 @@ class TraceData:
             if after != before:
                 raise StubError("the circular trace buffer discarded frames while they were being read, so "
                                 "the result would mix two states of the buffer; `tstop` first, then try again")
+
+    def markers_note(self):
+        """One line on the frames a streamed trace lost (its loss markers), or ""."""
+        markers = getattr(self, "markers", [])
+        if not markers:
+            return ""
+        by_tp = {}
+        for m in markers:
+            by_tp[m.tp] = by_tp.get(m.tp, 0) + m.dropped
+        return ("the trace lost %d frames (full kernel rings) at %d places, first after frame %d: %s" % (
+            sum(by_tp.values()), len(markers), markers[0].index - 1,
+            ", ".join("%d of %s" % (n, self.label(tp)) for tp, n in sorted(by_tp.items()))))
 
     def columns(self):
         """Union of the column names of every tracepoint's main plan (CSV header)."""

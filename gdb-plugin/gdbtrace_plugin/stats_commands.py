@@ -83,6 +83,8 @@ member of a collected struct, a register like $rsp, $trace_timestamp)."""
             gdb.write("Statistics of %s over %d frames:\n" % (expr, len(values)))
             gdb.write(stats.summary_table(table) + "\n\n")
             gdb.write("Histogram of %s:\n%s\n" % (expr, stats.ascii_histogram([v for _k, _t, v in values])))
+            if data.markers_note():
+                gdb.write("Not in these statistics: %s.\n" % data.markers_note())
         stub_errors_as_user_errors(body)
 
 

@@ -42,6 +42,22 @@ def unescape_binary(data):
             .replace(b"}]", b"}"))
 
 
+def _file_chunks(fd, start, size, first_offset, chunk, what, close=False):
+    """(offset, bytes) chunks of SIZE bytes of FD from byte START, CHUNK bytes at a time (bounded
+    memory however large the file); offsets count from FIRST_OFFSET."""
+    try:
+        done = 0
+        while done < size:
+            data = os.pread(fd, min(chunk, size - done), start + done)
+            if not data:
+                raise StubError("%s: the file holds %d of %d bytes" % (what, done, size))
+            yield first_offset + done, data
+            done += len(data)
+    finally:
+        if close:
+            os.close(fd)
+
+
 class StubError(Exception):
     """The stub refused or could not answer (message is for the user)."""
 
@@ -103,37 +119,35 @@ class Stub:
     _local_ok = None
 
     def frames_local(self, offset):
-        """The frame stream from OFFSET through a file on this host (qGdbtrace.frames.file), or
-        None when the stub cannot write one here (another host, another user, an older stub).
-        One write by the stub and one read here instead of 1 MiB packets through gdb."""
+        """The frame stream from OFFSET as an iterator of (offset, bytes) chunks read from a file
+        on this host (qGdbtrace.frames.file), or None when the stub cannot write one here (another
+        host, another user, an older stub). One write by the stub and chunked reads here instead of
+        1 MiB packets through gdb; the file is unlinked at once and read LOCAL_CHUNK at a time, so
+        a large buffer is never in memory whole."""
         if self._local_ok is False:
             return None
         directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
         fd, path = tempfile.mkstemp(prefix="gdbtrace-frames-", dir=directory)
         try:
             reply = self.request("qGdbtrace.frames.file:%x;%s" % (offset, binascii.hexlify(path.encode()).decode()))
-            if not reply.startswith(b"F"):
-                self._local_ok = False
-                return None
-            size = int(reply[1:], 16)
-            data = os.read(fd, size) if size else b""
-            while len(data) < size:  # os.read may return less than asked for large sizes
-                more = os.read(fd, size - len(data))
-                if not more:
-                    raise StubError("qGdbtrace.frames.file: the file holds %d of %d bytes" % (len(data), size))
-                data += more
-            self._local_ok = True
-            return data
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        finally:
             os.unlink(path)
+        if not reply.startswith(b"F"):
+            os.close(fd)
+            self._local_ok = False
+            return None
+        self._local_ok = True
+        return _file_chunks(fd, 0, int(reply[1:], 16), offset, self.LOCAL_CHUNK,
+                            "qGdbtrace.frames.file", close=True)
 
     def iter_stream(self, offset=0, length=None):
         """Yields (offset, bytes) chunks from OFFSET to the current end of the buffer."""
-        data = self.frames_local(offset) if length is None else None
-        if data is not None:
-            for start in range(0, len(data), self.LOCAL_CHUNK):
-                yield offset + start, data[start : start + self.LOCAL_CHUNK]
+        local = self.frames_local(offset) if length is None else None
+        if local is not None:
+            yield from local
             return
         while True:
             data, last = self.frames_chunk(offset, length)
@@ -218,20 +232,21 @@ class Stub:
 class TfileSource(Stub):
     """The same interface over a trace file gdb has open (`target tfile FILE`):
     its frame section is the same frame stream, so exports and statistics of
-    saved traces work too."""
+    saved traces work too. The file is read in chunks, never whole: a streamed
+    trace (`monitor gdbtrace stream`) may be many times larger than memory."""
+
+    CHUNK = 4 << 20  # bytes per read of the frame section
+    HEADER_LIMIT = 64 << 20  # a header larger than this is not a trace file's
 
     def __init__(self, path):
         super().__init__(None)
         self._local_ok = False  # the file is read directly
         self.path = path
-        with open(path, "rb") as f:
-            data = f.read()
-        if not data.startswith(b"\x7fTRACE0\n"):
-            raise StubError("%s is not a gdb trace file" % path)
-        end = data.find(b"\n\n", 8)
-        if end < 0:
-            raise StubError("%s: trace file header does not end" % path)
-        self.header_lines = data[8:end].decode("latin-1").splitlines()
+        self._file = open(path, "rb")
+        fd = self._file.fileno()
+        size = os.fstat(fd).st_size
+        header, self._frames_start = self._read_header(fd)
+        self.header_lines = header.decode("latin-1").splitlines()
         self.regblock_size = None
         self.status_body = ""
         self.tsv_lines, self.tp_lines, self.tdesc_lines = [], [], []
@@ -246,23 +261,50 @@ class TfileSource(Stub):
                 self.tp_lines.append(line[3:])
             elif line.startswith("tdesc "):
                 self.tdesc_lines.append(line[6:])
-        self._frames = data[end + 2 :]
-        self._stream_end = self._find_stream_end()
+        self._stream_end = self._find_stream_end(fd, size - self._frames_start)
 
-    def _find_stream_end(self):
-        """Frames run until a header with tracepoint number 0 (gdb's end marker). gdb's writer
-        (and ours) end the file with exactly those 4 zero bytes; other files are walked."""
+    def close(self):
+        self._file.close()
+
+    def __del__(self):
+        if hasattr(self, "_file"):
+            self._file.close()
+
+    def _read_header(self, fd):
+        """(header bytes without the magic, offset of the first frame), read 64 KiB at a time."""
+        magic = b"\x7fTRACE0\n"
+        if os.pread(fd, len(magic), 0) != magic:
+            raise StubError("%s is not a gdb trace file" % self.path)
+        data = magic
+        while True:
+            end = data.find(b"\n\n", len(magic))
+            if end >= 0:
+                return data[len(magic) : end], end + 2
+            more = os.pread(fd, 1 << 16, len(data))
+            if not more or len(data) > self.HEADER_LIMIT:
+                raise StubError("%s: trace file header does not end" % self.path)
+            data += more
+
+    def _find_stream_end(self, fd, size):
+        """Frames run until a header with tracepoint number 0 (gdb's end marker). A file that was
+        ended (gdb's tsave, or a stream the stub closed: status not running) ends with exactly
+        those 4 zero bytes. A stream whose writer died (status still running) may end inside a
+        frame or on one whose last bytes are zeros: its frame headers are walked, chunk by chunk,
+        to the last whole frame."""
         from .frames import FRAME_HEADER_SIZE, HEADER
 
-        pos, data = 0, self._frames
-        if data.endswith(b"\0\0\0\0"):
-            return len(data) - 4
-        while len(data) - pos >= FRAME_HEADER_SIZE:
-            tp, size = HEADER.unpack_from(data, pos)
-            if tp == 0:
-                break
-            pos += FRAME_HEADER_SIZE + size
-        return min(pos, len(data))
+        running = self.status_body.startswith("1")
+        if not running and size >= 4 and os.pread(fd, 4, self._frames_start + size - 4) == b"\0\0\0\0":
+            return size - 4
+        pos, buf_start, buf = 0, 0, b""
+        while pos + FRAME_HEADER_SIZE <= size:
+            if not buf_start <= pos <= buf_start + len(buf) - FRAME_HEADER_SIZE:
+                buf_start, buf = pos, os.pread(fd, self.CHUNK, self._frames_start + pos)
+            tp, length = HEADER.unpack_from(buf, pos - buf_start)
+            if tp == 0 or pos + FRAME_HEADER_SIZE + length > size:
+                break  # the end marker, or a frame cut short by the writer's death
+            pos += FRAME_HEADER_SIZE + length
+        return pos
 
     def request(self, packet):
         raise StubError("a trace file answers no packets")
@@ -287,7 +329,8 @@ class TfileSource(Stub):
     def frames_chunk(self, offset, length=None):
         length = length or self.CHUNK
         end = min(offset + length, self._stream_end)
-        return self._frames[offset:end], end >= self._stream_end
+        data = os.pread(self._file.fileno(), max(0, end - offset), self._frames_start + offset)
+        return data, offset + len(data) >= self._stream_end
 
     def trace_status(self):
         parts = self.status_body.split(";")

@@ -346,6 +346,32 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(slow[5], (5, 5005, 101, -5, 50, 5005))
         self.assertEqual([r[0] for r in fast], list(range(40)))
 
+    def test_loss_markers_keep_numbering_and_never_become_rows(self):
+        # A streamed file's loss marker (docs/streaming.md): frame 20 of 41 holds only TSV 0x7fffffff.
+        marker = frames.build_frame(1, tsv=[(0x7FFFFFFF, 9)])
+        stream = self.stream(20) + marker + self.stream(20)
+        tsv = batch.drop_marker_tsv(["1:0:1:%s" % b"trace_timestamp".hex(),
+                                     "7fffffff:0:0:%s" % b"gdbtrace_dropped".hex()])
+        self.assertEqual(tsv, 0x7FFFFFFF)
+        plan = self.local_plan()
+        for fast in (False, True):
+            runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, ts_tsv=1, by_time=True, fast=fast,
+                                  marker_tsv=tsv)
+            runs = runner.feed(stream)
+            markers = [r for r in runs if isinstance(r, batch.Marker)]
+            rows = [row for r in runs if not isinstance(r, batch.Marker) for row in r.rows]
+            self.assertEqual([(m.index, m.tp, m.dropped) for m in markers], [(20, 1, 9)])
+            self.assertEqual([r[0] for r in rows], list(range(20)) + list(range(21, 41)))
+            out = io.StringIO()
+            meta = {"timestamps": "trace_timestamp", "pid": 1, "program": "p", "thread_names": {}}
+            self.assertEqual(exporters.export_runs(exporters.JsonlExporter(out, meta), runs), 40)
+            lines = [json.loads(line) for line in out.getvalue().splitlines()]
+            self.assertEqual(lines[20], {"frame": 20, "tracepoint": 1, "dropped": 9})
+            self.assertEqual(lines[21]["frame"], 21)
+        # Without the header's definition the same frame is an ordinary one (a row of nothing).
+        runner = batch.Runner(regs.REGBLOCK_SIZE_AVX, lambda f: plan, ts_tsv=1, by_time=True)
+        self.assertFalse(any(isinstance(r, batch.Marker) for r in runner.feed(stream)))
+
     def test_long_runs_and_every_check(self):
         # more than batch.BULK frames in one run; from frame 1200 the block after `g` is not where the
         # rsp-based local `w` is, from 1500 the first block is not the rbp-based `v`: the run must stop
@@ -446,6 +472,57 @@ class TfileTest(unittest.TestCase):
             self.assertEqual(src.tdesc(), '<?xml version="1.0"?>\n<target/>')
         finally:
             os.unlink(f.name)
+
+    def write_tfile(self, status, stream, end=b"", tdesc='<?xml version="1.0"?>\n<target/>\n'):
+        header = exporters.tfile_header(816, status, [], ["T2:401219:E:0:0"], tdesc)
+        f = tempfile.NamedTemporaryFile(suffix=".tf", delete=False)
+        with f:
+            f.write(header + stream + end)
+        self.addCleanup(os.unlink, f.name)
+        return f.name
+
+    def test_stream_of_a_dead_writer_ends_at_its_last_whole_frame(self):
+        # A streamed file whose stub was SIGKILLed: status still "running", no end marker, maybe
+        # half a frame. Its last whole frame may end in zero bytes: that is no end marker.
+        whole = [frames.build_frame(2, mem=[(0x404060, b"\x07\0\0\0\0\0\0\0")]) for _ in range(3)]
+        running = "1;tnotrun:0;tframes:3"
+        for cut in (b"", whole[0][:3], whole[0][:-1]):
+            src = transport.TfileSource(self.write_tfile(running, b"".join(whole) + cut))
+            self.assertEqual(b"".join(c for _, c in src.iter_stream(0)), b"".join(whole), len(cut))
+        # An ended file with frames ending in zeros: the end marker alone is left out.
+        src = transport.TfileSource(self.write_tfile("0;tstop::0;tframes:3", b"".join(whole), exporters.TFILE_END))
+        self.assertEqual(b"".join(c for _, c in src.iter_stream(0)), b"".join(whole))
+
+    def test_large_file_is_read_in_bounded_chunks(self):
+        frame = frames.build_frame(2, regs=regblock(rip=0x401219), mem=[(0x404060, bytes(range(200)))])
+        stream = frame * 4000  # ~4 MB
+        for status in ("0;tstop::0;tframes:fa0", "1;tnotrun:0;tframes:fa0"):
+            src = transport.TfileSource(self.write_tfile(status, stream, exporters.TFILE_END))
+            src.CHUNK = 64 << 10
+            chunks = list(src.iter_stream(0))
+            self.assertLessEqual(max(len(c) for _, c in chunks), 64 << 10)
+            self.assertEqual(b"".join(c for _, c in chunks), stream)
+            self.assertEqual([o for o, _ in chunks], [i * (64 << 10) for i in range(len(chunks))])
+
+    def test_header_larger_than_one_read(self):
+        tdesc = '<?xml version="1.0"?>\n<target>%s</target>\n' % ("<!-- pad -->" * 20000)  # ~240 KB
+        stream = frames.build_frame(2, tsv=[(1, 5)])
+        src = transport.TfileSource(self.write_tfile("0;tstop::0;tframes:1", stream, exporters.TFILE_END, tdesc))
+        self.assertEqual(b"".join(c for _, c in src.iter_stream(0)), stream)
+        self.assertIn("<!-- pad -->", src.tdesc())
+
+    def test_not_a_trace_file(self):
+        with tempfile.NamedTemporaryFile(suffix=".tf") as f:
+            f.write(b"\x7fELF" + bytes(100))
+            f.flush()
+            with self.assertRaises(transport.StubError):
+                transport.TfileSource(f.name)
+            f.seek(0)
+            f.write(b"\x7fTRACE0\nR 330\n")  # no blank line: the header never ends
+            f.truncate()
+            f.flush()
+            with self.assertRaises(transport.StubError):
+                transport.TfileSource(f.name)
 
 
 class LatencyTest(unittest.TestCase):

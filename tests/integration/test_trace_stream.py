@@ -40,6 +40,11 @@ def tfile_frames(path):
     return frames, ended, status
 
 
+def is_drop_marker(frame):
+    """A loss marker (docs/streaming.md): one 'V' block of the variable 0x7fffffff."""
+    return len(frame) == 19 and frame[6:11] == b"V\xff\xff\xff\x7f"
+
+
 def status_field(status, name):
     found = re.search(rf"(?:^|;){name}:([0-9a-f]+)", status)
     return int(found.group(1), 16) if found else None
@@ -72,19 +77,28 @@ class Stream(GdbTestCase):
         self.assertTrue(ended, "no end marker after tstop\n" + live.transcript())
         hits, drops = status_field(status, "gdbtrace_hits"), status_field(status, "gdbtrace_drops")
         after = status_field(status, "gdbtrace_after_stop")
+        # Drops (full kernel rings, under load) leave loss markers: frames of no hit.
+        markers = [f for _tp, f in frames if is_drop_marker(f)]
+        self.assertEqual(status_field(status, "gdbtrace_drop_markers"), len(markers), status)
+        self.assertEqual(sum(int.from_bytes(f[11:19], "little") for f in markers), drops, status)
+        created = len(frames) - len(markers)
         self.assertEqual(hits, HITS, status)
-        self.assertEqual(len(frames) + drops + after, hits, status)
+        self.assertEqual(created + drops + after, hits, status)
         self.assertEqual(status_field(status, "tframes"), len(frames), status)
         if backend == "ptrace":  # a trap per hit loses nothing
             self.assertEqual(len(frames), HITS)
+        last = max(i for i, (_tp, f) in enumerate(frames) if not is_drop_marker(f))
 
         read = run_gdb([f"target tfile {self.path}", "tstatus", "tfind 0", "print $rdi",
-                        f"tfind {len(frames) - 1}", "print $rdi", "info tracepoints",
+                        f"tfind {last}", "print $rdi", "info tracepoints",
                         "print $xmm0.uint128", "print/x $rip"],
                        program="trace_loop", connect=False, mode="stdio", timeout=300)
-        self.assertOutput(read, rf"Collected {len(frames)} trace frames")
+        if markers:
+            self.assertOutput(read, rf"Buffer contains {len(frames)} trace frames \(of {created} created")
+        else:
+            self.assertOutput(read, rf"Collected {len(frames)} trace frames")
         self.assertOrdered(read, [r"Found trace frame 0", r"^\$1 = 0$",
-                                  rf"Found trace frame {len(frames) - 1}", r"^\$2 = \d+$",
+                                  rf"Found trace frame {last}", r"^\$2 = \d+$",
                                   rf"already hit {HITS} times"])
         # A kernel collector's frames lack the x87/SSE/AVX registers: the file's blocks hold only
         # the registers every frame has (as `tsave -r`), and gdb shows the others unavailable.
@@ -113,6 +127,43 @@ class Stream(GdbTestCase):
                        connect=False, mode="stdio")
         self.assertOutput(read, rf"Collected {held} trace frames")
         self.assertOutput(read, r"streaming stopped by `monitor gdbtrace stream off`")
+
+    def test_plugin_exports_a_stream_with_loss_markers(self):
+        # A run's stream, and a loss marker spliced in after frame 9 as the stub writes one when a
+        # ring was full (its header defines $gdbtrace_dropped in every stream): gdb's tfind stops on
+        # it, the plugin's exports skip it, say how many frames were lost, and keep gdb's numbering.
+        # (Values are not checked: gdb does not relocate a PIE program under `target tfile`, so the
+        # plugin cannot match the file's tracepoint addresses to gdb's.)
+        run_gdb(["break done", f"monitor gdbtrace stream {self.path}", "trace probe_me", "actions",
+                 "collect $rdi", "end", "tstart", "continue", "tstop"],
+                program="trace_loop", args=(50,), timeout=120)
+        frames, ended, status = tfile_frames(self.path)
+        self.assertTrue(ended, status)
+        self.assertEqual(len(frames), 50)
+        with open(self.path, "rb") as f:
+            data = f.read()
+        header_end = data.index(b"\n\n") + 2
+        self.assertIn(b"\ntsv 7fffffff:0:0:%s\n" % b"gdbtrace_dropped".hex().encode(), data[:header_end])
+        tp = frames[0][0]
+        marker = tp.to_bytes(2, "little") + (13).to_bytes(4, "little") + b"V\xff\xff\xff\x7f" + (4).to_bytes(8, "little")
+        at = header_end + sum(len(f) for _tp, f in frames[:10])
+        spliced = os.path.join(self.tmp.name, "marked.tf")
+        with open(spliced, "wb") as f:
+            f.write(data[:at] + marker + data[at:])
+        out = os.path.join(self.tmp.name, "marked.jsonl")
+        plugin = os.path.join(os.path.dirname(__file__), "..", "..", "gdb-plugin", "gdbtrace.py")
+        read = run_gdb([f"source {plugin}", f"target tfile {spliced}", "tfind 10",
+                        "print $gdbtrace_dropped", "tfind 11", "print $rdi", "tfind none",
+                        f"gdbtrace export jsonl {out}"], program="trace_loop", connect=False, mode="stdio", timeout=120)
+        self.assertOrdered(read, [r"Found trace frame 10", r"^\$1 = 4$", r"Found trace frame 11", r"^\$2 = 10$",
+                                  r"Exported 50 frames",
+                                  r"the trace lost 4 frames \(full kernel rings\) at 1 places, first after frame 9"])
+        import json
+        with open(out) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(len(lines), 51)
+        self.assertEqual(lines[10], {"frame": 10, "tracepoint": lines[0]["tracepoint"], "dropped": 4})
+        self.assertEqual([l["frame"] for l in lines], list(range(51)))
 
     def stub_killed_mid_run(self, sig):
         """Streams tests/programs/loop's tick() (every ~10 ms), sends SIG to the stub once the file

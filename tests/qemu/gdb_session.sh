@@ -198,6 +198,48 @@ check stacks_two_paths_a "(^|;)main;path_a;common;leaf 300$" "$work/gdb-stacks2.
 check stacks_two_paths_b "(^|;)main;path_b;common;leaf 700$" "$work/gdb-stacks2.folded"
 check stacks_unwound 'received: "[ml]M0 [0-9a-f]*;full;[^;]*gt_loop.*S[0-9a-f]+ probe_me;gt_loop;.*S[0-9a-f]+ main;gt_loop;.*F0 T3 ok' "$stacks"
 
+# Streaming with the module collector: every frame of the run is in the guest's file (the stub writes
+# it; `remote get` fetches it through vFile), the rings are sized for a stream, and the file's status
+# line carries the run's counts (hits = frames + drops + after stop), drops by CPU when there were any.
+SN=20000
+cat >"$work/stream.gdb" <<EOT
+trace probe_me
+actions
+collect \$regs, a
+end
+EOT
+rm -f "$work/gt_loop_stream.tf"
+timeout 300 /usr/bin/gdb -nx -batch \
+  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
+  -ex "file $prog" \
+  -ex "target extended-remote 127.0.0.1:$port" \
+  -ex "set remote exec-file /bin/gt_loop" \
+  -ex "set args $SN" \
+  -ex "break main" -ex "run" \
+  -ex "break done" \
+  -x "$work/stream.gdb" \
+  -ex "monitor gdbtrace stream /tmp/gt_loop_stream.tf" \
+  -ex "tstart" \
+  -ex "continue" \
+  -ex "tstop" \
+  -ex "monitor gdbtrace status" \
+  -ex "monitor gdbtrace backend" \
+  -ex "remote get /tmp/gt_loop_stream.tf $work/gt_loop_stream.tf" \
+  -ex "kill" \
+  >"$work/gdb-stream.out" 2>&1
+echo "gdb exit $?" >>"$work/gdb-stream.out"
+check stream_module_backend "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits $SN, frames $SN, drops 0" "$work/gdb-stream.out"
+check stream_rings "per-CPU rings of [0-9]+ KiB" "$work/gdb-stream.out"
+if [ -s "$work/gt_loop_stream.tf" ]; then
+  /usr/bin/gdb -nx -batch -ex "file $prog" -ex "target tfile $work/gt_loop_stream.tf" -ex "tstatus" \
+    -ex "tfind 12345" -ex "echo A12345: " -ex "output a" -ex "echo \\n" >"$work/gdb-stream-tfile.out" 2>&1
+  check stream_file_frames "Collected $SN trace frames" "$work/gdb-stream-tfile.out"
+  check stream_file_frame_a "A12345: ?12345$" "$work/gdb-stream-tfile.out"
+  check stream_file_counts "gdbtrace_hits:0*$(printf %x $SN);gdbtrace_drops:0+;" <(grep -a '^status' "$work/gt_loop_stream.tf")
+else
+  echo "FAIL gdb_stream_file: no stream file fetched ($(tail -2 "$work/gdb-stream.out" | tr '\n' ' '))"
+fi
+
 # Tracepoints with actions need a command file (multi-line commands).
 cat >"$work/tracepoints.gdb" <<EOT
 trace probe_me

@@ -274,7 +274,16 @@ public:
     (void)session_.stop();
     (void)session_.remove_all();
     probes_.clear();
+    if (run_active_)
+      last_run_cpu_drops_ = run_cpu_drops();
     run_active_ = false;
+  }
+
+  // A ring per CPU (ring r is CPU r's): a drop is counted on the CPU whose
+  // ring was full. The rings' counters run for the session: a run's are the
+  // difference from its start.
+  std::vector<uint64_t> drops_by_cpu() const override {
+    return run_active_ ? run_cpu_drops() : last_run_cpu_drops_;
   }
 
   void drain() override {
@@ -345,8 +354,9 @@ private:
       return ok();
     }
     regblock_size_ = ctx.register_block_size();
-    // Sized at the session's first install, from that run's trace buffer.
-    ring_shift_ = ring_shift_for(ctx.buffer_capacity());
+    // Sized at the session's first install, from that run's staging need (the
+    // trace buffer, or more while the run streams to a file).
+    ring_shift_ = ring_shift_for(ctx.staging_capacity());
     if (auto r = session_.init(regblock_size_, ring_shift_); !r)
       return r;
     check_emulation();
@@ -385,8 +395,16 @@ private:
     after_stop_.clear();
     for (uint32_t n : defined_tsvs_)
       (void)session_.define_tsv(n, ctx.get_tsv(n).value_or(0));
+    run_start_cpu_drops_ = session_.ring_drops();
     (void)session_.start();
     run_active_ = true;
+  }
+
+  std::vector<uint64_t> run_cpu_drops() const {
+    std::vector<uint64_t> now = session_.ring_drops();
+    for (size_t r = 0; r < now.size() && r < run_start_cpu_drops_.size(); r++)
+      now[r] -= run_start_cpu_drops_[r];
+    return now;
   }
 
   Result<void> define_tsvs(const Tracepoint& tp, TraceContext& ctx) {
@@ -454,6 +472,8 @@ private:
   TraceContext* ctx_ = nullptr;
   uint32_t regblock_size_ = 0;
   uint32_t ring_shift_ = kMinRingShift;
+  // Each ring's drop counter when this run started, and the last run's drops by CPU.
+  std::vector<uint64_t> run_start_cpu_drops_, last_run_cpu_drops_;
   bool run_active_ = false;
   // QTStart's tracepoints, added at end_install_batch.
   struct Pending {

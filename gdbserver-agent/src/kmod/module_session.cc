@@ -159,4 +159,13 @@ size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>&
   return frames;
 }
 
+std::vector<uint64_t> ModuleSession::ring_drops() const {
+  std::vector<uint64_t> out;
+  if (!map_.get())
+    return out;
+  for (uint32_t r = 0; r < init_.nr_rings; r++)
+    out.push_back(std::atomic_ref<__u64>(ring(r)->drops).load(std::memory_order_relaxed));
+  return out;
+}
+
 } // namespace gdbtrace::kmod

@@ -39,6 +39,8 @@ public:
   // sequence numbers, across rings) and frees its space. FN returning false stops draining (frame
   // kept).
   size_t drain(const std::function<bool(std::span<const uint8_t>)>& fn);
+  // Frames each ring (ring r: CPU r) had no room for, since the session began.
+  std::vector<uint64_t> ring_drops() const;
 
 private:
   explicit ModuleSession(UniqueFd fd) : fd_(std::move(fd)) {}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <asio.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -152,6 +153,9 @@ struct TraceEngine::Impl : TraceContext {
   void choose_stream_registers();
   // Appends buffer frames FROM.. to the file, cut to stream_present.
   void stream_cut_frames(long from);
+  // After a drain's frames: a loss marker per location whose collector dropped
+  // frames since the last marker (at most every kDropMarkInterval, and at the end).
+  void stream_mark_drops(bool now);
   // Ends the file (end marker, final header); WHY: the status line's reason
   // when the run goes on without the stream, "" when the run has stopped.
   void end_stream(const std::string& why);
@@ -189,6 +193,11 @@ struct TraceEngine::Impl : TraceContext {
   uint64_t streamed_seq = 0; // buffer frames (by sequence number) before this are in the file
   uint64_t stream_lost = 0;  // discarded before they were written (should stay 0)
   std::vector<Location> stream_locations; // the tracepoints the file's header defines
+  // Drops of each location the file's markers account for, markers written,
+  // and when the drops were last looked at (stream_mark_drops).
+  std::unordered_map<Location, uint64_t, LocationHash> stream_marked_drops;
+  uint64_t stream_markers = 0;
+  std::chrono::steady_clock::time_point stream_drops_checked{};
   // The registers the file's blocks hold (stream_frames.h); empty: frames are
   // written as the buffer expands them. With the description and block size
   // of the header, the same at its start and its end.

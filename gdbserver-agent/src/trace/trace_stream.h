@@ -22,6 +22,14 @@
 
 namespace gdbtrace {
 
+// A loss marker in a streamed file (docs/streaming.md): a frame of the
+// tracepoint that lost frames, holding only this trace state variable, whose
+// value is the frames that location lost since its previous marker. The
+// file's header defines the variable under this name (gdb numbers its own
+// variables from 1 up, so the number is free).
+constexpr uint32_t kDropMarkerTsv = 0x7fffffff;
+constexpr const char* kDropMarkerTsvName = "gdbtrace_dropped";
+
 class TraceStream {
 public:
   explicit TraceStream(std::string path) : path_(std::move(path)) {}

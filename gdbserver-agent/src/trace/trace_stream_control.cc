@@ -9,11 +9,15 @@
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
+#include "trace/frame.h"
 #include "trace/trace_engine_impl.h"
 
 namespace gdbtrace {
 
 namespace {
+// How often a streaming run looks for drops to mark (each look asks every
+// location's collector for its counts).
+constexpr auto kDropMarkInterval = std::chrono::milliseconds(100);
 // The status a streamed file carries until its run ends: what a reader of a
 // file whose writer was killed (SIGKILL, a crash) sees in gdb's tstatus.
 constexpr const char* kUnfinished =
@@ -74,6 +78,7 @@ TfileContents TraceEngine::Impl::stream_contents(TraceStatus st) const {
   c.status = std::move(st);
   c.regblock_size = stream_regblock;
   c.tdesc_xml = stream_tdesc;
+  c.tsvs.push_back({kDropMarkerTsv, 0, false, kDropMarkerTsvName});
   return c;
 }
 
@@ -89,6 +94,9 @@ Result<void> TraceEngine::Impl::begin_stream() {
   stream = std::move(next);
   streamed_seq = buffer.first_sequence(); // the frames already held go in first
   stream_lost = 0;
+  stream_marked_drops.clear();
+  stream_markers = 0;
+  stream_drops_checked = {};
   apply_circular();
   return ok();
 }
@@ -113,6 +121,7 @@ void TraceEngine::Impl::stream_new_frames() {
                        });
     streamed_seq = first + buffer.frame_count();
   }
+  stream_mark_drops(false);
   std::string extra = stream_lost ? ";gdbtrace_lost:" + hex::u64(stream_lost) : std::string();
   if (auto r = stream->flush(unfinished(status()), extra); !r)
     stream_failed(r.error().message);
@@ -147,6 +156,31 @@ void TraceEngine::Impl::stream_cut_frames(long from) {
   stream->add(out);
 }
 
+// Frames a collector could not stage (a full per-CPU ring) leave a hole in the
+// file; a marker after the frames drained when the drop was seen says where,
+// which tracepoint, and how many. The drops happened after the frames that
+// were in the rings then, before those drained after: within one drain pass
+// (or kDropMarkInterval) of the marker.
+void TraceEngine::Impl::stream_mark_drops(bool now) {
+  auto t = std::chrono::steady_clock::now();
+  if (!stream || !stream->open() || (!now && t - stream_drops_checked < kDropMarkInterval))
+    return;
+  stream_drops_checked = t;
+  for (const auto& e : tracepoints) {
+    if (!e->collector)
+      continue;
+    uint64_t drops = report_for(*e).drops;
+    uint64_t& marked = stream_marked_drops[{e->tp.number, e->tp.address}];
+    if (drops <= marked)
+      continue;
+    FrameBuilder marker(uint16_t(e->tp.number));
+    marker.add_tsv(kDropMarkerTsv, int64_t(drops - marked));
+    stream->add(marker.finish());
+    ++stream_markers;
+    marked = drops;
+  }
+}
+
 void TraceEngine::Impl::stream_failed(const std::string& error) {
   uint64_t frames = stream->frames();
   end_stream("streaming stopped: " + error);
@@ -158,7 +192,7 @@ void TraceEngine::Impl::stream_failed(const std::string& error) {
 // The drops of the whole run in the file (gdb's tfile reader skips status
 // fields it does not know; `tp V` lines carry each location's hits, which gdb
 // shows in `info tracepoints`): hits = frames + drops + hits after the stop.
-static std::string loss_fields(const TraceReport& r, uint64_t stream_lost) {
+static std::string loss_fields(const TraceReport& r, uint64_t stream_lost, uint64_t markers) {
   uint64_t hits = 0, drops = 0, after_stop = 0;
   for (const auto& t : r.tracepoints) {
     hits += t.hits;
@@ -167,7 +201,8 @@ static std::string loss_fields(const TraceReport& r, uint64_t stream_lost) {
   }
   std::string out = ";gdbtrace_hits:" + hex::u64(hits) + ";gdbtrace_drops:" + hex::u64(drops) +
                     ";gdbtrace_after_stop:" + hex::u64(after_stop) +
-                    ";gdbtrace_lost:" + hex::u64(stream_lost);
+                    ";gdbtrace_lost:" + hex::u64(stream_lost) +
+                    ";gdbtrace_drop_markers:" + hex::u64(markers);
   if (std::any_of(r.drops_by_cpu.begin(), r.drops_by_cpu.end(), [](uint64_t n) { return n; })) {
     out += ";gdbtrace_cpu_drops:"; // by CPU number, comma-separated
     for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
@@ -192,7 +227,8 @@ void TraceEngine::Impl::end_stream(const std::string& why) {
   std::erase_if(c.tracepoints, [&](const TfileTracepoint& t) {
     return !in_file.count({t.tp->number, t.tp->address});
   });
-  c.status_extra = loss_fields(make_report(), stream_lost);
+  stream_mark_drops(true); // the run's last drops, after its last frames
+  c.status_extra = loss_fields(make_report(), stream_lost, stream_markers);
   std::string error = stream->error();
   auto r = stream->finish(c);
   apply_circular();

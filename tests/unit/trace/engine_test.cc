@@ -4,12 +4,14 @@
 // breakpoints the test hits.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <unistd.h>
 
 #include <asio.hpp>
 #include <map>
 #include <random>
 
+#include "../strict_skip.h"
 #include "common/hex.h"
 #include "fake_target.h"
 #include "rsp/packet_codec.h"
@@ -676,8 +678,9 @@ public:
   std::vector<std::vector<uint8_t>> pending; // frames of ADDRESS, in hit order
   uint64_t address = 0x401000;               // the location the pending frames were taken at
   TraceContext* ctx = nullptr;
-  bool removes_one = false;          // offers uninstall() (kRemovesOneProbe), like eBPF
-  std::map<uint32_t, uint64_t> hits; // per installed tracepoint number (at ADDRESS)
+  bool removes_one = false;           // offers uninstall() (kRemovesOneProbe), like eBPF
+  std::map<uint32_t, uint64_t> hits;  // per installed tracepoint number (at ADDRESS)
+  std::map<uint32_t, uint64_t> drops; // frames a full ring had no room for, likewise
   std::string name() const override { return "fakekernel"; }
   unsigned caps() const override {
     return kProbesInKernel | (removes_one ? unsigned(kRemovesOneProbe) : 0u);
@@ -717,6 +720,8 @@ public:
     CollectorStats s;
     if (auto it = hits.find(tp); it != hits.end() && at == address)
       s.hits = it->second;
+    if (auto it = drops.find(tp); it != drops.end() && at == address)
+      s.drops = it->second;
     return s;
   }
 };
@@ -1034,4 +1039,63 @@ TEST_F(KernelEngineTest, KernelAndPtraceTracepointsNeverShareAnAddress) {
       << reply;
   EXPECT_FALSE(engine->running());
   EXPECT_EQ(target.trace_bps.count(0x401000), 0u); // no ptrace int3 under the kernel's probe
+}
+
+// Frames a collector dropped (a full ring) leave a marker in the streamed file
+// after the frames drained when the drop was seen: a frame of the tracepoint
+// holding only $gdbtrace_dropped, the count. gdb reads the file, frame for
+// frame; the status line counts the markers.
+TEST_F(KernelEngineTest, StreamMarksWhereFramesWereDropped) {
+  auto* k = use_kernel_engine(false);
+  std::string path =
+      testing::TempDir() + "gdbtrace_marker_test_" + std::to_string(getpid()) + ".tf";
+  ASSERT_EQ(monitor("gdbtrace stream " + path), "stream: " + path + " (each tstart rewrites it)\n");
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTStart"})
+    ASSERT_EQ(send(p), "OK") << p;
+  auto kernel_frames = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto regs = make_regs(0x401000);
+      regs.set_u64(GT_RDI, uint64_t(i));
+      std::vector<uint8_t> block(GT_REGBLOCK_SIZE_AVX, 0);
+      std::memcpy(block.data(), regs.bytes.data(), gt_reg_offset(GT_GS) + gt_reg_size(GT_GS));
+      FrameBuilder f(1);
+      f.add_registers(block);
+      auto bytes = f.finish();
+      k->pending.emplace_back(bytes.begin(), bytes.end());
+    }
+    k->hits[1] = uint64_t(to) + k->drops[1];
+  };
+  kernel_frames(0, 3);
+  send("qTStatus"); // drains: frames 0-2, no drop yet
+  kernel_frames(3, 5);
+  k->drops[1] = 7;    // the ring was full after frame 4
+  usleep(120 * 1000); // past the interval between looks at the drops
+  send("qTStatus");   // frames 3, 4, then the marker
+  kernel_frames(5, 6);
+  ASSERT_EQ(send("QTStop"), "OK");
+  std::ifstream f(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  EXPECT_NE(file.find("\ntsv 7fffffff:0:0:" + hex::encode("gdbtrace_dropped") + "\n"),
+            std::string::npos);
+  EXPECT_NE(file.find(";tframes:7;"), std::string::npos); // 6 frames and the marker
+  EXPECT_NE(file.find(";gdbtrace_hits:d;gdbtrace_drops:7;"), std::string::npos);
+  EXPECT_NE(file.find(";gdbtrace_drop_markers:1"), std::string::npos);
+  // The marker: tracepoint 1, one 'V' block (u32 0x7fffffff, i64 7), after frame 4.
+  std::string marker("\x01\x00\x0d\x00\x00\x00V\xff\xff\xff\x7f\x07\0\0\0\0\0\0\0", 19);
+  ASSERT_NE(file.find(marker), std::string::npos);
+  if (access("/usr/bin/gdb", X_OK) != 0)
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
+  std::ofstream(path, std::ios::binary) << file;
+  std::string out = gdbtrace::test::run_command(
+      "/usr/bin/gdb -nx -batch /bin/true -ex 'target tfile " + path +
+      "' -ex tstatus -ex 'tfind 4' -ex 'output $rdi' -ex 'echo \\n' -ex 'tfind 5' "
+      "-ex 'output $gdbtrace_dropped' -ex 'echo \\n' -ex 'tfind 6' -ex 'output $rdi' 2>&1");
+  std::remove(path.c_str());
+  // tcreated counts the frames the collectors made; the buffer (file) holds the marker too.
+  EXPECT_NE(out.find("Buffer contains 7 trace frames (of 6 created total)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Found trace frame 4, tracepoint 1\n4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Found trace frame 5, tracepoint 1\n7\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Found trace frame 6, tracepoint 1\n5"), std::string::npos) << out;
 }
