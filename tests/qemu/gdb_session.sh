@@ -228,14 +228,34 @@ timeout 300 /usr/bin/gdb -nx -batch \
   -ex "kill" \
   >"$work/gdb-stream.out" 2>&1
 echo "gdb exit $?" >>"$work/gdb-stream.out"
-check stream_module_backend "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits $SN, frames $SN, drops 0" "$work/gdb-stream.out"
+# Under TCG the drain may fall behind: every hit must then be a frame or a counted drop, and the file
+# must hold the frames and a loss marker per drop seen (docs/streaming.md).
+srow=$(grep -oE "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits [0-9]+, frames [0-9]+, drops [0-9]+" "$work/gdb-stream.out" | tail -1)
+sframes=$(sed -E 's/.*frames ([0-9]+).*/\1/' <<<"$srow") sdrops=$(sed -E 's/.*drops ([0-9]+)$/\1/' <<<"$srow")
+if [ -n "$srow" ] && [ "$((sframes + sdrops))" = "$SN" ] && grep -q "hits $SN," <<<"$srow"; then
+  echo "ok gdb_stream_module_counts ($srow)"
+else
+  echo "FAIL gdb_stream_module_counts: hits $SN = frames + drops, module backend: '${srow:-no status row}'"
+fi
 check stream_rings "per-CPU rings of [0-9]+ KiB" "$work/gdb-stream.out"
 if [ -s "$work/gt_loop_stream.tf" ]; then
   /usr/bin/gdb -nx -batch -ex "file $prog" -ex "target tfile $work/gt_loop_stream.tf" -ex "tstatus" \
     -ex "tfind 12345" -ex "echo A12345: " -ex "output a" -ex "echo \\n" >"$work/gdb-stream-tfile.out" 2>&1
-  check stream_file_frames "Collected $SN trace frames" "$work/gdb-stream-tfile.out"
-  check stream_file_frame_a "A12345: ?12345$" "$work/gdb-stream-tfile.out"
-  check stream_file_counts "gdbtrace_hits:0*$(printf %x $SN);gdbtrace_drops:0+;" <(grep -a '^status' "$work/gt_loop_stream.tf")
+  sstatus=$(grep -a '^status' "$work/gt_loop_stream.tf")
+  field() { grep -oE ";$1:[0-9a-f]+" <<<"$sstatus" | cut -d: -f2; }
+  markers=$((16#$(field gdbtrace_drop_markers)))
+  if [ "$((16#$(field gdbtrace_hits)))" = "$SN" ] && [ "$((16#$(field gdbtrace_drops)))" = "${sdrops:-x}" ] &&
+    [ "$((16#$(field tframes)))" = "$((sframes + markers))" ] && { [ "$sdrops" = 0 ] || [ "$markers" -gt 0 ]; }; then
+    echo "ok gdb_stream_file_counts (frames $sframes, drops $sdrops, loss markers $markers)"
+  else
+    echo "FAIL gdb_stream_file_counts: status line '$sstatus' against frames $sframes drops $sdrops"
+  fi
+  if [ "$sdrops" = 0 ]; then
+    check stream_file_frames "Collected $SN trace frames" "$work/gdb-stream-tfile.out"
+    check stream_file_frame_a "A12345: ?12345$" "$work/gdb-stream-tfile.out"
+  else
+    check stream_file_frames "Buffer contains $((sframes + markers)) trace frames \\(of $sframes created total\\)" "$work/gdb-stream-tfile.out"
+  fi
 else
   echo "FAIL gdb_stream_file: no stream file fetched ($(tail -2 "$work/gdb-stream.out" | tr '\n' ' '))"
 fi

@@ -348,6 +348,9 @@ private:
   }
 
   Result<void> ensure_session(TraceContext& ctx) {
+    if (session_.initialized() && !run_active_ && probes_.empty() &&
+        ring_shift_for(ctx.staging_capacity()) > ring_shift_)
+      reopen_session(); // a new run needs larger rings (a stream, a larger buffer)
     if (session_.initialized()) {
       if (session_.info().regblock_size != 0 && ctx.register_block_size() != regblock_size_)
         return make_error(EINVAL, "register block size changed during the session");
@@ -362,6 +365,20 @@ private:
     check_emulation();
     arm_wakeup();
     return ok();
+  }
+
+  // The rings are sized at INIT, once per open of the device: between runs
+  // (no probe in), a new session replaces the old. Its trace state variables
+  // are defined again as tracepoints use them; if the device cannot be opened
+  // again, the old session and its rings stay.
+  void reopen_session() {
+    auto fresh = ModuleSession::open();
+    if (!fresh)
+      return;
+    wakeup_.reset(); // its wait ends (operation_aborted); its dup of the old fd closes
+    session_ = std::move(*fresh);
+    defined_tsvs_.clear();
+    last_run_cpu_drops_.clear();
   }
 
   // Emulation is only safe where the kernel skips the single-step after a
