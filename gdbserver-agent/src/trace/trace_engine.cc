@@ -223,6 +223,8 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
       continue;
     if (c->caps() & exclude)
       continue;
+    if ((c->caps() & Collector::kFastOnly) && !tp.fast && preferred_backend.empty())
+      continue;
     auto ok = c->check(tp);
     if (!ok) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + ok.error().message;
@@ -230,10 +232,11 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     }
     // One int3 per address: a kernel uprobe and a ptrace trap there would be the
     // same byte, and the uprobe would swallow the trap (the ptrace tracepoint
-    // silently never hits). Tracepoints at one address share a kind of collector.
+    // silently never hits); a jump pad's jmp covers 5 bytes no int3 may touch.
+    // Tracepoints at one address share a kind of collector.
+    constexpr unsigned kKind = Collector::kProbesInKernel | Collector::kPatchesCode;
     if (const TracepointEntry* other = installed_at(tp.address, &entry);
-        other && (other->collector->caps() & Collector::kProbesInKernel) !=
-                     (c->caps() & Collector::kProbesInKernel)) {
+        other && (other->collector->caps() & kKind) != (c->caps() & kKind)) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
                  "tracepoint " + std::to_string(other->tp.number) + " (collected by " +
                  other->collector->name() + ")";
