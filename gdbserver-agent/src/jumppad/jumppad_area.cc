@@ -140,10 +140,10 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
     return make_error(EIO, "cannot arm the jump pad area");
   }
   *at += kArmedPage;
-  auto mapped = run(
-      t, pid, site, SYS_mmap,
-      {*at, a->size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, uint64_t(*fd), 0},
-      "mmap");
+  auto mapped = run(t, pid, site, SYS_mmap,
+                    {*at, a->size_, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_POPULATE, uint64_t(*fd), 0},
+                    "mmap");
   close_remote();
   if (!mapped)
     return mapped.error();

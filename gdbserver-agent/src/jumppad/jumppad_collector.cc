@@ -22,6 +22,11 @@ constexpr unsigned kRecordRegs[18] = {GT_R15, GT_R14, GT_R13, GT_R12,    GT_R11,
                                       GT_R9,  GT_R8,  GT_RBP, GT_RDI,    GT_RSI, GT_RDX,
                                       GT_RCX, GT_RBX, GT_RAX, GT_EFLAGS, GT_RSP, GT_RIP};
 
+bool cpu_has_rdpid() {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 22));
+}
+
 bool cpu_has_rdtscp() {
   unsigned a, b, c, d;
   return __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
@@ -181,8 +186,8 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   locations_.push_back(loc);
   site.locations.push_back(uint32_t(locations_.size() - 1));
 
-  PadSpec spec{tp.address,    a.next_code(),  a.remote(), a.armed(), a.rings() - 1,
-               a.slots() - 1, a.ring_shift(), site.plan,  {}};
+  PadSpec spec{tp.address,    a.next_code(),  a.remote(),      a.armed(), a.rings() - 1,
+               a.slots() - 1, a.ring_shift(), cpu_has_rdpid(), site.plan, {}};
   for (uint32_t li : site.locations) {
     const Location& l = locations_[li];
     PadTracepoint pt{l.tp_slot, {}, true};

@@ -55,6 +55,7 @@ struct PadSpec {
   uint32_t ring_mask = 0;  // rings - 1 (a power of two)
   uint32_t slot_mask = 0;  // slots per ring - 1 (a power of two)
   uint32_t ring_shift = 0; // log2 of one ring's bytes
+  bool rdpid = false;      // the CPU has rdpid: rdtsc + rdpid is cheaper than rdtscp
   SitePlan plan;
   std::vector<PadTracepoint> tps; // in definition order
 };

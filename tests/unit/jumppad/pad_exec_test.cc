@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cpuid.h>
 #include <cstring>
 #include <sys/mman.h>
 #include <thread>
 
+#include "../strict_skip.h"
 #include "jumppad/jumppad_area.h"
 #include "jumppad/jumppad_site.h"
 
@@ -44,11 +46,17 @@ protected:
   void patch(std::vector<PadTracepoint> tps) {
     auto plan = plan_site({site_, 16});
     ASSERT_TRUE(plan) << plan.error().message;
-    PadSpec spec{uint64_t(site_), uint64_t(base_ + kCodeOffset),
-                 uint64_t(base_), uint64_t(&armed_ref()),
-                 kRings - 1,      slots_ - 1,
-                 ring_shift(),    *plan,
-                 std::move(tps)};
+    PadSpec spec;
+    spec.site = uint64_t(site_);
+    spec.pad = uint64_t(base_ + kCodeOffset);
+    spec.area = uint64_t(base_);
+    spec.armed = uint64_t(&armed_ref());
+    spec.ring_mask = kRings - 1;
+    spec.slot_mask = slots_ - 1;
+    spec.ring_shift = ring_shift();
+    spec.rdpid = rdpid_;
+    spec.plan = *plan;
+    spec.tps = std::move(tps);
     auto code = emit_pad(spec);
     ASSERT_TRUE(code) << code.error().message;
     std::memcpy(base_ + kCodeOffset, code->data(), code->size());
@@ -64,6 +72,7 @@ protected:
   uint8_t* base_ = nullptr;
   uint8_t* site_ = nullptr;
   std::vector<uint64_t> tails_;
+  bool rdpid_ = false; // the rdtscp form; RdpidFormRecordsToo runs the other
   // Must be within rel32 of the pad: a global of the test is not (PIE, mmap far away), so
   // it lives in the region's tail, set up in SetUp.
   uint32_t& armed_ref() { return *reinterpret_cast<uint32_t*>(site_ + 2048); }
@@ -96,6 +105,24 @@ TEST_F(PadExec, HitsRecordRegistersAndRunTheRelocatedInstruction) {
     EXPECT_EQ(rsp % 16, 8u); // at a function's first instruction: after the call's push
   }
   EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).empty());
+}
+
+// The same with rdtsc + rdpid choosing the ring, where the CPU has rdpid.
+TEST_F(PadExec, RdpidFormRecordsToo) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(c & (1u << 22)))
+    GDBTRACE_SKIP("no-rdpid") << "no rdpid on this CPU (the pads use rdtscp there)";
+  rdpid_ = true;
+  slot(0).enabled = 1;
+  patch({PadTracepoint{0, {{0, 2}}, true}});
+  for (long i = 0; i < 20; ++i)
+    ASSERT_EQ(call(i), i + 100);
+  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  EXPECT_EQ(records.size() + slot(0).drops, 20u);
+  EXPECT_GE(records.size(), 16u);
+  EXPECT_EQ(tsv(0), 40);
+  for (const Record& r : records)
+    EXPECT_EQ(r.regs[17], uint64_t(site_));
 }
 
 TEST_F(PadExec, UnarmedPadOnlyRunsTheInstruction) {
