@@ -98,6 +98,30 @@ class JumpPad(GdbTestCase):
             tracee.kill()
             kill_new_processes(before)
 
+    def test_detach_puts_the_bytes_back(self):
+        # Attached (no preload), traced, detached: the process's own code at jp_probe is the
+        # original again (read from /proc/PID/mem after gdb left), and the program finishes.
+        before = descendants()
+        tracee = Tracee(program(PROG), args=(100, 0, 10000))
+        try:
+            time.sleep(0.3)
+            with Server("attach", pid=tracee.pid) as server:
+                run = run_gdb(["ftrace *jp_probe", "actions", "collect $rdi", "end", "tstart",
+                               "monitor gdbtrace status", "x/1xb jp_probe",
+                               "print/x (long)&jp_probe", "detach"], program=PROG, server=server)
+                self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
+                self.assertOutput(run, r"<jp_probe>:\s+0xe9")
+                address = int(re.search(r"\$1 = (0x[0-9a-f]+)", run.output).group(1), 16)
+            with open(f"/proc/{tracee.pid}/mem", "rb") as mem:
+                mem.seek(address)
+                self.assertEqual(mem.read(3), bytes([0x48, 0x8b, 0x05]))
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0, out)
+            self.assertRegex(out.decode(), r"BENCH jumppad calls=100 sum=%d " % (sum(range(100)) + 300))
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
 
 if __name__ == "__main__":
     unittest.main()
