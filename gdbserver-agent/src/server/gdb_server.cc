@@ -373,6 +373,8 @@ void GdbServer::flush_console() {
 void GdbServer::detach_or_kill_all() {
   for (Pid pid : target_.processes()) {
     if (target_.is_attached(pid)) {
+      if (engine_) // before the detach: patched code can still be put back
+        engine_->on_process_detach(pid);
       std::fprintf(stderr, "Detaching process(es): %d\n", pid);
       (void)target_.detach(pid);
     } else {

@@ -290,6 +290,10 @@ GdbServer::Reply GdbServer::handle_detach(std::string_view packet) {
   if (pids.empty())
     return "E.no process";
   for (Pid pid : pids) {
+    // The run stops while the stub still controls the process: a collector that
+    // patched its code (the jump pad) can put the original bytes back.
+    if (engine_)
+      engine_->on_process_detach(pid);
     if (auto r = target_.detach(pid); !r)
       return "E." + r.error().message;
     std::fprintf(stderr, "Detaching from process %d\n", pid);

@@ -20,6 +20,9 @@
 #include "target/crash_cleanup.h"
 #include "target/native_target.h"
 #include "trace/ptrace_collector.h"
+#ifdef GDBTRACE_HAVE_JUMPPAD
+#include "jumppad/jumppad_collector.h"
+#endif
 #include "trace/trace_engine.h"
 #ifdef GDBTRACE_HAVE_KMOD
 #include "kmod/module_collector.h"
@@ -49,6 +52,14 @@ void add_collectors(TraceEngine& engine, NativeTarget& target, asio::io_context&
     if (debug)
       std::fprintf(stderr, "[gdbtrace] %s collector unavailable: %s\n", name, e.message.c_str());
   };
+#ifdef GDBTRACE_HAVE_JUMPPAD
+  // First: it takes only `ftrace` tracepoints, and those it can serve it serves
+  // without a trap.
+  if (auto c = make_jumppad_collector(target))
+    engine.add_collector(std::move(*c));
+  else
+    skipped("jumppad", c.error());
+#endif
 #ifdef GDBTRACE_HAVE_KMOD
   if (auto c = make_module_collector(io))
     engine.add_collector(std::move(*c));

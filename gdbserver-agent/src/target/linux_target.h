@@ -143,6 +143,8 @@ public:
   Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) override;
   StepOverStats step_over_stats() const override { return step_over_stats_; }
   std::optional<uint64_t> stopped_epoch(Pid pid) const override;
+  Result<int64_t> inject_syscall(Pid pid, uint64_t code_address, long number,
+                                 std::span<const uint64_t> args) override; // inject_syscall.cc
 
   Result<std::string> auxv(Pid pid) override;
   Result<std::string> exec_file(Pid pid) override;
@@ -210,6 +212,7 @@ private:
                             const user_regs_struct* known = nullptr);
   bool step_over_in_place(Process& p, Lwp& l, const user_regs_struct* known);
   bool single_step_sync(Process& p, Lwp& l, int signal);
+  void back_to_sigstop(Process& p, Lwp& l); // inject_syscall.cc
   std::vector<Tid> stop_threads(Process& p, const Lwp* except);
   void stop_all_processes();
   void wait_for_stop(Process& p, Lwp& l);

@@ -204,6 +204,15 @@ public:
   // knows PID has not run since. nullopt while any thread runs (or unknown).
   virtual std::optional<uint64_t> stopped_epoch(Pid) const { return std::nullopt; }
 
+  // Makes a thread of PID (every thread stopped) run system call NUMBER with
+  // ARGS (at most 6) and returns its raw result (-errno on failure), leaving
+  // the thread's registers and the code as they were. CODE_ADDRESS: two bytes
+  // of executable code the call may borrow for its `syscall` instruction.
+  virtual Result<int64_t> inject_syscall(Pid pid, uint64_t code_address, long number,
+                                         std::span<const uint64_t> args) {
+    return make_error(ENOSYS, "this target cannot run system calls in the tracee");
+  }
+
   // --- process information ---
   virtual Result<std::string> auxv(Pid pid) = 0;      // raw bytes
   virtual Result<std::string> exec_file(Pid pid) = 0; // /proc/pid/exe target

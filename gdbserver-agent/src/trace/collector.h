@@ -107,6 +107,12 @@ public:
     kProbesInKernel = 1u << 0,
     // uninstall() removes one tracepoint's probe during a run.
     kRemovesOneProbe = 1u << 1,
+    // Probes are code patched into the tracee (the jump pad's jmp at the
+    // site): no other collector's int3 may share the address.
+    kPatchesCode = 1u << 2,
+    // Serves only fast tracepoints (`ftrace`): under `backend auto` the engine
+    // passes it over for the others without a console line.
+    kFastOnly = 1u << 3,
   };
 
   virtual ~Collector() = default;

@@ -218,22 +218,30 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
   // and gdb's testsuite expects `Continuing.` right before `Breakpoint N`);
   // `monitor gdbtrace status` names it.
   std::string breakpoint_note;
+  std::string fast_note;
   for (auto& c : collectors) {
     if (!preferred_backend.empty() && c->name() != preferred_backend)
       continue;
     if (c->caps() & exclude)
       continue;
+    const bool fast_only = c->caps() & Collector::kFastOnly;
+    if (fast_only && !tp.fast && preferred_backend.empty())
+      continue;
     auto ok = c->check(tp);
     if (!ok) {
-      why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + ok.error().message;
+      // An ftrace the jump pad declines is an ordinary fallback (most sites of
+      // unoptimised code): said in the status row, not on gdb's console.
+      std::string& to = fast_only && preferred_backend.empty() ? fast_note : why_not;
+      to += (to.empty() ? "" : "; ") + c->name() + ": " + ok.error().message;
       continue;
     }
     // One int3 per address: a kernel uprobe and a ptrace trap there would be the
     // same byte, and the uprobe would swallow the trap (the ptrace tracepoint
-    // silently never hits). Tracepoints at one address share a kind of collector.
+    // silently never hits); a jump pad's jmp covers 5 bytes no int3 may touch.
+    // Tracepoints at one address share a kind of collector.
+    constexpr unsigned kKind = Collector::kProbesInKernel | Collector::kPatchesCode;
     if (const TracepointEntry* other = installed_at(tp.address, &entry);
-        other && (other->collector->caps() & Collector::kProbesInKernel) !=
-                     (c->caps() & Collector::kProbesInKernel)) {
+        other && (other->collector->caps() & kKind) != (c->caps() & kKind)) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
                  "tracepoint " + std::to_string(other->tp.number) + " (collected by " +
                  other->collector->name() + ")";
@@ -249,13 +257,15 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     }
     auto installed = c->install(traced_pid, tp, *this);
     if (!installed) {
-      why_not += (why_not.empty() ? "" : "; ") + c->name() + ": " + installed.error().message;
+      std::string& to = fast_only && preferred_backend.empty() ? fast_note : why_not;
+      to += (to.empty() ? "" : "; ") + c->name() + ": " + installed.error().message;
       continue;
     }
     if (!why_not.empty())
       console("tracepoint " + std::to_string(tp.number) + ": " + why_not + "; using " + c->name() +
               "\n");
-    entry.collector_note = breakpoint_note;
+    entry.collector_note =
+        breakpoint_note + (breakpoint_note.empty() || fast_note.empty() ? "" : "; ") + fast_note;
     entry.collector = c.get();
     entry.installed = true;
     return ok;
@@ -264,6 +274,8 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     return make_error(ENOSYS, "no trace collector is available");
   if (!breakpoint_note.empty())
     why_not += (why_not.empty() ? "" : "; ") + breakpoint_note;
+  if (!fast_note.empty())
+    why_not = fast_note + (why_not.empty() ? "" : "; ") + why_not;
   if (why_not.empty())
     return make_error(ENOENT, "backend '" + preferred_backend + "' is not available");
   return make_error(EINVAL, "tracepoint " + std::to_string(tp.number) + ": " + why_not);

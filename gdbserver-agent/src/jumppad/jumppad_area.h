@@ -1,0 +1,93 @@
+// The jump pad's shared area in one traced process: a memfd the tracee
+// creates and maps by system calls the stub injects (no LD_PRELOAD: works on
+// `run` and `attach`), mapped by the stub too so it writes pad code and
+// switches and reads the rings. jumppad_layout.h is its layout.
+//
+// The area is never unmapped from the tracee: a thread preempted inside a pad
+// at tstop, or holding a pad address in a signal frame, must find it there.
+// Pad code is bump-allocated and never overwritten; tp slots are never reused.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "jumppad/jumppad_layout.h"
+#include "target/native_target.h"
+#include "target/proc_files.h"
+
+namespace gdbtrace::jumppad {
+
+// Where to map SIZE bytes so every byte is within a rel32 jump of SITE: the
+// free gap nearest SITE between the mappings MAPS (sorted, as /proc/PID/maps).
+Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint64_t site,
+                                uint64_t size);
+
+// The rings at RING_BASE (TAILS.size() rings of SLOTS slots, 1 << RING_SHIFT
+// bytes each): init_rings makes them empty; take_records copies out the
+// committed records (the tracee may rewrite a slot at any time: nothing is
+// read twice, at most one lap per ring per call) and frees their slots.
+void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots, uint32_t ring_shift);
+std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
+                                 std::vector<uint64_t>& tails);
+
+class Area {
+public:
+  // Creates the memfd in PID (every thread stopped), maps it near SITE, and
+  // maps it here. SITE also lends two bytes of code for the injected syscalls.
+  static Result<std::unique_ptr<Area>> create(NativeTarget& target, Pid pid, uint64_t site);
+
+  // Still the same mapping in the same process (a pid can be reused).
+  bool still_mapped(Pid pid) const;
+  // Every byte within rel32 reach of SITE.
+  bool reaches(uint64_t site) const;
+
+  uint64_t remote() const { return remote_; }
+  // The armed word: the first byte of the private page just below the area.
+  uint64_t armed() const { return remote_ - kArmedPage; }
+  static constexpr uint64_t kArmedPage = 4096;
+  uint8_t* local() const { return static_cast<uint8_t*>(map_.get()); }
+  uint32_t rings() const { return rings_; }
+  uint32_t slots() const { return slots_; }
+  uint32_t ring_shift() const { return ring_shift_; }
+
+  TpSlot& tp_slot(uint32_t i) const {
+    return reinterpret_cast<TpSlot*>(local() + kTpSlotsOffset)[i];
+  }
+  int64_t& tsv(uint32_t i) const { return reinterpret_cast<int64_t*>(local() + kTsvOffset)[i]; }
+  Result<uint32_t> new_tp_slot();
+  uint32_t tp_slots_used() const { return tp_slots_used_; }
+  // The TSV table index of TSV NUMBER (allocated on first use).
+  Result<uint32_t> tsv_index(uint32_t number);
+  std::optional<uint32_t> find_tsv(uint32_t number) const {
+    auto it = tsv_index_.find(number);
+    return it == tsv_index_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+  }
+  // Copies CODE into the code region; returns its tracee address.
+  Result<uint64_t> place_code(const std::vector<uint8_t>& code);
+  uint64_t next_code() const { return remote_ + kCodeOffset + code_used_; }
+  bool in_code(uint64_t pc) const {
+    return pc >= remote_ + kCodeOffset && pc < remote_ + kCodeOffset + kCodeSize;
+  }
+
+  std::vector<Record> take_records() {
+    return jumppad::take_records(local() + kRingOffset, slots_, ring_shift_, tails_);
+  }
+
+private:
+  Area() = default;
+  UniqueFd fd_;
+  Mapping map_;
+  uint64_t remote_ = 0, size_ = 0;
+  uint32_t rings_ = 0, slots_ = 0, ring_shift_ = 0;
+  uint64_t code_used_ = 0;
+  uint32_t tp_slots_used_ = 0;
+  std::map<uint32_t, uint32_t> tsv_index_;
+  std::vector<uint64_t> tails_; // the stub's consumer position per ring
+};
+
+} // namespace gdbtrace::jumppad

@@ -1,0 +1,328 @@
+#include "jumppad/jumppad_collector.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cpuid.h>
+#include <map>
+
+#include "abi/amd64_regs.h"
+#include "common/hex.h"
+#include "jumppad/jumppad_actions.h"
+#include "jumppad/jumppad_area.h"
+#include "jumppad/jumppad_site.h"
+#include "trace/frame.h"
+
+namespace gdbtrace {
+namespace {
+
+using namespace jumppad;
+
+// Record::regs order -> gdb register numbers.
+constexpr unsigned kRecordRegs[18] = {GT_R15, GT_R14, GT_R13, GT_R12,    GT_R11, GT_R10,
+                                      GT_R9,  GT_R8,  GT_RBP, GT_RDI,    GT_RSI, GT_RDX,
+                                      GT_RCX, GT_RBX, GT_RAX, GT_EFLAGS, GT_RSP, GT_RIP};
+
+bool cpu_has_rdpid() {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 22));
+}
+
+bool cpu_has_rdtscp() {
+  unsigned a, b, c, d;
+  return __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+}
+
+class JumppadCollector final : public Collector {
+public:
+  explicit JumppadCollector(NativeTarget& target) : target_(target) {}
+  ~JumppadCollector() override { remove_all(); }
+
+  std::string name() const override { return "jumppad"; }
+  unsigned caps() const override { return kPatchesCode | kFastOnly; }
+  std::string describe() const override {
+    return "jump pad: ftrace sites patched with a jmp into code in the tracee, per-CPU rings "
+           "shared with the stub; registers and TSV increments only (this version)";
+  }
+
+  Result<void> check(const Tracepoint& tp) const override {
+    auto a = plan_actions(tp);
+    if (!a)
+      return a.error();
+    return ok();
+  }
+
+  Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override;
+  Result<void> set_enabled(uint32_t number, uint64_t address, bool enabled) override;
+  void remove_all() override;
+  void drain() override;
+  CollectorStats stats(uint32_t number, uint64_t address) const override;
+  std::optional<int64_t> tsv_value(uint32_t number) const override;
+
+private:
+  struct Location {
+    Pid pid = 0;
+    uint32_t number = 0;
+    uint64_t address = 0;
+    uint32_t tp_slot = 0;
+    bool registers = false;
+    std::vector<TsvIncrement> tsv_adds;
+  };
+  struct Site {
+    Pid pid = 0;
+    SitePlan plan;
+    std::array<uint8_t, kJumpLen> original{};
+    bool patched = false;
+    std::vector<uint32_t> locations; // indexes into locations_, definition order
+  };
+  struct ProcessArea {
+    std::unique_ptr<Area> area;
+    std::map<uint32_t, bool> tsvs_initialised; // this run
+  };
+
+  Result<Area*> area_for(Pid pid, uint64_t site);
+  Result<void> write_site(Site& site, uint64_t address, uint64_t pad);
+  Result<void> no_thread_inside(Pid pid, uint64_t address) const;
+  void frame_from(const Record& r, const Location& loc);
+
+  NativeTarget& target_;
+  TraceContext* ctx_ = nullptr;
+  std::map<Pid, ProcessArea> areas_;
+  std::map<uint64_t, Site> sites_; // this run's, by address
+  std::vector<Location> locations_;
+  std::map<uint32_t, size_t> by_slot_; // tp slot -> locations_ index (this run)
+  std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_;
+};
+
+Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site) {
+  auto it = areas_.find(pid);
+  if (it != areas_.end() && !it->second.area->still_mapped(pid))
+    it = areas_.erase(it); // the process exec'd, or the pid is another process now
+  if (it == areas_.end()) {
+    auto a = Area::create(target_, pid, site);
+    if (!a)
+      return a.error();
+    it = areas_.emplace(pid, ProcessArea{std::move(*a), {}}).first;
+  }
+  if (!it->second.area->reaches(site))
+    return make_error(ERANGE, "the site is more than 2 GB from the process's jump pad area");
+  return it->second.area.get();
+}
+
+Result<void> JumppadCollector::no_thread_inside(Pid pid, uint64_t address) const {
+  for (const ThreadInfo& t : target_.threads()) {
+    if (t.id.pid != pid)
+      continue;
+    auto regs = target_.read_registers(t.id);
+    if (!regs)
+      return make_error(regs.error().code, "cannot read a thread's registers");
+    uint64_t pc = regs->pc();
+    if (pc > address && pc < address + kJumpLen)
+      return make_error(EBUSY, "thread " + std::to_string(t.id.tid) +
+                                   " is stopped inside the bytes the jump would replace");
+  }
+  return ok();
+}
+
+Result<void> JumppadCollector::write_site(Site& site, uint64_t address, uint64_t pad) {
+  auto jmp = site_jump(address, pad);
+  if (!jmp)
+    return jmp.error();
+  if (auto r = no_thread_inside(site.pid, address); !r)
+    return r;
+  auto w = target_.write_memory(site.pid, address, *jmp);
+  if (!w || *w != kJumpLen)
+    return make_error(EIO, "cannot write the jump at 0x" + hex::u64(address));
+  site.patched = true;
+  return ok();
+}
+
+Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceContext& ctx) {
+  auto acts = plan_actions(tp);
+  if (!acts)
+    return acts.error();
+  if (!target_.stopped_epoch(pid))
+    return make_error(EBUSY, "the jump pad is written only while every thread is stopped");
+  if (sites_.empty()) { // a new run counts from zero
+    stats_.clear();
+    by_slot_.clear();
+    locations_.clear();
+    for (auto& [p, pa] : areas_)
+      pa.tsvs_initialised.clear();
+  }
+  ctx_ = &ctx;
+  const bool new_site = !sites_.count(tp.address);
+  Site site = new_site ? Site{} : sites_[tp.address];
+  if (new_site) {
+    site.pid = pid;
+    uint8_t bytes[16] = {};
+    auto n = target_.read_memory(pid, tp.address, bytes);
+    if (!n || *n < kJumpLen)
+      return make_error(EIO, "cannot read the instruction at the site");
+    auto plan = plan_site({bytes, *n});
+    if (!plan)
+      return plan.error();
+    site.plan = std::move(*plan);
+    std::copy_n(bytes, kJumpLen, site.original.begin());
+  }
+  auto area = area_for(pid, tp.address);
+  if (!area)
+    return area.error();
+  Area& a = **area;
+  auto slot = a.new_tp_slot();
+  if (!slot)
+    return slot.error();
+  Location loc{pid, tp.number, tp.address, *slot, acts->registers, acts->tsv_adds};
+  auto& inited = areas_[pid].tsvs_initialised;
+  for (const TsvIncrement& inc : loc.tsv_adds) {
+    auto idx = a.tsv_index(inc.number);
+    if (!idx)
+      return idx.error();
+    if (!inited[inc.number]) {
+      std::atomic_ref<int64_t>(a.tsv(*idx)).store(ctx.get_tsv(inc.number).value_or(0));
+      inited[inc.number] = true;
+    }
+  }
+  a.tp_slot(*slot) = TpSlot{0, 0, tp.enabled ? 1u : 0u, 0, 0};
+  locations_.push_back(loc);
+  site.locations.push_back(uint32_t(locations_.size() - 1));
+
+  PadSpec spec{tp.address,    a.next_code(),  a.remote(),      a.armed(), a.rings() - 1,
+               a.slots() - 1, a.ring_shift(), cpu_has_rdpid(), site.plan, {}};
+  for (uint32_t li : site.locations) {
+    const Location& l = locations_[li];
+    PadTracepoint pt{l.tp_slot, {}, true};
+    for (const TsvIncrement& inc : l.tsv_adds)
+      pt.tsv_adds.push_back({*a.tsv_index(inc.number), inc.k});
+    spec.tps.push_back(std::move(pt));
+  }
+  auto failed = [&](const Error& e) {
+    a.tp_slot(*slot).enabled = 0;
+    locations_.pop_back();
+    return e;
+  };
+  auto code = emit_pad(spec);
+  if (!code)
+    return failed(code.error());
+  auto pad = a.place_code(*code);
+  if (!pad)
+    return failed(pad.error());
+  if (auto w = write_site(site, tp.address, *pad); !w)
+    return failed(w.error());
+  sites_[tp.address] = std::move(site);
+  by_slot_[loc.tp_slot] = locations_.size() - 1;
+  std::vector<bool> valid(GT_NUM_REGS_AVX, false);
+  for (unsigned r : kRecordRegs)
+    valid[r] = true;
+  ctx.set_register_availability(tp.number, valid);
+  return ok();
+}
+
+Result<void> JumppadCollector::set_enabled(uint32_t number, uint64_t address, bool enabled) {
+  for (const Location& l : locations_)
+    if (l.number == number && l.address == address) {
+      auto it = areas_.find(l.pid);
+      if (it == areas_.end())
+        break;
+      std::atomic_ref<uint32_t>(it->second.area->tp_slot(l.tp_slot).enabled)
+          .store(enabled ? 1 : 0, std::memory_order_release);
+      return ok();
+    }
+  return make_error(ENOENT, "tracepoint " + std::to_string(number) + " is not installed");
+}
+
+// Switches every pad off, then puts the original bytes back where every thread
+// is stopped. A thread inside a pad finishes it (the area stays mapped) and
+// jumps back to the instruction after the site, which restoring does not move.
+void JumppadCollector::remove_all() {
+  if (sites_.empty())
+    return;
+  drain();
+  for (const Location& l : locations_)
+    if (auto it = areas_.find(l.pid); it != areas_.end()) {
+      Area& a = *it->second.area;
+      std::atomic_ref<uint32_t>(a.tp_slot(l.tp_slot).enabled).store(0, std::memory_order_release);
+      stats_[{l.number, l.address}] = stats(l.number, l.address);
+    }
+  for (auto& [address, site] : sites_) {
+    if (!site.patched || !target_.stopped_epoch(site.pid))
+      continue; // left as a jump to a pad that now only runs the instruction
+    (void)target_.write_memory(site.pid, address, site.original);
+  }
+  sites_.clear();
+  by_slot_.clear();
+}
+
+void JumppadCollector::frame_from(const Record& r, const Location& loc) {
+  FrameBuilder frame(uint16_t(loc.number));
+  if (loc.registers) {
+    RegisterBlock block;
+    for (unsigned i = 0; i < 18; ++i)
+      block.set_u64(kRecordRegs[i], r.regs[i]);
+    frame.add_registers({block.bytes.data(), ctx_->register_block_size()});
+  }
+  ctx_->append_frame(frame.finish(), loc.address);
+  ctx_->record_hit(loc.number);
+}
+
+// Records are untrusted input (the tracee can write anything there): a record
+// names a tp slot, which must be one of this run's locations; nothing else in
+// it is interpreted (register values are data).
+void JumppadCollector::drain() {
+  if (!ctx_)
+    return;
+  for (auto& [pid, pa] : areas_) {
+    std::vector<Record> records = pa.area->take_records();
+    std::stable_sort(records.begin(), records.end(),
+                     [](const Record& a, const Record& b) { return a.stamp < b.stamp; });
+    for (const Record& r : records) {
+      auto it = by_slot_.find(r.tp_slot);
+      if (it == by_slot_.end() || locations_[it->second].pid != pid)
+        continue; // an earlier run's, or garbage
+      const Location& loc = locations_[it->second];
+      if (!ctx_->collecting()) {
+        stats_[{loc.number, loc.address}].after_stop++;
+        continue;
+      }
+      frame_from(r, loc);
+    }
+  }
+}
+
+CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const {
+  CollectorStats s;
+  if (auto it = stats_.find({number, address}); it != stats_.end())
+    s = it->second;
+  for (const Location& l : locations_) {
+    if (l.number != number || l.address != address || !by_slot_.count(l.tp_slot))
+      continue;
+    auto it = areas_.find(l.pid);
+    if (it == areas_.end())
+      continue;
+    const TpSlot& t = it->second.area->tp_slot(l.tp_slot);
+    s.hits = std::atomic_ref<const uint64_t>(t.hits).load(std::memory_order_relaxed);
+    s.drops = std::atomic_ref<const uint64_t>(t.drops).load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+std::optional<int64_t> JumppadCollector::tsv_value(uint32_t number) const {
+  for (const Location& l : locations_)
+    for (const TsvIncrement& inc : l.tsv_adds)
+      if (inc.number == number)
+        if (auto it = areas_.find(l.pid); it != areas_.end()) {
+          auto idx = it->second.area->find_tsv(number);
+          if (idx)
+            return std::atomic_ref<int64_t>(it->second.area->tsv(*idx)).load();
+        }
+  return std::nullopt;
+}
+
+} // namespace
+
+Result<std::unique_ptr<Collector>> make_jumppad_collector(NativeTarget& target) {
+  if (!cpu_has_rdtscp())
+    return make_error(ENOTSUP, "the CPU has no rdtscp (the pads choose their ring with it)");
+  return std::unique_ptr<Collector>(std::make_unique<JumppadCollector>(target));
+}
+
+} // namespace gdbtrace

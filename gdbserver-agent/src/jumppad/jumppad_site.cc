@@ -1,0 +1,231 @@
+#include "jumppad/jumppad_site.h"
+
+#include <cstring>
+#include <string>
+
+#include "jumppad/jumppad_layout.h"
+
+extern "C" {
+#include "x86/emulate.h"
+}
+
+namespace gdbtrace::jumppad {
+namespace {
+
+Error refuse(const std::string& why) {
+  return Error{EOPNOTSUPP, why};
+}
+
+bool fits_rel32(int64_t v) {
+  return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+// A small x86-64 emitter: bytes, and rip-relative operands resolved against
+// the pad's address in the tracee.
+class Code {
+public:
+  explicit Code(uint64_t base) : base_(base) {}
+  void bytes(std::initializer_list<uint8_t> b) { out_.insert(out_.end(), b); }
+  void u32(uint32_t v) { append(&v, 4); }
+  void u64(uint64_t v) { append(&v, 8); }
+  // OPCODE bytes whose ModRM names [rip+disp32], then TAIL bytes (an
+  // immediate) after the displacement: disp32 = target - end of instruction.
+  bool rip(std::initializer_list<uint8_t> opcode, uint64_t target, unsigned tail_len = 0) {
+    bytes(opcode);
+    int64_t rel = int64_t(target - (here() + 4 + tail_len));
+    u32(uint32_t(int32_t(rel)));
+    return fits_rel32(rel);
+  }
+  size_t size() const { return out_.size(); }
+  uint64_t here() const { return base_ + out_.size(); }
+  // A jcc/jmp rel32 to be patched: returns where its rel32 is.
+  size_t jump(std::initializer_list<uint8_t> opcode) {
+    bytes(opcode);
+    size_t at = out_.size();
+    u32(0);
+    return at;
+  }
+  void land(size_t rel_at) { // the jump whose rel32 is at REL_AT goes here
+    int32_t rel = int32_t(out_.size() - (rel_at + 4));
+    std::memcpy(out_.data() + rel_at, &rel, 4);
+  }
+  void jump_back(std::initializer_list<uint8_t> opcode, size_t to) {
+    bytes(opcode);
+    u32(uint32_t(int32_t(to - (out_.size() + 4))));
+  }
+  void append(const void* p, size_t n) {
+    auto* b = static_cast<const uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  std::vector<uint8_t> take() { return std::move(out_); }
+
+private:
+  uint64_t base_;
+  std::vector<uint8_t> out_;
+};
+
+// Saves rflags and the 15 general registers below the red zone; rbx points at
+// them afterwards (jumppad_layout.h Record::regs order).
+void save_registers(Code& c) {
+  c.bytes({0x48, 0x8d, 0x64, 0x24, 0x80});             // lea -128(%rsp),%rsp: skip the red zone
+  c.bytes({0x9c});                                     // pushfq
+  c.bytes({0x50, 0x53, 0x51, 0x52, 0x56, 0x57, 0x55}); // rax rbx rcx rdx rsi rdi rbp
+  for (uint8_t r = 0; r < 8; ++r)
+    c.bytes({0x41, uint8_t(0x50 + r)}); // r8..r15
+  c.bytes({0x48, 0x89, 0xe3});          // mov %rsp,%rbx
+  c.bytes({0xfc});                      // cld (rep movsq below; popfq restores DF)
+}
+
+void restore_registers(Code& c) {
+  for (int r = 7; r >= 0; --r)
+    c.bytes({0x41, uint8_t(0x58 + r)});                      // r15..r8
+  c.bytes({0x5d, 0x5f, 0x5e, 0x5a, 0x59, 0x5b, 0x58});       // rbp rdi rsi rdx rcx rbx rax
+  c.bytes({0x9d});                                           // popfq
+  c.bytes({0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00}); // lea 128(%rsp),%rsp
+}
+
+// Reserves a slot in this CPU's ring and writes the record; a full ring
+// counts a drop. Clobbers rax rcx rdx rsi rdi r8-r11 (all saved).
+bool emit_record(Code& c, const PadSpec& s, const PadTracepoint& tp) {
+  const uint64_t slot_addr = s.area + kTpSlotsOffset + uint64_t(tp.tp_slot) * sizeof(TpSlot);
+  bool ok = true;
+  if (s.rdpid) {
+    c.bytes({0x0f, 0x31});             // rdtsc: edx:eax TSC
+    c.bytes({0xf3, 0x0f, 0xc7, 0xf9}); // rdpid %rcx: TSC_AUX (node<<12 | cpu), 20x cheaper
+  } else {
+    c.bytes({0x0f, 0x01, 0xf9}); // rdtscp: edx:eax TSC, ecx TSC_AUX
+  }
+  c.bytes({0x48, 0xc1, 0xe2, 0x20});                          // shl $32,%rdx
+  c.bytes({0x48, 0x09, 0xd0});                                // or %rdx,%rax
+  c.bytes({0x49, 0x89, 0xc0});                                // mov %rax,%r8            stamp
+  c.bytes({0x81, 0xe1}), c.u32(0xfff);                        // and $0xfff,%ecx         cpu
+  c.bytes({0x81, 0xe1}), c.u32(s.ring_mask);                  // and $mask,%ecx        ring
+  c.bytes({0x49, 0x89, 0xca});                                // mov %rcx,%r10
+  c.bytes({0x48, 0xc1, 0xe1, 0x06});                          // shl $6,%rcx
+  ok &= c.rip({0x4c, 0x8d, 0x0d}, s.area + kRingHeadsOffset); // lea heads(%rip),%r9
+  c.bytes({0x49, 0x01, 0xc9});                                // add %rcx,%r9            &head
+  c.bytes({0x49, 0xc1, 0xe2, uint8_t(s.ring_shift)});         // shl $ring_shift,%r10
+  ok &= c.rip({0x4c, 0x8d, 0x1d}, s.area + kRingOffset);      // lea rings(%rip),%r11
+  c.bytes({0x4d, 0x01, 0xda});                                // add %r11,%r10           ring data
+  const size_t retry = c.size();
+  c.bytes({0x49, 0x8b, 0x01});                     // mov (%r9),%rax          pos
+  c.bytes({0x48, 0x89, 0xc2});                     // mov %rax,%rdx
+  c.bytes({0x48, 0x81, 0xe2}), c.u32(s.slot_mask); // and $slot_mask,%rdx
+  c.bytes({0x48, 0xc1, 0xe2, kSlotShift});         // shl $8,%rdx
+  c.bytes({0x4c, 0x01, 0xd2});                     // add %r10,%rdx           slot
+  c.bytes({0x48, 0x8b, 0x32});                     // mov (%rdx),%rsi         seq
+  c.bytes({0x48, 0x39, 0xc6});                     // cmp %rax,%rsi
+  size_t to_take = c.jump({0x0f, 0x84});           // je take
+  size_t to_full = c.jump({0x0f, 0x8c});           // jl full: seq < pos
+  c.jump_back({0xe9}, retry);                      // another thread took it: reload
+  c.land(to_take);
+  c.bytes({0x48, 0x8d, 0x48, 0x01});                       // lea 1(%rax),%rcx
+  c.bytes({0xf0, 0x49, 0x0f, 0xb1, 0x09});                 // lock cmpxchg %rcx,(%r9)
+  c.jump_back({0x0f, 0x85}, retry);                        // jne retry
+  c.bytes({0x4c, 0x89, 0x42, 0x08});                       // mov %r8,8(%rdx)         stamp
+  c.bytes({0xc7, 0x42, 0x10}), c.u32(tp.tp_slot);          // movl $slot,16(%rdx)
+  c.bytes({0x48, 0x89, 0xde});                             // mov %rbx,%rsi
+  c.bytes({0x48, 0x8d, 0x7a, uint8_t(kRecordRegsOffset)}); // lea regs(%rdx),%rdi
+  c.bytes({0x48, 0x89, 0xc8});                             // mov %rcx,%rax           (keep pos+1)
+  c.bytes({0xb9}), c.u32(16);                              // mov $16,%ecx
+  c.bytes({0xf3, 0x48, 0xa5});                             // rep movsq
+  c.bytes({0x48, 0x8d, 0xb3}), c.u32(256);                 // lea 256(%rbx),%rsi      the site's rsp
+  c.bytes({0x48, 0x89, 0x37});                             // mov %rsi,(%rdi)         regs[16]
+  c.bytes({0x48, 0xbe}), c.u64(s.site);                    // movabs $site,%rsi
+  c.bytes({0x48, 0x89, 0x77, 0x08});                       // mov %rsi,8(%rdi)        regs[17]
+  c.bytes({0x48, 0x89, 0x02}); // mov %rax,(%rdx)         commit: seq = pos + 1
+  // The next slot's lines, for the next hit: its seq load would otherwise miss
+  // to memory (a ring is larger than the caches), ~100 ns on this path.
+  for (uint32_t line = 0; line < sizeof(Record); line += 64)
+    c.bytes({0x0f, 0x0d, 0x8a}), c.u32(kSlotSize + line); // prefetchw slot+256+line(%rdx)
+  size_t to_done = c.jump({0xe9});
+  c.land(to_full);
+  ok &= c.rip({0xf0, 0x48, 0xff, 0x05}, slot_addr + offsetof(TpSlot, drops)); // lock incq drops
+  c.land(to_done);
+  return ok;
+}
+
+} // namespace
+
+Result<SitePlan> plan_site(std::span<const uint8_t> bytes) {
+  gdbtrace_emu emu{};
+  if (gt_emu_decode(bytes.data(), uint32_t(bytes.size()), &emu) != 0)
+    return refuse("the instruction at the site is not one the jump pad relocates (mov/lea "
+                  "reg/imm/memory, add/sub imm: shared/x86 decoder)");
+  if (emu.insn_len < kJumpLen)
+    return refuse("the instruction at the site is " + std::to_string(emu.insn_len) +
+                  " bytes; the jump needs " + std::to_string(kJumpLen));
+  SitePlan plan;
+  plan.insn.assign(bytes.begin(), bytes.begin() + emu.insn_len);
+  switch (emu.op) {
+  case GDBTRACE_EMU_LEA_RIP:
+  case GDBTRACE_EMU_LOAD_RIP:
+  case GDBTRACE_EMU_STORE_RIP:
+    // These forms end with the disp32 (no immediate follows it).
+    plan.disp_at = int(emu.insn_len) - 4;
+    break;
+  default:
+    break;
+  }
+  return plan;
+}
+
+Result<std::vector<uint8_t>> relocate(const SitePlan& plan, uint64_t site, uint64_t at) {
+  std::vector<uint8_t> out = plan.insn;
+  if (plan.disp_at < 0)
+    return out;
+  int32_t disp = 0;
+  std::memcpy(&disp, out.data() + plan.disp_at, 4);
+  const uint64_t target = site + plan.insn.size() + int64_t(disp);
+  const int64_t rel = int64_t(target - (at + plan.insn.size()));
+  if (!fits_rel32(rel))
+    return refuse("the site's rip-relative operand is out of the pad's reach");
+  int32_t nd = int32_t(rel);
+  std::memcpy(out.data() + plan.disp_at, &nd, 4);
+  return out;
+}
+
+Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
+  Code c(s.pad);
+  bool ok = true;
+  save_registers(c);
+  ok &= c.rip({0x83, 0x3d}, s.armed, 1); // cmpl $0,armed(%rip)
+  c.bytes({0x00});
+  size_t to_restore = c.jump({0x0f, 0x84}); // je restore
+  for (const PadTracepoint& tp : s.tps) {
+    const uint64_t slot = s.area + kTpSlotsOffset + uint64_t(tp.tp_slot) * sizeof(TpSlot);
+    ok &= c.rip({0x83, 0x3d}, slot + offsetof(TpSlot, enabled), 1); // cmpl $0,enabled(%rip)
+    c.bytes({0x00});
+    size_t to_next = c.jump({0x0f, 0x84});                                // je next
+    ok &= c.rip({0xf0, 0x48, 0xff, 0x05}, slot + offsetof(TpSlot, hits)); // lock incq hits
+    for (const auto& add : tp.tsv_adds) {                                 // lock addq $k,tsv(%rip)
+      ok &= c.rip({0xf0, 0x48, 0x81, 0x05}, s.area + kTsvOffset + 8ull * add.index, 4);
+      c.u32(uint32_t(add.k));
+    }
+    if (tp.record)
+      ok &= emit_record(c, s, tp);
+    c.land(to_next);
+  }
+  c.land(to_restore);
+  restore_registers(c);
+  auto insn = relocate(s.plan, s.site, c.here());
+  if (!insn)
+    return insn.error();
+  c.append(insn->data(), insn->size());
+  ok &= c.rip({0xe9}, s.site + s.plan.insn.size()); // jmp back after the site
+  if (!ok)
+    return refuse("the pad is out of rel32 reach of the site or its area");
+  return c.take();
+}
+
+Result<std::array<uint8_t, kJumpLen>> site_jump(uint64_t site, uint64_t pad) {
+  int64_t rel = int64_t(pad - (site + kJumpLen));
+  if (!fits_rel32(rel))
+    return refuse("the pad is more than 2 GB from the site");
+  std::array<uint8_t, kJumpLen> j{0xe9};
+  int32_t r = int32_t(rel);
+  std::memcpy(j.data() + 1, &r, 4);
+  return j;
+}
+
+} // namespace gdbtrace::jumppad

@@ -1,0 +1,71 @@
+// The jump pad's machine code: which sites a 5-byte jmp may replace (the
+// displaced instruction relocated into the pad), and the pad itself, emitted
+// as x86-64 bytes for one site and the tracepoints installed there.
+// Pure functions (no tracee): the unit tests run emitted pads in their own process.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gdbtrace::jumppad {
+
+inline constexpr unsigned kJumpLen = 5; // e9 rel32
+
+// The instruction at a site and how to run it elsewhere.
+struct SitePlan {
+  std::vector<uint8_t> insn; // its bytes as found
+  int disp_at = -1;          // offset of its rip-relative disp32 (-1: none)
+};
+
+// Decodes the instruction starting BYTES (read from the tracee's file mapping)
+// with the one x86 decoder (shared/x86) and says whether the pad can run it: at
+// least kJumpLen bytes, a form the decoder knows, no relative branch. The error
+// text is check()/install()'s reason.
+Result<SitePlan> plan_site(std::span<const uint8_t> bytes);
+
+// The relocated instruction for AT (its address in the pad), given the site's
+// address: a rip-relative disp32 adjusted so it names the same byte; an error
+// when that is more than 2 GB away.
+Result<std::vector<uint8_t>> relocate(const SitePlan& plan, uint64_t site, uint64_t at);
+
+// One tracepoint at the site, as the pad runs it: its counters and switch
+// (TpSlot index), and `$tsv += k` updates (index into the TSV table).
+struct PadTracepoint {
+  uint32_t tp_slot = 0;
+  struct TsvAdd {
+    uint32_t index;
+    int32_t k;
+  };
+  std::vector<TsvAdd> tsv_adds;
+  bool record = true; // write a record (a frame) per hit
+};
+
+struct PadSpec {
+  uint64_t site = 0; // tracepoint address
+  uint64_t pad = 0;  // where the pad's first byte will be in the tracee
+  uint64_t area = 0; // tracee address of the shared area (jumppad_layout.h)
+  // The process's "armed" word: private memory wiped in fork children
+  // (MADV_WIPEONFORK), so a child's pads skip everything and only run the
+  // instruction (the child shares the rings but is not the traced process).
+  uint64_t armed = 0;
+  uint32_t ring_mask = 0;  // rings - 1 (a power of two)
+  uint32_t slot_mask = 0;  // slots per ring - 1 (a power of two)
+  uint32_t ring_shift = 0; // log2 of one ring's bytes
+  bool rdpid = false;      // the CPU has rdpid: rdtsc + rdpid is cheaper than rdtscp
+  SitePlan plan;
+  std::vector<PadTracepoint> tps; // in definition order
+};
+
+// The pad: registers saved below the red zone, each tracepoint's switch,
+// counters, TSV adds and ring record, registers restored, the relocated
+// instruction, a jmp back after the site.
+Result<std::vector<uint8_t>> emit_pad(const PadSpec& spec);
+
+// The 5 bytes written over the site: jmp PAD.
+Result<std::array<uint8_t, kJumpLen>> site_jump(uint64_t site, uint64_t pad);
+
+} // namespace gdbtrace::jumppad

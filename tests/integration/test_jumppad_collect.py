@@ -1,0 +1,127 @@
+"""The jump-pad collector end to end: the real gdb 13 drives gdbtrace-server; `ftrace` at a site
+whose first instruction is a 7-byte rip-relative load (tests/programs/bench_jumppad.c, a PIE built
+-O2) must be served by the jump pad (`monitor gdbtrace status` says so), frames and TSVs must be the
+program's real values, the program's output unchanged, the original bytes back after tstop; a plain
+`trace` never uses it; a site it cannot patch goes to the next collector with the reason; the
+program runs on when the stub is SIGKILLed mid-trace; threads executing the function while the jump
+is written and while it is in do not crash."""
+
+import os
+import re
+import time
+import unittest
+
+from gdbtest import GdbTestCase, Server, Tracee, descendants, kill_new_processes, program, run_gdb
+
+PROG = "bench_jumppad"
+# The 7 bytes of jp_probe's first instruction: mov jp_bias(%rip),%rax.
+FIRST_BYTES = r"0x48\s+0x8b\s+0x05"
+
+
+def backends(run):
+    return re.findall(r"^tracepoint \d+ at 0x[0-9a-f]+.*: backend (\w+)", run.output, re.M)
+
+
+class JumpPad(GdbTestCase):
+    def test_ftrace_registers_and_tsv(self):
+        n = 10
+        run = run_gdb(["break jp_done", "tvariable $hits = 0", "x/3xb jp_probe", "ftrace *jp_probe",
+                       "actions", "collect $rdi", "teval $hits = $hits + 1", "end", "tstart",
+                       "x/1xb jp_probe", "continue", "monitor gdbtrace status", "print $hits",
+                       "tstop", "tstatus", "tfind 0", "print $rdi", "tfind 7", "print $rdi",
+                       "print $pc == (long)&jp_probe", "tfind none", "x/3xb jp_probe"],
+                      program=PROG, args=(n,))
+        self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
+        # Patched while tracing (a jmp), the program's own result unchanged, the bytes back after.
+        self.assertOrdered(run, [FIRST_BYTES, r"<jp_probe>:\s+0xe9", r"\$1 = 10",
+                                 rf"Collected {n} trace frames", r"\$2 = 0", r"\$3 = 7", r"\$4 = 1",
+                                 FIRST_BYTES])
+        # The program's output (in the server's log) is what it prints untraced.
+        self.assertIn(f"BENCH jumppad calls={n} sum={sum(range(n)) + 3 * n} ", run.server_log)
+
+    def test_plain_trace_never_uses_it(self):
+        run = run_gdb(["break jp_done", "trace *jp_probe", "tstart", "continue",
+                       "monitor gdbtrace status", "tstop", "tstatus"], program=PROG, args=(5,))
+        found = backends(run)
+        self.assertTrue(found, run.transcript())
+        self.assertNotIn("jumppad", found, run.transcript())
+        self.assertNotRegex(run.output, r"jumppad: ")
+        self.assertOutput(run, r"Collected 5 trace frames")
+
+    def test_unpatchable_site_falls_back_with_the_reason(self):
+        # jp_done is a 1-byte `ret` (0xc3) at -O2.
+        run = run_gdb(["break jp_probe", "ftrace *jp_done", "actions", "collect $rdi", "end",
+                       "tstart", "monitor gdbtrace status", "tstop"], program=PROG, args=(1,))
+        # Said in the status row, not on the console (most ftrace sites of unoptimised code fall
+        # back: gdb's own tests expect `tstart` to print nothing).
+        self.assertOutput(run, r"tracepoint \d+ at 0x[0-9a-f]+.*: backend \w+, .*\(jumppad: the "
+                               r"instruction at the site is not one the jump pad relocates")
+        self.assertNotRegex(run.output.split("trace running")[0], r"jumppad: ")
+        self.assertNotIn("jumppad", backends(run), run.transcript())
+        forced = run_gdb(["monitor gdbtrace backend jumppad", "break jp_probe", "ftrace *jp_done",
+                          "tstart"], program=PROG, args=(1,))
+        self.assertOutput(forced, r"jumppad: the instruction at the site is not one the jump pad "
+                                  r"relocates")
+
+    def test_threads_running_the_function(self):
+        # Two threads call jp_probe in a loop; the run starts with every thread stopped wherever it
+        # was (some inside jp_probe, one at its first byte), the jump is written, they go on
+        # through it, and tstop puts the bytes back under them.
+        run = run_gdb(["break jp_probe if x == 300", "continue", "delete", "break jp_done",
+                       "ftrace *jp_probe", "actions", "collect $rdi", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "tstop", "tstatus", "x/3xb jp_probe", "continue"],
+                      program=PROG, args=(200000, 2))
+        self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
+        self.assertOrdered(run, [r"Breakpoint 1, jp_probe \(x=(x@entry=)?300\)",
+                                 r"Collected [1-9]\d* trace frames", FIRST_BYTES,
+                                 r"exited normally"])
+        self.assertRegex(run.server_log, r"BENCH jumppad calls=200000 sum=%d worker_calls=[1-9]"
+                         % (sum(range(200000)) + 3 * 200000))
+
+    def test_program_runs_on_when_the_stub_is_killed(self):
+        before = descendants()
+        # 300 calls 10 ms apart: the stub is killed while the jump is in.
+        tracee = Tracee(program(PROG), args=(300, 0, 10000))
+        try:
+            time.sleep(0.3)
+            with Server("attach", pid=tracee.pid) as server:
+                run = run_gdb(["ftrace *jp_probe", "actions", "collect $rdi", "end", "tstart",
+                               "monitor gdbtrace status", f"shell kill -9 {server.proc.pid}"],
+                              program=PROG, server=server)
+                self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
+                server.proc.wait(timeout=10)
+            os.kill(tracee.pid, 18)  # SIGCONT, in case the tracer's death left it group-stopped
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0, out)
+            self.assertRegex(out.decode(), r"BENCH jumppad calls=300 sum=%d " % (sum(range(300)) + 900))
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_detach_puts_the_bytes_back(self):
+        # Attached (no preload), traced, detached: the process's own code at jp_probe is the
+        # original again (read from /proc/PID/mem after gdb left), and the program finishes.
+        before = descendants()
+        tracee = Tracee(program(PROG), args=(100, 0, 10000))
+        try:
+            time.sleep(0.3)
+            with Server("attach", pid=tracee.pid) as server:
+                run = run_gdb(["ftrace *jp_probe", "actions", "collect $rdi", "end", "tstart",
+                               "monitor gdbtrace status", "x/1xb jp_probe",
+                               "print/x (long)&jp_probe", "detach"], program=PROG, server=server)
+                self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
+                self.assertOutput(run, r"<jp_probe>:\s+0xe9")
+                address = int(re.search(r"\$1 = (0x[0-9a-f]+)", run.output).group(1), 16)
+            with open(f"/proc/{tracee.pid}/mem", "rb") as mem:
+                mem.seek(address)
+                self.assertEqual(mem.read(3), bytes([0x48, 0x8b, 0x05]))
+            out, _ = tracee.proc.communicate(timeout=30)
+            self.assertEqual(tracee.proc.returncode, 0, out)
+            self.assertRegex(out.decode(), r"BENCH jumppad calls=100 sum=%d " % (sum(range(100)) + 300))
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+
+if __name__ == "__main__":
+    unittest.main()

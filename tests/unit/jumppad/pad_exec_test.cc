@@ -1,0 +1,187 @@
+// Emitted pads run in this process: a small function of our own is the site
+// (its first instruction a rip-relative load), patched with the 5-byte jmp;
+// calling it must return what it returned before, and the rings, counters and
+// TSVs must say what the hits were.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cpuid.h>
+#include <cstring>
+#include <sys/mman.h>
+#include <thread>
+
+#include "../strict_skip.h"
+#include "jumppad/jumppad_area.h"
+#include "jumppad/jumppad_site.h"
+
+namespace gdbtrace::jumppad {
+namespace {
+
+// mov 9(%rip),%rax (the u64 at +16); add %rdi,%rax; ret; ...; u64 100
+constexpr uint8_t kSite[] = {0x48, 0x8b, 0x05, 0x09, 0x00, 0x00, 0x00, 0x48, 0x01, 0xf8, 0xc3, 0x90,
+                             0x90, 0x90, 0x90, 0x90, 100,  0,    0,    0,    0,    0,    0,    0};
+
+class PadExec : public ::testing::Test {
+protected:
+  void SetUp() override {
+    area_size_ = kRingOffset + (uint64_t(kRings) << ring_shift());
+    total_ = area_size_ + 4096;
+    void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    base_ = static_cast<uint8_t*>(p);
+    init_rings(base_ + kRingOffset, kRings, slots_, ring_shift());
+    site_ = base_ + area_size_;
+    std::memcpy(site_, kSite, sizeof kSite);
+    tails_.assign(kRings, 0);
+    armed_ref() = 1;
+  }
+  void TearDown() override { munmap(base_, total_); }
+
+  uint32_t ring_shift() const { return kSlotShift + uint32_t(__builtin_ctz(slots_)); }
+  TpSlot& slot(uint32_t i) { return reinterpret_cast<TpSlot*>(base_ + kTpSlotsOffset)[i]; }
+  int64_t tsv(uint32_t i) { return reinterpret_cast<int64_t*>(base_ + kTsvOffset)[i]; }
+
+  // Installs a pad for TPS over the site.
+  void patch(std::vector<PadTracepoint> tps) {
+    auto plan = plan_site({site_, 16});
+    ASSERT_TRUE(plan) << plan.error().message;
+    PadSpec spec;
+    spec.site = uint64_t(site_);
+    spec.pad = uint64_t(base_ + kCodeOffset);
+    spec.area = uint64_t(base_);
+    spec.armed = uint64_t(&armed_ref());
+    spec.ring_mask = kRings - 1;
+    spec.slot_mask = slots_ - 1;
+    spec.ring_shift = ring_shift();
+    spec.rdpid = rdpid_;
+    spec.plan = *plan;
+    spec.tps = std::move(tps);
+    auto code = emit_pad(spec);
+    ASSERT_TRUE(code) << code.error().message;
+    std::memcpy(base_ + kCodeOffset, code->data(), code->size());
+    auto jmp = site_jump(uint64_t(site_), uint64_t(base_ + kCodeOffset));
+    ASSERT_TRUE(jmp);
+    std::memcpy(site_, jmp->data(), jmp->size());
+  }
+  long call(long x) { return reinterpret_cast<long (*)(long)>(site_)(x); }
+
+  static constexpr uint32_t kRings = 2;
+  uint32_t slots_ = 16;
+  uint64_t area_size_ = 0, total_ = 0;
+  uint8_t* base_ = nullptr;
+  uint8_t* site_ = nullptr;
+  std::vector<uint64_t> tails_;
+  bool rdpid_ = false; // the rdtscp form; RdpidFormRecordsToo runs the other
+  // Must be within rel32 of the pad: a global of the test is not (PIE, mmap far away), so
+  // it lives in the region's tail, set up in SetUp.
+  uint32_t& armed_ref() { return *reinterpret_cast<uint32_t*>(site_ + 2048); }
+};
+
+TEST_F(PadExec, HitsRecordRegistersAndRunTheRelocatedInstruction) {
+  slot(0).enabled = 1;
+  slot(1).enabled = 0; // a disabled tracepoint at the same site
+  patch({PadTracepoint{0, {{0, 5}}, true}, PadTracepoint{1, {{1, 7}}, true}});
+  ASSERT_EQ(site_[0], 0xe9);
+  for (long i = 0; i < 10; ++i)
+    ASSERT_EQ(call(i * 1000), i * 1000 + 100); // the rip-relative load still reads +16
+  EXPECT_EQ(slot(0).hits, 10u);
+  EXPECT_EQ(slot(1).hits, 0u);
+  EXPECT_EQ(tsv(0), 50);
+  EXPECT_EQ(tsv(1), 0);
+  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  ASSERT_EQ(records.size(), 10u);
+  std::stable_sort(records.begin(), records.end(),
+                   [](const Record& a, const Record& b) { return a.stamp < b.stamp; });
+  int local = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    EXPECT_EQ(r.tp_slot, 0u);
+    EXPECT_EQ(r.regs[9], uint64_t(i * 1000)) << "rdi of hit " << i; // Record::regs order
+    EXPECT_EQ(r.regs[17], uint64_t(site_));                         // rip: the site
+    uint64_t rsp = r.regs[16];
+    EXPECT_LT(rsp, uint64_t(&local) + 4096); // the caller's stack, below its frame
+    EXPECT_GT(rsp, uint64_t(&local) - 65536);
+    EXPECT_EQ(rsp % 16, 8u); // at a function's first instruction: after the call's push
+  }
+  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).empty());
+}
+
+// The same with rdtsc + rdpid choosing the ring, where the CPU has rdpid.
+TEST_F(PadExec, RdpidFormRecordsToo) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(c & (1u << 22)))
+    GDBTRACE_SKIP("no-rdpid") << "no rdpid on this CPU (the pads use rdtscp there)";
+  rdpid_ = true;
+  slot(0).enabled = 1;
+  patch({PadTracepoint{0, {{0, 2}}, true}});
+  for (long i = 0; i < 20; ++i)
+    ASSERT_EQ(call(i), i + 100);
+  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  EXPECT_EQ(records.size() + slot(0).drops, 20u);
+  EXPECT_GE(records.size(), 16u);
+  EXPECT_EQ(tsv(0), 40);
+  for (const Record& r : records)
+    EXPECT_EQ(r.regs[17], uint64_t(site_));
+}
+
+TEST_F(PadExec, UnarmedPadOnlyRunsTheInstruction) {
+  // A fork child's armed word reads 0 (MADV_WIPEONFORK): it must count and record nothing.
+  slot(0).enabled = 1;
+  armed_ref() = 0;
+  patch({PadTracepoint{0, {{0, 5}}, true}});
+  for (long i = 0; i < 5; ++i)
+    ASSERT_EQ(call(i), i + 100);
+  EXPECT_EQ(slot(0).hits, 0u);
+  EXPECT_EQ(tsv(0), 0);
+  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).empty());
+}
+
+TEST_F(PadExec, AFullRingDropsAndCounts) {
+  slot(0).enabled = 1;
+  patch({PadTracepoint{0, {}, true}});
+  for (long i = 0; i < 100; ++i)
+    ASSERT_EQ(call(i), i + 100);
+  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  EXPECT_EQ(slot(0).hits, 100u);
+  EXPECT_GT(slot(0).drops, 0u);
+  EXPECT_EQ(records.size() + slot(0).drops, 100u);
+  // Freed slots take records again.
+  call(1);
+  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size(), 1u);
+}
+
+TEST_F(PadExec, ThreadsShareRingsWithoutLosingRecords) {
+  slots_ = 1024;
+  TearDown();
+  SetUp();
+  slot(0).enabled = 1;
+  patch({PadTracepoint{0, {{0, 1}}, true}});
+  constexpr int kThreads = 4, kCalls = 20000;
+  std::atomic<bool> done{false};
+  std::atomic<long> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (long i = 0; i < kCalls; ++i)
+        if (call(i + t) != i + t + 100)
+          wrong++;
+    });
+  size_t taken = 0;
+  std::thread drainer([&] {
+    while (!done)
+      taken += take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size();
+  });
+  for (auto& th : threads)
+    th.join();
+  done = true;
+  drainer.join();
+  taken += take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(slot(0).hits, uint64_t(kThreads * kCalls));
+  EXPECT_EQ(tsv(0), kThreads * kCalls);
+  EXPECT_EQ(taken + slot(0).drops, uint64_t(kThreads * kCalls));
+}
+
+} // namespace
+} // namespace gdbtrace::jumppad
