@@ -59,8 +59,10 @@ GdbServer::Reply GdbServer::handle_vcont(std::string_view packet) {
   auto parsed = parse_vcont(packet.substr(5), current);
   if (!parsed)
     return "E.malformed vCont packet";
-  if (current <= 0)
-    return "E.no process";
+  // No process left is no error (gdbserver's vCont never checks): with several inferiors ending
+  // at once, gdb's stop request for one whose exit it has not pulled yet finds nothing to stop
+  // (non-stop: OK; the exit notification answers it); an all-stop resume finds no resumed
+  // thread ('N'), after any exit still to report.
   std::vector<ResumeAction> actions;
   for (const auto& a : *parsed) {
     ResumeAction r;
@@ -208,17 +210,25 @@ GdbServer::Reply GdbServer::handle_vattach(std::string_view packet) {
     stopped_threads_[pid] = stop;
     return stop_reply(stop);
   }
-  // Non-stop: OK now, then one stop notification per (stopped) thread.
-  asio::post(io_, [this, pid] {
-    for (const auto& t : target_.threads()) {
-      if (t.id.pid != pid)
-        continue;
-      StopEvent s;
-      s.thread = t.id;
-      s.signal = 0;
-      report_stop(s);
-    }
-  });
+  // Non-stop, as gdbserver: OK, and no stop notification until gdb asks the
+  // threads to stop (vCont;t, which every attach sends). gdb reads the
+  // process's target description in between; a notification before that is
+  // parsed with the new inferior's default architecture ("Remote register
+  // badly formatted", and the attach fails). The leader stays stopped (its stop
+  // is reported at the vCont;t); the other threads run on meanwhile, as
+  // gdbserver lets them (after `attach&` gdb stops the leader only).
+  std::vector<ResumeAction> run_others;
+  for (const auto& t : target_.threads()) {
+    if (t.id.pid != pid)
+      continue;
+    if (t.id.tid == pid)
+      stopped_unreported_.insert(pid);
+    else
+      run_others.push_back({t.id, ResumeKind::Continue, 0});
+  }
+  if (!run_others.empty())
+    if (auto r = target_.resume(run_others); !r)
+      debug("resuming the attached threads failed: " + r.error().message);
   return "OK";
 }
 

@@ -18,6 +18,7 @@
 #include "server/gdb_server.h"
 #include "server/tdesc.h"
 #include "target/crash_cleanup.h"
+#include "target/inferior_launch.h"
 #include "target/native_target.h"
 #include "trace/ptrace_collector.h"
 #ifdef GDBTRACE_HAVE_JUMPPAD
@@ -370,6 +371,7 @@ int main(int argc, char** argv) {
   // Every tracee is detached or killed and every kernel attachment released
   // (serve's objects are gone): end as the signal's default action would.
   if (terminated_by != 0) {
+    restore_terminal_foreground(); // atexit handlers do not run then
     std::signal(terminated_by, SIG_DFL);
     std::raise(terminated_by);
   }

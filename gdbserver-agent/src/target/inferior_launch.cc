@@ -1,6 +1,8 @@
 #include "target/inferior_launch.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -82,7 +84,35 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   _exit(127);
 }
 
+// The foreground process group of the stub's terminal before the first
+// program took it (-1: not taken, or no terminal).
+pid_t original_foreground = -1;
+
+// As gdbserver's post_fork_inferior: the program started last becomes the
+// foreground process group of the terminal on the stub's stderr, so that it
+// can read it and set its modes without SIGTTIN/SIGTTOU (it runs in a process
+// group of its own). The stub ignores those two signals from then on: it may
+// itself be in the background when it hands the terminal over.
+void give_terminal_to(pid_t pgrp) {
+  int fd = fileno(stderr);
+  if (!isatty(fd))
+    return;
+  std::signal(SIGTTOU, SIG_IGN);
+  std::signal(SIGTTIN, SIG_IGN);
+  pid_t before = tcgetpgrp(fd);
+  if (tcsetpgrp(fd, pgrp) == 0 && original_foreground == -1 && before > 0) {
+    original_foreground = before;
+    std::atexit(restore_terminal_foreground);
+  }
+}
+
 } // namespace
+
+void restore_terminal_foreground() {
+  if (original_foreground > 0)
+    (void)tcsetpgrp(fileno(stderr), original_foreground);
+  original_foreground = -1;
+}
 
 std::string shell_command_line(const LaunchSpec& spec) {
   std::string cmd = "exec ";
@@ -131,6 +161,10 @@ Result<pid_t> launch_inferior(const LaunchSpec& spec, const sigset_t& child_sigm
     if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0)
       child_fail(err_pipe[1], errno);
     setpgid(0, 0); // own process group, like gdbserver (^C goes to the stub, not the program)
+    // The stub ignores them once it handed the terminal over (give_terminal_to);
+    // an ignored signal stays ignored across exec.
+    signal(SIGTTOU, SIG_DFL);
+    signal(SIGTTIN, SIG_DFL);
     if (spec.disable_randomization) {
       int persona = personality(0xffffffff);
       if (persona != -1)
@@ -177,6 +211,7 @@ Result<pid_t> launch_inferior(const LaunchSpec& spec, const sigset_t& child_sigm
     ptrace(PTRACE_CONT, pid, nullptr, (void*)(long)(sig == SIGTRAP ? 0 : sig));
   }
   ::close(err_pipe[0]);
+  give_terminal_to(pid);
   return pid;
 }
 
