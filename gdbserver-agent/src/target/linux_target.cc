@@ -14,6 +14,7 @@
 #include "target/crash_cleanup.h"
 #include "target/inferior_launch.h"
 #include "target/proc_files.h"
+#include "target/siginfo_compat.h"
 #include "target/svr4_libraries.h"
 #include "target/x86_registers.h"
 
@@ -101,11 +102,23 @@ Result<Lwp*> LinuxTarget::stopped_lwp(ThreadId thread) {
   return l;
 }
 
+// An exe that cannot be read (the process is already gone) keeps the host's layout.
+RegisterArch executable_arch(Pid pid) {
+  auto i386 = procfs::exe_is_i386(pid);
+  return i386 && *i386 ? RegisterArch::I386 : RegisterArch::Amd64;
+}
+
+RegisterLayout LinuxTarget::register_layout(Pid pid) const {
+  const Process* p = find_process(pid);
+  return {p ? p->arch : RegisterArch::Amd64, avx_};
+}
+
 Process& LinuxTarget::add_process(Pid pid, bool attached) {
   auto p = std::make_unique<Process>();
   p->pid = pid;
   p->attached = attached;
   p->memory.open(pid);
+  p->arch = executable_arch(pid);
   Process& ref = *p;
   procs_[pid] = std::move(p);
   publish_crash_table();
@@ -428,6 +441,8 @@ Result<std::string> LinuxTarget::read_siginfo(ThreadId thread) {
   siginfo_t si{};
   if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
     return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
+  if (register_layout(thread.pid).i386())
+    return siginfo_to_compat(si); // gdb reads it with the program's own layout
   return std::string(reinterpret_cast<const char*>(&si), sizeof si);
 }
 
@@ -437,7 +452,14 @@ Result<void> LinuxTarget::write_siginfo(ThreadId thread, std::string_view data) 
   siginfo_t si{};
   if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
     return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
-  std::memcpy(&si, data.data(), std::min(data.size(), sizeof si));
+  if (register_layout(thread.pid).i386()) {
+    // Over the compat image of what the thread has, so bytes gdb did not send stay.
+    std::string compat = siginfo_to_compat(si);
+    compat.replace(0, std::min(data.size(), compat.size()), data.substr(0, compat.size()));
+    si = siginfo_from_compat(compat);
+  } else {
+    std::memcpy(&si, data.data(), std::min(data.size(), sizeof si));
+  }
   if (ptrace(PTRACE_SETSIGINFO, thread.tid, nullptr, &si) != 0)
     return make_error(errno, std::string("PTRACE_SETSIGINFO: ") + std::strerror(errno));
   return ok();
