@@ -438,31 +438,13 @@ Result<void> LinuxTarget::write_registers(ThreadId thread, const RegisterBlock& 
 Result<std::string> LinuxTarget::read_siginfo(ThreadId thread) {
   if (auto l = stopped_lwp(thread); !l)
     return l.error();
-  siginfo_t si{};
-  if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
-    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
-  if (register_layout(thread.pid).i386())
-    return siginfo_to_compat(si); // gdb reads it with the program's own layout
-  return std::string(reinterpret_cast<const char*>(&si), sizeof si);
+  return read_thread_siginfo(thread.tid, register_layout(thread.pid).i386());
 }
 
 Result<void> LinuxTarget::write_siginfo(ThreadId thread, std::string_view data) {
   if (auto l = stopped_lwp(thread); !l)
     return l.error();
-  siginfo_t si{};
-  if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
-    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
-  if (register_layout(thread.pid).i386()) {
-    // Over the compat image of what the thread has, so bytes gdb did not send stay.
-    std::string compat = siginfo_to_compat(si);
-    compat.replace(0, std::min(data.size(), compat.size()), data.substr(0, compat.size()));
-    si = siginfo_from_compat(compat);
-  } else {
-    std::memcpy(&si, data.data(), std::min(data.size(), sizeof si));
-  }
-  if (ptrace(PTRACE_SETSIGINFO, thread.tid, nullptr, &si) != 0)
-    return make_error(errno, std::string("PTRACE_SETSIGINFO: ") + std::strerror(errno));
-  return ok();
+  return write_thread_siginfo(thread.tid, register_layout(thread.pid).i386(), data);
 }
 
 Result<uint64_t> LinuxTarget::tls_address(ThreadId thread, uint64_t offset, uint64_t lm) {

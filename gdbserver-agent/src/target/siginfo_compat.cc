@@ -1,8 +1,10 @@
 #include "target/siginfo_compat.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <sys/ptrace.h>
 #include <vector>
 
 namespace gdbtrace {
@@ -75,6 +77,32 @@ siginfo_t siginfo_from_compat(std::string_view data) {
     std::memcpy(out + f.native, in + f.compat, f.compat_size);
   }
   return native;
+}
+
+Result<std::string> read_thread_siginfo(pid_t tid, bool i386) {
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si) != 0)
+    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
+  if (i386)
+    return siginfo_to_compat(si); // gdb reads it with the program's own layout
+  return std::string(reinterpret_cast<const char*>(&si), sizeof si);
+}
+
+Result<void> write_thread_siginfo(pid_t tid, bool i386, std::string_view data) {
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si) != 0)
+    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
+  if (i386) {
+    // Over the compat image of what the thread has, so bytes gdb did not send stay.
+    std::string compat = siginfo_to_compat(si);
+    compat.replace(0, std::min(data.size(), compat.size()), data.substr(0, compat.size()));
+    si = siginfo_from_compat(compat);
+  } else {
+    std::memcpy(&si, data.data(), std::min(data.size(), sizeof si));
+  }
+  if (ptrace(PTRACE_SETSIGINFO, tid, nullptr, &si) != 0)
+    return make_error(errno, std::string("PTRACE_SETSIGINFO: ") + std::strerror(errno));
+  return ok();
 }
 
 } // namespace gdbtrace

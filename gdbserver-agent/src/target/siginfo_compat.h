@@ -8,6 +8,9 @@
 #include <signal.h>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
+
+#include "common/result.h"
 
 namespace gdbtrace {
 
@@ -15,5 +18,11 @@ namespace gdbtrace {
 std::string siginfo_to_compat(const siginfo_t& native);
 // DATA (up to 128 bytes, i386 layout) over a zeroed 64-bit siginfo_t.
 siginfo_t siginfo_from_compat(std::string_view data);
+
+// The siginfo of stopped thread TID (PTRACE_GETSIGINFO), in the layout gdb
+// reads: the i386 one when I386.
+Result<std::string> read_thread_siginfo(pid_t tid, bool i386);
+// DATA (gdb's bytes, in that layout) over the thread's siginfo (PTRACE_SETSIGINFO).
+Result<void> write_thread_siginfo(pid_t tid, bool i386, std::string_view data);
 
 } // namespace gdbtrace
