@@ -51,6 +51,15 @@ class I386Tracepoints(GdbTestCase):
                 self.assertOutput(run, rf"tracepoint 3: .*{kernel}: cannot collect from an i386 "
                                        r"\(32-bit\) process.*; using ptrace")
 
+    def test_condition_over_i386_registers(self):
+        """gdb compiles `i == 3` into bytecode reading ebp (i386 register 5) and memory."""
+        run = run_gdb(["break main", "continue", "break loop_done", "trace traced_point if i == 3",
+                       "actions", "collect $esp, w", "end", "tstart", "continue", "tstop", "tstatus",
+                       "tfind 0", "p w", "p/x $esp"],
+                      program=PROGRAM, args=("loop",))
+        self.assertOrdered(run, [r"Collected 1 trace frames", r"Found trace frame 0, tracepoint 3",
+                                 rf"^\$1 = {WIDE + 3}$", r"^\$2 = 0xff[0-9a-f]{6}$"])
+
     def test_tsave_and_tfile(self):
         """gdb's tsave of the i386 frames, read back by a fresh gdb with `target tfile`."""
         with tempfile.TemporaryDirectory() as tmp:
