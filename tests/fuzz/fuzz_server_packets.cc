@@ -132,8 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       server_ptr->console(text);
   };
   hooks.current_pid = [] { return Pid{1}; };
-  hooks.target_description = [](const std::vector<bool>& present) {
-    return target_xml(target.has_avx(), present);
+  hooks.target_description = [](const RegisterLayout& layout, const std::vector<bool>& present) {
+    return target_xml(layout, present);
   };
   TraceEngine engine(io, target, hooks);
   // A small buffer until an input asks for another (QTBuffer:size): ASan

@@ -181,8 +181,10 @@ GdbServer::Reply GdbServer::around_handler(const PacketRow& row,
   return run();
 }
 
-unsigned GdbServer::num_regs() const {
-  return target_.has_avx() ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+RegisterLayout GdbServer::register_layout() const {
+  if (engine_ && engine_->frame_selected())
+    return engine_->register_layout(); // the traced process's, which may have exited
+  return target_.register_layout(current_pid());
 }
 
 Pid GdbServer::current_pid() const {
@@ -319,6 +321,7 @@ std::string GdbServer::stop_reply(const StopEvent& event) {
   }
   if (regs)
     o.regs = &*regs;
+  o.layout = target_.register_layout(event.thread.pid);
   return format_stop_reply(event, o);
 }
 

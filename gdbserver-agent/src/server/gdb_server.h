@@ -108,7 +108,8 @@ private:
   void forget_process(Pid pid, const std::string& ended);
   ThreadId resolve_thread(ThreadId thread) const;
   ThreadId general_thread() const;
-  unsigned num_regs() const;
+  // The register layout of the current process (its architecture, AVX or not).
+  RegisterLayout register_layout() const;
 
   // handlers_query.cc: q queries, monitor commands
   Reply handle_qsupported(std::string_view packet);

@@ -18,20 +18,25 @@ static std::string enn(const Error& e) {
   return buf;
 }
 
-static std::string register_hex(const RegisterBlock& regs, unsigned regno) {
-  unsigned size = gt_reg_size(regno);
-  if (!regs.valid.test(regno))
+// Remote register REGNO of LAYOUT (the process's architecture) in hex.
+static std::string register_hex(const RegisterBlock& regs, const RegisterLayout& layout,
+                                unsigned regno) {
+  unsigned size = layout.size(regno);
+  if (!layout.valid(regs, regno))
     return std::string(size * 2, 'x'); // <unavailable>
-  return hex::encode(std::span<const uint8_t>(regs.bytes.data() + gt_reg_offset(regno), size));
+  uint8_t value[16];
+  layout.get(regs, regno, value);
+  return hex::encode(std::span<const uint8_t>(value, size));
 }
 
 GdbServer::Reply GdbServer::handle_read_registers() {
   auto regs = state().registers();
   if (!regs)
     return enn(regs.error());
+  RegisterLayout layout = register_layout();
   std::string out;
-  for (unsigned r = 0; r < num_regs(); r++)
-    out += register_hex(*regs, r);
+  for (unsigned r = 0; r < layout.count(); r++)
+    out += register_hex(*regs, layout, r);
   return out;
 }
 
@@ -42,43 +47,43 @@ GdbServer::Reply GdbServer::handle_write_registers(std::string_view packet) {
   auto bytes = hex::decode_string(packet.substr(1));
   if (!bytes)
     return "E.malformed G packet";
+  RegisterLayout layout = register_layout();
   // gdb always sends the whole block; anything else is a malformed packet.
-  if (bytes->size() != gt_reg_offset(num_regs()))
+  if (bytes->size() != layout.bytes())
     return "E.G packet has the wrong size";
   RegisterBlock regs;
-  std::memcpy(regs.bytes.data(), bytes->data(), bytes->size());
-  for (unsigned r = 0; r < num_regs(); r++)
-    regs.valid.set(r);
+  for (unsigned r = 0; r < layout.count(); r++)
+    layout.set(regs, r, bytes->data() + layout.offset(r));
   auto w = target_.write_registers(t, regs);
   return w ? "OK" : "E." + w.error().message;
 }
 
 GdbServer::Reply GdbServer::handle_read_register(std::string_view packet) {
+  RegisterLayout layout = register_layout();
   auto regno = hex::parse_u64(packet.substr(1));
-  if (!regno || *regno >= num_regs())
+  if (!regno || *regno >= layout.count())
     return "E01";
   auto regs = state().registers();
   if (!regs)
     return enn(regs.error());
-  return register_hex(*regs, static_cast<unsigned>(*regno));
+  return register_hex(*regs, layout, static_cast<unsigned>(*regno));
 }
 
 GdbServer::Reply GdbServer::handle_write_register(std::string_view packet) {
+  RegisterLayout layout = register_layout();
   auto eq = packet.find('=');
   if (eq == std::string_view::npos)
     return "E.malformed P packet";
   auto regno = hex::parse_u64(packet.substr(1, eq - 1));
   auto value = hex::decode_string(packet.substr(eq + 1));
-  if (!regno || *regno >= num_regs() || !value ||
-      value->size() != gt_reg_size(static_cast<unsigned>(*regno)))
+  if (!regno || *regno >= layout.count() || !value ||
+      value->size() != layout.size(static_cast<unsigned>(*regno)))
     return "E.malformed P packet";
   ThreadId t = general_thread();
   if (t.tid <= 0)
     return "E01";
   RegisterBlock regs;
-  std::memcpy(regs.bytes.data() + gt_reg_offset(static_cast<unsigned>(*regno)), value->data(),
-              value->size());
-  regs.valid.set(static_cast<size_t>(*regno));
+  layout.set(regs, static_cast<unsigned>(*regno), value->data());
   auto w = target_.write_registers(t, regs);
   return w ? "OK" : "E." + w.error().message;
 }
@@ -175,13 +180,13 @@ GdbServer::Reply GdbServer::handle_breakpoint(std::string_view packet) {
   if ((!z->conditions.empty() || !z->commands.empty()) && z->type > 1)
     return "E.conditions and commands are only supported on code breakpoints";
   for (const auto& code : z->conditions) {
-    auto expr = verify_breakpoint_expr(code, num_regs());
+    auto expr = verify_breakpoint_expr(code, register_layout().count());
     if (!expr)
       return "E." + expr.error().message;
     bp.conditions.push_back(std::move(*expr));
   }
   for (const auto& code : z->commands) {
-    auto expr = verify_breakpoint_expr(code, num_regs());
+    auto expr = verify_breakpoint_expr(code, register_layout().count());
     if (!expr)
       return "E." + expr.error().message;
     bp.commands.push_back(std::move(*expr));

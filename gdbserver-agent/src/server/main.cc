@@ -323,8 +323,8 @@ int serve(int argc, char** argv, int& terminated_by) {
   };
   // Target-side tsave (QTSave) embeds the same description gdb reads, so a
   // fresh gdb decodes the frames' 'R' blocks with the right layout.
-  hooks.target_description = [&target](const std::vector<bool>& present) {
-    return target_xml(target->has_avx(), present);
+  hooks.target_description = [](const RegisterLayout& layout, const std::vector<bool>& present) {
+    return target_xml(layout, present);
   };
   hooks.before_kernel_probe = [&server_ptr](Pid pid, uint64_t address) -> Result<void> {
     return server_ptr ? server_ptr->make_room_for_kernel_probe(pid, address) : ok();

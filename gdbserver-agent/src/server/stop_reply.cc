@@ -22,13 +22,17 @@ static std::string expedited(const StopReplyOptions& o) {
   if (!o.regs)
     return {};
   std::string out;
-  for (unsigned r : {unsigned(GT_RBP), unsigned(GT_RSP), unsigned(GT_RIP)}) {
-    if (!o.regs->valid.test(r))
+  // The frame registers gdbserver expedites, in the process's own numbering.
+  const RegisterLayout& l = o.layout;
+  static constexpr unsigned kI386[] = {GT32_EBP, GT32_ESP, GT32_EIP};
+  static constexpr unsigned kAmd64[] = {GT_RBP, GT_RSP, GT_RIP};
+  for (unsigned r : l.i386() ? kI386 : kAmd64) {
+    if (!l.valid(*o.regs, r))
       continue;
+    uint8_t value[8];
+    l.get(*o.regs, r, value);
     out += two_hex(static_cast<int>(r)) + ":" +
-           hex::encode(
-               std::span<const uint8_t>(o.regs->bytes.data() + gt_reg_offset(r), gt_reg_size(r))) +
-           ";";
+           hex::encode(std::span<const uint8_t>(value, l.size(r))) + ";";
   }
   return out;
 }

@@ -14,6 +14,7 @@ struct StopReplyOptions {
   bool swbreak = false; // gdb announced swbreak+ (else the reason is omitted)
   bool hwbreak = false;
   const RegisterBlock* regs = nullptr; // expedited registers (rbp, rsp, rip) when known
+  RegisterLayout layout;               // the stopped process's: numbers and sizes of those
   int core = -1;
 };
 

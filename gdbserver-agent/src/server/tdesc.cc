@@ -1,6 +1,7 @@
 #include "server/tdesc.h"
 
 #include "abi/amd64_regs.h"
+#include "abi/i386_regs.h"
 
 namespace gdbtrace {
 namespace {
@@ -54,6 +55,39 @@ const RegDesc kRegs[GT_NUM_REGS_AVX] = {
     {"ymm14h", "uint128", nullptr},    {"ymm15h", "uint128", nullptr},
 };
 
+// gdb/features/i386/32bit-{core,sse,linux,avx}.xml, indexed by i386 remote number.
+const RegDesc kRegs32[GT32_NUM_REGS_AVX] = {
+    {"eax", "int32", nullptr},         {"ecx", "int32", nullptr},
+    {"edx", "int32", nullptr},         {"ebx", "int32", nullptr},
+    {"esp", "data_ptr", nullptr},      {"ebp", "data_ptr", nullptr},
+    {"esi", "int32", nullptr},         {"edi", "int32", nullptr},
+    {"eip", "code_ptr", nullptr},      {"eflags", "i386_eflags", nullptr},
+    {"cs", "int32", nullptr},          {"ss", "int32", nullptr},
+    {"ds", "int32", nullptr},          {"es", "int32", nullptr},
+    {"fs", "int32", nullptr},          {"gs", "int32", nullptr},
+    {"st0", "i387_ext", nullptr},      {"st1", "i387_ext", nullptr},
+    {"st2", "i387_ext", nullptr},      {"st3", "i387_ext", nullptr},
+    {"st4", "i387_ext", nullptr},      {"st5", "i387_ext", nullptr},
+    {"st6", "i387_ext", nullptr},      {"st7", "i387_ext", nullptr},
+    {"fctrl", "int", "float"},         {"fstat", "int", "float"},
+    {"ftag", "int", "float"},          {"fiseg", "int", "float"},
+    {"fioff", "int", "float"},         {"foseg", "int", "float"},
+    {"fooff", "int", "float"},         {"fop", "int", "float"},
+    {"xmm0", "vec128", nullptr},       {"xmm1", "vec128", nullptr},
+    {"xmm2", "vec128", nullptr},       {"xmm3", "vec128", nullptr},
+    {"xmm4", "vec128", nullptr},       {"xmm5", "vec128", nullptr},
+    {"xmm6", "vec128", nullptr},       {"xmm7", "vec128", nullptr},
+    {"mxcsr", "i386_mxcsr", "vector"}, {"orig_eax", "int", nullptr},
+    {"ymm0h", "uint128", nullptr},     {"ymm1h", "uint128", nullptr},
+    {"ymm2h", "uint128", nullptr},     {"ymm3h", "uint128", nullptr},
+    {"ymm4h", "uint128", nullptr},     {"ymm5h", "uint128", nullptr},
+    {"ymm6h", "uint128", nullptr},     {"ymm7h", "uint128", nullptr},
+};
+
+const RegDesc& reg_desc(const RegisterLayout& layout, unsigned r) {
+  return layout.i386() ? kRegs32[r] : kRegs[r];
+}
+
 // Remote register numbers: the g-packet order, or (with PRESENT) present
 // registers first, then the absent ones, each group in that order.
 std::vector<unsigned> remote_numbers(unsigned nregs, const std::vector<bool>& present) {
@@ -68,15 +102,16 @@ std::vector<unsigned> remote_numbers(unsigned nregs, const std::vector<bool>& pr
   return number;
 }
 
-void append_regs(std::string& out, unsigned first, unsigned end,
+void append_regs(std::string& out, const RegisterLayout& layout, unsigned first, unsigned end,
                  const std::vector<unsigned>& number) {
   for (unsigned r = first; r < end; r++) {
+    const RegDesc& d = reg_desc(layout, r);
     out += "    <reg name=\"";
-    out += kRegs[r].name;
-    out += "\" bitsize=\"" + std::to_string(gt_reg_size(r) * 8) + "\" type=\"" + kRegs[r].type +
+    out += d.name;
+    out += "\" bitsize=\"" + std::to_string(layout.size(r) * 8) + "\" type=\"" + d.type +
            "\" regnum=\"" + std::to_string(number[r]) + "\"";
-    if (kRegs[r].group)
-      out += std::string(" group=\"") + kRegs[r].group + "\"";
+    if (d.group)
+      out += std::string(" group=\"") + d.group + "\"";
     out += "/>\n";
   }
 }
@@ -148,26 +183,40 @@ std::vector<std::string> registers_tfile_cannot_show(bool with_avx,
   return lost;
 }
 
-std::string target_xml(bool with_avx, const std::vector<bool>& present) {
-  auto number = remote_numbers(with_avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX, present);
+std::string target_xml(const RegisterLayout& layout, const std::vector<bool>& present) {
+  auto number = remote_numbers(layout.count(), present);
+  // amd64: core, sse, linux, segments, avx; i386 (gdbserver's i386-linux): core, sse, linux, avx.
+  struct Feature {
+    const char* name;
+    unsigned first, end;
+  };
+  const unsigned avx_end = layout.i386() ? GT32_NUM_REGS_AVX : GT_NUM_REGS_AVX;
+  std::vector<Feature> features;
+  if (layout.i386())
+    features = {{"core", GT32_EAX, GT32_XMM0},
+                {"sse", GT32_XMM0, GT32_ORIG_EAX},
+                {"linux", GT32_ORIG_EAX, GT32_YMM0H}};
+  else
+    features = {{"core", GT_RAX, GT_XMM0},
+                {"sse", GT_XMM0, GT_ORIG_RAX},
+                {"linux", GT_ORIG_RAX, GT_FS_BASE},
+                {"segments", GT_FS_BASE, GT_YMM0H}};
+  if (layout.avx)
+    features.push_back({"avx", layout.i386() ? unsigned(GT32_YMM0H) : unsigned(GT_YMM0H), avx_end});
+
   std::string out = "<?xml version=\"1.0\"?>\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n"
-                    "<target>\n  <architecture>i386:x86-64</architecture>\n"
-                    "  <osabi>GNU/Linux</osabi>\n";
-  out += "  <feature name=\"org.gnu.gdb.i386.core\">\n";
-  out += kEflags;
-  append_regs(out, GT_RAX, GT_XMM0, number);
-  out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.sse\">\n";
-  out += kSseTypes;
-  out += kMxcsr;
-  append_regs(out, GT_XMM0, GT_ORIG_RAX, number);
-  out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.linux\">\n";
-  append_regs(out, GT_ORIG_RAX, GT_FS_BASE, number);
-  out += "  </feature>\n  <feature name=\"org.gnu.gdb.i386.segments\">\n";
-  append_regs(out, GT_FS_BASE, GT_YMM0H, number);
-  out += "  </feature>\n";
-  if (with_avx) {
-    out += "  <feature name=\"org.gnu.gdb.i386.avx\">\n";
-    append_regs(out, GT_YMM0H, GT_NUM_REGS_AVX, number);
+                    "<target>\n  <architecture>";
+  out += layout.i386() ? "i386" : "i386:x86-64";
+  out += "</architecture>\n  <osabi>GNU/Linux</osabi>\n";
+  for (const Feature& f : features) {
+    out += std::string("  <feature name=\"org.gnu.gdb.i386.") + f.name + "\">\n";
+    if (f.first == 0)
+      out += kEflags;
+    if (std::string_view(f.name) == "sse") {
+      out += kSseTypes;
+      out += kMxcsr;
+    }
+    append_regs(out, layout, f.first, f.end, number);
     out += "  </feature>\n";
   }
   out += "</target>\n";

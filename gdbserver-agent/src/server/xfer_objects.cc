@@ -33,12 +33,13 @@ Result<Pid> GdbServer::xfer_process() const {
 
 std::vector<PacketRow> GdbServer::xfer_rows() {
   std::vector<PacketRow> rows = {
-      // Only target.xml: the one register layout, with or without AVX.
+      // Only target.xml: the current process's layout (amd64 or i386, with or
+      // without AVX); gdb reads it again after a stop of a new process or an exec.
       xfer_read_row("qXfer:features:read:", "qXfer:features:read+",
                     [this](const XferRequest& req) -> Result<std::string> {
                       if (req.annex != "target.xml")
                         return make_error(ENOENT, "unknown annex " + req.annex);
-                      return target_xml(target_.has_avx());
+                      return target_xml(register_layout());
                     }),
       xfer_read_row("qXfer:threads:read:", "qXfer:threads:read+",
                     [this](const XferRequest&) -> Result<std::string> {

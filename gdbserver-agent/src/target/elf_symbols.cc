@@ -55,23 +55,59 @@ private:
   size_t size_ = 0;
 };
 
-bool is_elf64(const Elf64_Ehdr* eh) {
-  return eh && std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
-         eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shentsize == sizeof(Elf64_Shdr) &&
-         eh->e_phentsize == sizeof(Elf64_Phdr);
-}
+// One ELF class's types: 64-bit objects, and 32-bit ones (an i386 process's
+// libc, whose libthread_db descriptors libthread_db looks up by name).
+template <class Ehdr, class Phdr, class Shdr, class Sym, unsigned char kClass> struct ElfClass {
+  static bool matches(const Ehdr* eh) {
+    return eh && std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+           eh->e_ident[EI_CLASS] == kClass && eh->e_shentsize == sizeof(Shdr) &&
+           eh->e_phentsize == sizeof(Phdr);
+  }
 
-// The link-time address the offset-0 mapping corresponds to: the first
-// PT_LOAD's page (0 for position-independent objects).
-std::optional<uint64_t> first_load_page(const FileImage& f, const Elf64_Ehdr& eh) {
-  const auto* ph = f.at<Elf64_Phdr>(eh.e_phoff, eh.e_phnum);
-  if (!ph)
+  // The link-time address the offset-0 mapping corresponds to: the first
+  // PT_LOAD's page (0 for position-independent objects).
+  static std::optional<uint64_t> first_load_page(const FileImage& f, const Ehdr& eh) {
+    const auto* ph = f.at<Phdr>(eh.e_phoff, eh.e_phnum);
+    if (!ph)
+      return std::nullopt;
+    for (unsigned i = 0; i < eh.e_phnum; i++)
+      if (ph[i].p_type == PT_LOAD)
+        return ph[i].p_vaddr & ~uint64_t(0xfff);
     return std::nullopt;
-  for (unsigned i = 0; i < eh.e_phnum; i++)
-    if (ph[i].p_type == PT_LOAD)
-      return ph[i].p_vaddr & ~uint64_t(0xfff);
-  return std::nullopt;
-}
+  }
+
+  static std::optional<uint64_t> symbol_address(const FileImage& f, uint64_t base,
+                                                std::string_view symbol) {
+    const auto* eh = f.at<Ehdr>(0);
+    if (!matches(eh))
+      return std::nullopt;
+    auto link_page = first_load_page(f, *eh);
+    const auto* sh = f.at<Shdr>(eh->e_shoff, eh->e_shnum);
+    if (!link_page || !sh)
+      return std::nullopt;
+    uint64_t bias = base - *link_page;
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+      if ((sh[i].sh_type != SHT_DYNSYM && sh[i].sh_type != SHT_SYMTAB) ||
+          sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Sym))
+        continue;
+      const Shdr& strtab = sh[sh[i].sh_link];
+      uint64_t count = sh[i].sh_size / sizeof(Sym);
+      const auto* syms = f.at<Sym>(sh[i].sh_offset, count);
+      if (!syms)
+        continue;
+      for (uint64_t k = 0; k < count; k++) {
+        if (syms[k].st_shndx == SHN_UNDEF || syms[k].st_name == 0)
+          continue;
+        const char* name = f.string(strtab.sh_offset, strtab.sh_size, syms[k].st_name);
+        if (name && symbol == name)
+          return syms[k].st_shndx == SHN_ABS ? syms[k].st_value : syms[k].st_value + bias;
+      }
+    }
+    return std::nullopt;
+  }
+};
+using Elf64Class = ElfClass<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr, Elf64_Sym, ELFCLASS64>;
+using Elf32Class = ElfClass<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr, Elf32_Sym, ELFCLASS32>;
 
 } // namespace
 
@@ -98,32 +134,9 @@ std::vector<MappedObject> parse_mapped_objects(std::string_view maps) {
 std::optional<uint64_t> elf_symbol_address(const std::string& path, uint64_t base,
                                            std::string_view symbol) {
   FileImage f(path);
-  const auto* eh = f.at<Elf64_Ehdr>(0);
-  if (!is_elf64(eh))
-    return std::nullopt;
-  auto link_page = first_load_page(f, *eh);
-  const auto* sh = f.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
-  if (!link_page || !sh)
-    return std::nullopt;
-  uint64_t bias = base - *link_page;
-  for (unsigned i = 0; i < eh->e_shnum; i++) {
-    if ((sh[i].sh_type != SHT_DYNSYM && sh[i].sh_type != SHT_SYMTAB) ||
-        sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
-      continue;
-    const Elf64_Shdr& strtab = sh[sh[i].sh_link];
-    uint64_t count = sh[i].sh_size / sizeof(Elf64_Sym);
-    const auto* syms = f.at<Elf64_Sym>(sh[i].sh_offset, count);
-    if (!syms)
-      continue;
-    for (uint64_t k = 0; k < count; k++) {
-      if (syms[k].st_shndx == SHN_UNDEF || syms[k].st_name == 0)
-        continue;
-      const char* name = f.string(strtab.sh_offset, strtab.sh_size, syms[k].st_name);
-      if (name && symbol == name)
-        return syms[k].st_shndx == SHN_ABS ? syms[k].st_value : syms[k].st_value + bias;
-    }
-  }
-  return std::nullopt;
+  if (auto a = Elf64Class::symbol_address(f, base, symbol))
+    return a;
+  return Elf32Class::symbol_address(f, base, symbol);
 }
 
 std::optional<uint64_t> find_mapped_symbol(pid_t pid, std::string_view symbol) {

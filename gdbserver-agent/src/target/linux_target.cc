@@ -14,6 +14,7 @@
 #include "target/crash_cleanup.h"
 #include "target/inferior_launch.h"
 #include "target/proc_files.h"
+#include "target/siginfo_compat.h"
 #include "target/svr4_libraries.h"
 #include "target/x86_registers.h"
 
@@ -101,11 +102,23 @@ Result<Lwp*> LinuxTarget::stopped_lwp(ThreadId thread) {
   return l;
 }
 
+// An exe that cannot be read (the process is already gone) keeps the host's layout.
+RegisterArch executable_arch(Pid pid) {
+  auto i386 = procfs::exe_is_i386(pid);
+  return i386 && *i386 ? RegisterArch::I386 : RegisterArch::Amd64;
+}
+
+RegisterLayout LinuxTarget::register_layout(Pid pid) const {
+  const Process* p = find_process(pid);
+  return {p ? p->arch : RegisterArch::Amd64, avx_};
+}
+
 Process& LinuxTarget::add_process(Pid pid, bool attached) {
   auto p = std::make_unique<Process>();
   p->pid = pid;
   p->attached = attached;
   p->memory.open(pid);
+  p->arch = executable_arch(pid);
   Process& ref = *p;
   procs_[pid] = std::move(p);
   publish_crash_table();
@@ -425,22 +438,13 @@ Result<void> LinuxTarget::write_registers(ThreadId thread, const RegisterBlock& 
 Result<std::string> LinuxTarget::read_siginfo(ThreadId thread) {
   if (auto l = stopped_lwp(thread); !l)
     return l.error();
-  siginfo_t si{};
-  if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
-    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
-  return std::string(reinterpret_cast<const char*>(&si), sizeof si);
+  return read_thread_siginfo(thread.tid, register_layout(thread.pid).i386());
 }
 
 Result<void> LinuxTarget::write_siginfo(ThreadId thread, std::string_view data) {
   if (auto l = stopped_lwp(thread); !l)
     return l.error();
-  siginfo_t si{};
-  if (ptrace(PTRACE_GETSIGINFO, thread.tid, nullptr, &si) != 0)
-    return make_error(errno, std::string("PTRACE_GETSIGINFO: ") + std::strerror(errno));
-  std::memcpy(&si, data.data(), std::min(data.size(), sizeof si));
-  if (ptrace(PTRACE_SETSIGINFO, thread.tid, nullptr, &si) != 0)
-    return make_error(errno, std::string("PTRACE_SETSIGINFO: ") + std::strerror(errno));
-  return ok();
+  return write_thread_siginfo(thread.tid, register_layout(thread.pid).i386(), data);
 }
 
 Result<uint64_t> LinuxTarget::tls_address(ThreadId thread, uint64_t offset, uint64_t lm) {

@@ -94,7 +94,12 @@ struct Process {
   // reports the SIGTRAP afterwards (non-stop); it is rewound and resumed silently.
   std::set<uint64_t> removed_breakpoints;
   std::unique_ptr<ThreadDb> thread_db; // loaded on the first TLS request
+  // From the executable's ELF header, at creation, attach and exec.
+  RegisterArch arch = RegisterArch::Amd64;
 };
+
+// The architecture of PID's executable (amd64 when it cannot be read).
+RegisterArch executable_arch(Pid pid);
 
 class LinuxTarget final : public NativeTarget {
 public:
@@ -135,6 +140,7 @@ public:
   Result<size_t> read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) override;
   Result<size_t> write_memory(Pid pid, uint64_t address, std::span<const uint8_t> data) override;
   bool has_avx() const override { return avx_; }
+  RegisterLayout register_layout(Pid pid) const override;
 
   Result<void> insert_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) override;
   Result<void> remove_breakpoint(Pid pid, BreakpointType type, uint64_t address, int kind) override;

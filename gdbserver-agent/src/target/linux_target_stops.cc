@@ -200,6 +200,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.vfork_breakpoints_lifted = false;
   p.thread_db.reset(); // bound to the old image's libc
   p.memory.open(pid);
+  p.arch = executable_arch(pid); // a 64-bit program may exec a 32-bit one
   publish_crash_table();
   if (!report_exec_)
     return signal_event(pid, pid, SIGTRAP);

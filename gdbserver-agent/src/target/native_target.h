@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/register_block.h"
+#include "common/register_layout.h"
 #include "common/result.h"
 
 namespace asio {
@@ -186,6 +187,10 @@ public:
   virtual Result<size_t> read_memory(Pid pid, uint64_t address, std::span<uint8_t> out) = 0;
   virtual Result<size_t> write_memory(Pid pid, uint64_t address, std::span<const uint8_t> data) = 0;
   virtual bool has_avx() const = 0; // tdesc includes org.gnu.gdb.i386.avx
+  // The registers gdb sees for PID: amd64, or i386 for a 32-bit program (its
+  // target description, 'g' layout and trace-frame 'R' blocks). An unknown
+  // PID gets the host's (amd64) layout.
+  virtual RegisterLayout register_layout(Pid pid) const { return {RegisterArch::Amd64, has_avx()}; }
 
   // --- breakpoints (gdb's Z/z packets) ---
   virtual Result<void> insert_breakpoint(Pid pid, BreakpointType type, uint64_t address,

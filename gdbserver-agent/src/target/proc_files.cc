@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sstream>
 #include <sys/sysmacros.h>
@@ -108,6 +109,21 @@ Result<std::string> exe_path(pid_t pid) {
     return make_error(e, "cannot read " + link + ": " + std::strerror(e));
   }
   return std::string(buf, n);
+}
+
+Result<bool> exe_is_i386(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/exe";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return make_error(e, "cannot open " + path + ": " + std::strerror(e));
+  }
+  Elf32_Ehdr header{}; // e_ident and e_machine sit at the same offsets in both classes
+  ssize_t n = ::pread(fd, &header, sizeof header, 0);
+  ::close(fd);
+  if (n < static_cast<ssize_t>(sizeof header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    return make_error(ENOEXEC, path + " is not an ELF file");
+  return header.e_ident[EI_CLASS] == ELFCLASS32 && header.e_machine == EM_386;
 }
 
 std::optional<MapsEntry> parse_maps_line(std::string_view line) {

@@ -20,6 +20,9 @@ char thread_state(pid_t pid, pid_t tid);       // stat state letter, 0 if gone
 bool thread_exists(pid_t pid, pid_t tid);
 Result<std::string> read_file(const std::string& path); // whole file, binary-safe
 Result<std::string> exe_path(pid_t pid);                // readlink /proc/pid/exe
+// Whether /proc/pid/exe is a 32-bit i386 ELF file (EM_386), as gdbserver's
+// linux_pid_exe_is_elf_64_file decides a process's architecture.
+Result<bool> exe_is_i386(pid_t pid);
 
 // One line of /proc/PID/maps: start-end perms offset major:minor inode path.
 struct MapsEntry {

@@ -106,10 +106,18 @@ pid_t ps_getpid(ps_prochandle* ph) {
   return ph->pid;
 }
 
+// x86-64 threads: idx FS, the fs base. An i386 thread's pointer lives in the GDT
+// entry its gs selector names (idx = gs >> 3): PTRACE_GET_THREAD_AREA, whose
+// user_desc has the base address second, as gdbserver reads it.
 ps_err_e ps_get_thread_area(ps_prochandle*, lwpid_t lwp, int idx, psaddr_t* base) {
   constexpr int kFs = 25; // <sys/reg.h> FS: the only thread area x86-64 has
-  if (idx != kFs)
-    return PS_BADADDR;
+  if (idx != kFs) {
+    unsigned int desc[4];
+    if (ptrace(PTRACE_GET_THREAD_AREA, lwp, reinterpret_cast<void*>(intptr_t(idx)), desc) != 0)
+      return PS_ERR;
+    *base = reinterpret_cast<psaddr_t>(uintptr_t(desc[1]));
+    return PS_OK;
+  }
   errno = 0;
   long fs = ptrace(PTRACE_PEEKUSER, lwp, offsetof(struct user_regs_struct, fs_base), nullptr);
   if (errno != 0)

@@ -1,6 +1,7 @@
 #include "trace/ax_target.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "trace/collector.h"
@@ -16,11 +17,18 @@ AxTargetScope& scope_of(void* opaque) {
   return *static_cast<AxTargetScope*>(opaque);
 }
 
+// REGNO is gdb's remote number in the process's layout (i386: eax is 0, its
+// value the 32-bit register).
 int read_reg(void* opaque, uint32_t regno, uint64_t* value) {
   auto& s = scope_of(opaque);
-  if (regno >= GT_NUM_REGS_AVX || !s.regs.valid.test(regno))
+  RegisterLayout layout = s.target.register_layout(s.pid);
+  if (regno >= layout.count() || !layout.valid(s.regs, regno))
     return AX_ERR_REG_UNAVAILABLE;
-  *value = s.regs.get_u64(regno);
+  uint8_t bytes[16] = {};
+  layout.get(s.regs, regno, bytes);
+  uint64_t v = 0;
+  std::memcpy(&v, bytes, layout.size(regno) < 8 ? layout.size(regno) : 8);
+  *value = v;
   return AX_OK;
 }
 

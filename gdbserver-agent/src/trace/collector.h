@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/register_layout.h"
 #include "common/result.h"
 #include "trace/compact_frame.h"
 #include "trace/tracepoint.h"
@@ -44,7 +45,11 @@ public:
   // them: the engine stores it as it is. This default hands on the tfile frame.
   virtual bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
                                     uint64_t address);
-  virtual uint32_t register_block_size() const = 0; // 560 or 816
+  virtual uint32_t register_block_size() const = 0; // 560 or 816 (i386: 312 or 440)
+  // The traced process's register layout, of which register_block_size() is the 'R' block.
+  virtual RegisterLayout register_layout() const {
+    return {RegisterArch::Amd64, register_block_size() == GT_REGBLOCK_SIZE_AVX};
+  }
   // Bytes of the trace buffer (`set trace-buffer-size`), so a kernel collector
   // can size its own staging rings from it; 0 when unknown.
   virtual size_t buffer_capacity() const { return 0; }
@@ -113,6 +118,11 @@ public:
     // Serves only fast tracepoints (`ftrace`): under `backend auto` the engine
     // passes it over for the others without a console line.
     kFastOnly = 1u << 3,
+    // Collects from i386 (gcc -m32) processes: frames in the i386 'R' layout,
+    // expressions over i386 register numbers. The kernel collectors do not
+    // (their programs and recipes know only the x86-64 register file and
+    // instruction set), so the engine passes such tracepoints on.
+    kI386Processes = 1u << 4,
   };
 
   virtual ~Collector() = default;

@@ -17,7 +17,7 @@ public:
   ~PtraceCollector() override { remove_all(); }
 
   std::string name() const override { return "ptrace"; }
-  unsigned caps() const override { return 0; }
+  unsigned caps() const override { return kI386Processes; }
   std::string describe() const override {
     return "int3 traps handled by gdbtrace-server over ptrace; every tracepoint kind incl. "
            "while-stepping; slowest (two context switches per hit)";
@@ -164,15 +164,25 @@ private:
     AxTargetScope scope = eval_scope(pid, regs, &frame);
     for (const auto& action : actions) {
       if (std::holds_alternative<CollectRegisters>(action)) {
-        frame.add_registers({regs.bytes.data(), ctx_->register_block_size()});
+        RegisterLayout layout = ctx_->register_layout();
+        uint8_t block[GT_REGBLOCK_SIZE_AVX];
+        layout.encode(regs, block); // in the process's 'g' order (i386 or amd64)
+        frame.add_registers({block, layout.bytes()});
       } else if (auto* m = std::get_if<CollectMemory>(&action)) {
         uint64_t addr = uint64_t(m->offset);
         if (m->basereg >= 0) {
-          if (!regs.valid.test(unsigned(m->basereg))) {
+          RegisterLayout layout = ctx_->register_layout();
+          unsigned basereg = layout.block_regno(unsigned(m->basereg)); // a remote number
+          if (!regs.valid.test(basereg)) {
             ++stats_[{tp.number, tp.address}].errors;
             continue;
           }
-          addr += regs.get_u64(unsigned(m->basereg));
+          uint64_t base = regs.get_u64(basereg);
+          if (layout.i386())
+            base = uint32_t(base);
+          addr += base;
+          if (layout.i386())
+            addr = uint32_t(addr); // an i386 address wraps at 4 GiB
         }
         std::vector<uint8_t> bytes(m->length);
         auto got = target_.read_memory(pid, addr, bytes);

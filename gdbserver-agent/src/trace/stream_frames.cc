@@ -9,7 +9,7 @@
 namespace gdbtrace {
 
 CutPlan CutPlan::make(const std::vector<bool>& present, const CompactRegisters* layout,
-                      uint32_t regblock_size) {
+                      const RegisterLayout& regs, uint32_t regblock_size) {
   CutPlan plan;
   plan.compact = layout != nullptr;
   plan.in_size = layout ? layout->block_size() : GT_TFRAME_REGS_HEADER + regblock_size;
@@ -17,9 +17,9 @@ CutPlan CutPlan::make(const std::vector<bool>& present, const CompactRegisters* 
   for (unsigned r = 0; r < present.size(); ++r) {
     if (!present[r])
       continue;
-    uint16_t size = uint16_t(gt_reg_size(r));
-    int32_t from = layout ? layout->slot_offset(r) : int32_t(gt_reg_offset(r));
-    if (!layout && gt_reg_offset(r) + size > regblock_size)
+    uint16_t size = uint16_t(regs.size(r));
+    int32_t from = layout ? layout->slot_offset(r) : int32_t(regs.offset(r));
+    if (!layout && regs.offset(r) + size > regblock_size)
       from = -1;
     plan.copies.push_back({from, to, size});
     to = uint16_t(to + size);

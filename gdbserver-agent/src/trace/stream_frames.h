@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "common/register_layout.h"
 #include "trace/compact_frame.h"
 
 namespace gdbtrace {
@@ -25,10 +26,11 @@ struct CutPlan {
   uint32_t in_size = 0; // bytes of a stored register block, tag included
   bool compact = false; // the stored blocks are compact ('r'), else 'R'
 
-  // PRESENT: the file's registers (remote numbers). LAYOUT: the stored compact
-  // layout, or null for full 'R' blocks of REGBLOCK_SIZE bytes.
+  // PRESENT: the file's registers (remote numbers of REGS, the process's
+  // layout). LAYOUT: the stored compact layout, or null for full 'R' blocks of
+  // REGBLOCK_SIZE bytes.
   static CutPlan make(const std::vector<bool>& present, const CompactRegisters* layout,
-                      uint32_t regblock_size);
+                      const RegisterLayout& regs, uint32_t regblock_size);
 };
 
 // Appends to OUT the stored frame STORED (well formed: the buffer wrote it)

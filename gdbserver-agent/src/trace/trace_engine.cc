@@ -31,12 +31,21 @@ TraceEngine::Impl::Impl(asio::io_context& io_, NativeTarget& target_, Hooks hook
 
 // ---------------------------------------------------------------- TraceContext
 
+// The layout of the run's process, fixed at QTStart (its frames keep it after
+// the run); before the first run, the current process's (tracepoint
+// definitions are checked against its register count).
+RegisterLayout TraceEngine::Impl::register_layout() const {
+  if (run_layout)
+    return *run_layout;
+  return target.register_layout(hooks.current_pid ? hooks.current_pid() : -1);
+}
+
 uint32_t TraceEngine::Impl::register_block_size() const {
-  return target.has_avx() ? GT_REGBLOCK_SIZE_AVX : GT_REGBLOCK_SIZE_NOAVX;
+  return register_layout().bytes();
 }
 
 uint32_t TraceEngine::Impl::num_regs() const {
-  return target.has_avx() ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+  return register_layout().count();
 }
 
 bool TraceEngine::Impl::append_frame(std::span<const uint8_t> frame, uint64_t address) {
@@ -227,6 +236,11 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     const bool fast_only = c->caps() & Collector::kFastOnly;
     if (fast_only && !tp.fast && preferred_backend.empty())
       continue;
+    if (register_layout().i386() && !(c->caps() & Collector::kI386Processes)) {
+      why_not += (why_not.empty() ? "" : "; ") + c->name() +
+                 ": cannot collect from an i386 (32-bit) process";
+      continue;
+    }
     auto ok = c->check(tp);
     if (!ok) {
       // An ftrace the jump pad declines is an ordinary fallback (most sites of
@@ -515,6 +529,10 @@ void TraceEngine::hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_
   });
 }
 
+RegisterLayout TraceEngine::register_layout() const {
+  return impl_->register_layout();
+}
+
 RegisterBlock TraceEngine::frame_registers() const {
   RegisterBlock regs;
   std::vector<uint8_t> scratch;
@@ -523,12 +541,13 @@ RegisterBlock TraceEngine::frame_registers() const {
     return regs;
   FrameView view(frame, impl_->register_block_size());
   if (auto r = view.registers()) {
-    std::memcpy(regs.bytes.data(), r->data, std::min<size_t>(r->length, regs.bytes.size()));
-    uint32_t n = impl_->num_regs();
+    RegisterLayout layout = impl_->register_layout();
+    regs = layout.decode(r->data, r->length);
+    uint32_t n = layout.count();
     const std::vector<bool>* held = impl_->buffer.frame_registers_held(impl_->current_frame);
     for (uint32_t i = 0; i < n; ++i)
       if (!held || (i < held->size() && (*held)[i]))
-        regs.valid.set(i);
+        regs.valid.set(layout.block_regno(i));
     return regs;
   }
   // No 'R' block: like gdbserver, the tracepoint address stands in for the pc:

@@ -91,8 +91,10 @@ public:
     // Optional: the target description XML, written into tfiles saved on the
     // target side (QTSave) so gdb reads their 'R' blocks with the right layout.
     // PRESENT (empty: all) names the registers the file's 'R' blocks hold; the
-    // others must be numbered after them (see server/tdesc.h).
-    std::function<std::string(const std::vector<bool>& present)> target_description;
+    // others must be numbered after them (see server/tdesc.h). LAYOUT: the
+    // traced process's registers (amd64 or i386).
+    std::function<std::string(const RegisterLayout& layout, const std::vector<bool>& present)>
+        target_description;
     // Optional: called before an in-kernel collector probes ADDRESS in PID. A
     // software breakpoint gdb already has there (e.g. `set breakpoint
     // always-inserted on`) must leave its int3, which the kernel's uprobe would
@@ -182,6 +184,8 @@ public:
   bool frame_selected() const;
   // Registers of the selected frame (unknown registers not valid).
   RegisterBlock frame_registers() const;
+  // The layout of the frames' 'R' blocks: the traced process's (amd64 or i386).
+  RegisterLayout register_layout() const;
   // Memory of the selected frame: collected blocks, then QTro read-only
   // sections (read from the target), else an "unavailable" error.
   Result<size_t> frame_memory(uint64_t address, std::span<uint8_t> out) const;

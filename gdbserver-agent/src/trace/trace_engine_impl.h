@@ -77,6 +77,7 @@ struct TraceEngine::Impl : TraceContext {
   // COMPACT: FRAME's register blocks are compact blocks of these registers.
   bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
   uint32_t register_block_size() const override;
+  RegisterLayout register_layout() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
   size_t staging_capacity() const override {
     return stream_path.empty() ? buffer.capacity()
@@ -220,6 +221,8 @@ struct TraceEngine::Impl : TraceContext {
   std::string pending_text;
   uint32_t pending_tp = 0;
   Pid traced_pid = -1;
+  // The traced process's register layout, from QTStart on (register_layout()).
+  std::optional<RegisterLayout> run_layout;
   TraceStopReason stop_reason = TraceStopReason::None;
   std::string stop_text;
   uint32_t stop_tp = 0;

@@ -263,6 +263,7 @@ Result<void> TraceEngine::start() {
   m.pass_hits.clear();
   for (auto& e : m.tracepoints)
     e->earlier = {};
+  m.run_layout = m.target.register_layout(m.traced_pid);
   m.buffer.set_register_block_size(m.register_block_size());
   // A streamed run's buffer is circular (set before reserve_for_run, which
   // reserves for it); the file begins once the tracepoints are installed, when

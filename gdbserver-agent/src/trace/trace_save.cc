@@ -16,7 +16,7 @@ TfileContents TraceEngine::Impl::tfile_contents() const {
   TfileContents c;
   c.regblock_size = register_block_size();
   if (hooks.target_description)
-    c.tdesc_xml = hooks.target_description({});
+    c.tdesc_xml = hooks.target_description(register_layout(), {});
   c.status = status();
   c.tsvs = tsv_definitions();
   for (const auto& e : tracepoints) {
@@ -50,7 +50,7 @@ std::vector<bool> TraceEngine::Impl::registers_in_every_frame() const {
 // order (the layout of target_description(PRESENT)), and NUMBER as its
 // tracepoint number.
 static std::span<const uint8_t> rewrite_frame(std::span<const uint8_t> frame,
-                                              uint32_t regblock_size,
+                                              const RegisterLayout& layout, uint32_t regblock_size,
                                               const std::vector<bool>& present, uint16_t number,
                                               FrameBuilder& out) {
   FrameView view(frame, regblock_size);
@@ -60,7 +60,7 @@ static std::span<const uint8_t> rewrite_frame(std::span<const uint8_t> frame,
       std::vector<uint8_t> kept;
       uint32_t offset = 0;
       for (uint32_t r = 0; r < present.size() && offset < b.length; ++r) {
-        uint32_t size = gt_reg_size(r);
+        uint32_t size = layout.size(r);
         if (present[r])
           kept.insert(kept.end(), b.data + offset, b.data + offset + size);
         offset += size;
@@ -124,11 +124,11 @@ Result<void> TraceEngine::save(const std::string& path) {
   if (all || !m.hooks.target_description)
     present.assign(present.size(), true);
   else {
-    contents.tdesc_xml = m.hooks.target_description(present);
+    contents.tdesc_xml = m.hooks.target_description(m.register_layout(), present);
     contents.regblock_size = 0;
     for (uint32_t r = 0; r < present.size(); ++r)
       if (present[r])
-        contents.regblock_size += gt_reg_size(r);
+        contents.regblock_size += m.register_layout().size(r);
   }
   std::map<Location, uint16_t> numbers = m.file_numbers();
   std::set<uint32_t> renumbered; // numbers with several locations
@@ -168,7 +168,8 @@ Result<void> TraceEngine::save(const std::string& path) {
     for (long f = 0; f < long(m.buffer.frame_count()); ++f) {
       std::span<const uint8_t> frame = m.buffer.frame(f, scratch);
       uint16_t number = number_of(f, gt_tframe_tp(frame.data()));
-      if (!sink(rewrite_frame(frame, m.register_block_size(), present, number, kept)))
+      if (!sink(rewrite_frame(frame, m.register_layout(), m.register_block_size(), present, number,
+                              kept)))
         return;
     }
   });

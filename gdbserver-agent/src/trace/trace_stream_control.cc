@@ -45,7 +45,8 @@ void TraceEngine::Impl::choose_stream_registers() {
   stream_plans.clear();
   stream_full_plan.reset();
   stream_regblock = register_block_size();
-  stream_tdesc = hooks.target_description ? hooks.target_description({}) : std::string();
+  stream_tdesc =
+      hooks.target_description ? hooks.target_description(register_layout(), {}) : std::string();
   if (!hooks.target_description)
     return;
   std::vector<bool> present(num_regs(), true);
@@ -70,7 +71,7 @@ void TraceEngine::Impl::choose_stream_registers() {
   for (uint32_t r = 0; r < present.size(); ++r)
     if (present[r])
       stream_regblock += gt_reg_size(r);
-  stream_tdesc = hooks.target_description(present);
+  stream_tdesc = hooks.target_description(register_layout(), present);
 }
 
 TfileContents TraceEngine::Impl::stream_contents(TraceStatus st) const {
@@ -140,11 +141,13 @@ void TraceEngine::Impl::stream_cut_frames(long from) {
       if (set >= stream_plans.size())
         stream_plans.resize(set + 1);
       if (!stream_plans[set])
-        stream_plans[set] = CutPlan::make(stream_present, layout, register_block_size());
+        stream_plans[set] =
+            CutPlan::make(stream_present, layout, register_layout(), register_block_size());
       plan = &*stream_plans[set];
     } else {
       if (!stream_full_plan)
-        stream_full_plan = CutPlan::make(stream_present, nullptr, register_block_size());
+        stream_full_plan =
+            CutPlan::make(stream_present, nullptr, register_layout(), register_block_size());
       plan = &*stream_full_plan;
     }
     append_cut_frame(stored, *plan, stream_regblock, out);

@@ -11,9 +11,17 @@
 
 #include "../strict_skip.h"
 #include "abi/amd64_regs.h"
+#include "abi/i386_regs.h"
 #include "server/tdesc.h"
 
 using namespace gdbtrace;
+
+static RegisterLayout amd64(bool avx) {
+  return {RegisterArch::Amd64, avx};
+}
+static RegisterLayout i386(bool avx) {
+  return {RegisterArch::I386, avx};
+}
 
 struct XmlReg {
   std::string name;
@@ -32,7 +40,7 @@ static std::vector<XmlReg> regs_in(const std::string& xml) {
 
 TEST(Tdesc, RegistersInContractOrder) {
   for (bool avx : {false, true}) {
-    auto regs = regs_in(target_xml(avx));
+    auto regs = regs_in(target_xml(amd64(avx)));
     unsigned expected = avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
     ASSERT_EQ(regs.size(), expected);
     unsigned total = 0;
@@ -43,7 +51,7 @@ TEST(Tdesc, RegistersInContractOrder) {
     }
     EXPECT_EQ(total, avx ? GT_REGBLOCK_SIZE_AVX : GT_REGBLOCK_SIZE_NOAVX);
   }
-  auto regs = regs_in(target_xml(true));
+  auto regs = regs_in(target_xml(amd64(true)));
   EXPECT_EQ(regs[GT_RIP].name, "rip");
   EXPECT_EQ(regs[GT_EFLAGS].name, "eflags");
   EXPECT_EQ(regs[GT_ORIG_RAX].name, "orig_rax");
@@ -51,12 +59,59 @@ TEST(Tdesc, RegistersInContractOrder) {
   EXPECT_EQ(regs[GT_YMM0H].name, "ymm0h");
 }
 
+// gdbserver's i386-linux description: core, sse, linux (orig_eax), avx; no segments.
+TEST(Tdesc, I386RegistersAndFeatures) {
+  for (bool avx : {false, true}) {
+    std::string xml = target_xml(i386(avx));
+    auto regs = regs_in(xml);
+    ASSERT_EQ(regs.size(), avx ? GT32_NUM_REGS_AVX : GT32_NUM_REGS_NOAVX);
+    unsigned total = 0;
+    for (unsigned i = 0; i < regs.size(); i++) {
+      EXPECT_EQ(regs[i].regnum, i) << regs[i].name;
+      EXPECT_EQ(regs[i].bitsize, gt32_reg_size(i) * 8) << regs[i].name;
+      total += regs[i].bitsize / 8;
+    }
+    EXPECT_EQ(total, avx ? GT32_REGBLOCK_SIZE_AVX : GT32_REGBLOCK_SIZE_NOAVX);
+    EXPECT_EQ(regs[GT32_ESP].name, "esp");
+    EXPECT_EQ(regs[GT32_EIP].name, "eip");
+    EXPECT_EQ(regs[GT32_ORIG_EAX].name, "orig_eax");
+    EXPECT_NE(xml.find("<architecture>i386</architecture>"), std::string::npos);
+    EXPECT_EQ(xml.find("org.gnu.gdb.i386.segments"), std::string::npos);
+    EXPECT_EQ(xml.find("org.gnu.gdb.i386.avx") != std::string::npos, avx);
+  }
+}
+
+// An i386 register is the low part of its amd64 register; eax and orig_eax are
+// sign-extended into it (syscall restart), the others zero-extended.
+TEST(RegisterLayout, I386RegistersLiveInTheAmd64Block) {
+  RegisterLayout l = i386(true);
+  RegisterBlock block;
+  uint8_t minus_one[4] = {0xff, 0xff, 0xff, 0xff};
+  l.set(block, GT32_ORIG_EAX, minus_one);
+  EXPECT_EQ(block.get_u64(GT_ORIG_RAX), ~0ull);
+  l.set(block, GT32_ECX, minus_one);
+  EXPECT_EQ(block.get_u64(GT_RCX), 0xffffffffull);
+  l.set(block, GT32_EIP, minus_one);
+  EXPECT_EQ(block.pc(), 0xffffffffull);
+  EXPECT_EQ(l.block_regno(GT32_ESP), unsigned(GT_RSP));
+  EXPECT_EQ(l.block_regno(GT32_XMM0 + 7), unsigned(GT_XMM0 + 7));
+  EXPECT_EQ(l.block_regno(GT32_FCTRL), unsigned(GT_FCTRL));
+  EXPECT_EQ(l.block_regno(GT32_YMM0H + 7), unsigned(GT_YMM0H + 7));
+  block.set_u64(GT_RBX, 0x1122334455667788ull);
+  uint8_t out[4];
+  l.get(block, GT32_EBX, out);
+  EXPECT_EQ(out[0], 0x88);
+  EXPECT_EQ(out[3], 0x55);
+  EXPECT_TRUE(l.valid(block, GT32_EBX));
+  EXPECT_FALSE(l.valid(block, GT32_EDX));
+}
+
 TEST(Tdesc, FeaturesPresent) {
-  std::string xml = target_xml(true);
+  std::string xml = target_xml(amd64(true));
   for (const char* f : {"org.gnu.gdb.i386.core", "org.gnu.gdb.i386.sse", "org.gnu.gdb.i386.linux",
                         "org.gnu.gdb.i386.segments", "org.gnu.gdb.i386.avx"})
     EXPECT_NE(xml.find(f), std::string::npos) << f;
-  EXPECT_EQ(target_xml(false).find("org.gnu.gdb.i386.avx"), std::string::npos);
+  EXPECT_EQ(target_xml(amd64(false)).find("org.gnu.gdb.i386.avx"), std::string::npos);
   EXPECT_NE(xml.find("<architecture>i386:x86-64</architecture>"), std::string::npos);
   EXPECT_NE(xml.find("<osabi>GNU/Linux</osabi>"), std::string::npos);
 }
@@ -65,11 +120,11 @@ TEST(Tdesc, FeaturesPresent) {
 TEST(Tdesc, GdbAgreesWithGLayout) {
   if (access("/usr/bin/gdb", X_OK) != 0)
     GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
-  for (bool avx : {false, true}) {
+  for (RegisterLayout layout : {amd64(false), amd64(true), i386(false), i386(true)}) {
     char path[] = "/tmp/gdbtrace-tdesc-XXXXXX";
     int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
-    std::string xml = target_xml(avx);
+    std::string xml = target_xml(layout);
     ASSERT_EQ(write(fd, xml.data(), xml.size()), static_cast<ssize_t>(xml.size()));
     close(fd);
     std::string cmd = std::string("/usr/bin/gdb -nx -batch -ex 'set tdesc filename ") + path +
@@ -92,11 +147,11 @@ TEST(Tdesc, GdbAgreesWithGLayout) {
         seen[std::stoul(m[3])] = {static_cast<unsigned>(std::stoul(m[2])),
                                   static_cast<unsigned>(std::stoul(m[4]))};
     }
-    unsigned n = avx ? GT_NUM_REGS_AVX : GT_NUM_REGS_NOAVX;
+    unsigned n = layout.count();
     ASSERT_EQ(seen.size(), n) << out;
     for (unsigned r = 0; r < n; r++) {
-      EXPECT_EQ(seen[r].first, gt_reg_size(r)) << "regnum " << r;
-      EXPECT_EQ(seen[r].second, gt_reg_offset(r)) << "regnum " << r;
+      EXPECT_EQ(seen[r].first, layout.size(r)) << "regnum " << r;
+      EXPECT_EQ(seen[r].second, layout.offset(r)) << "regnum " << r;
     }
   }
 }
@@ -110,7 +165,7 @@ TEST(TargetXml, AbsentRegistersNumberedLast) {
     present[r] = false;
   for (unsigned r = GT_YMM0H; r < GT_NUM_REGS_AVX; r++)
     present[r] = false;
-  std::string xml = target_xml(true, present);
+  std::string xml = target_xml(amd64(true), present);
   auto regnum = [&](const char* name) {
     std::smatch m;
     std::string pattern = std::string("name=\"") + name + "\"[^>]*regnum=\"(\\d+)\"";
@@ -126,8 +181,9 @@ TEST(TargetXml, AbsentRegistersNumberedLast) {
   EXPECT_EQ(regnum("xmm0"), 43u);
   EXPECT_EQ(regnum("ymm15h"), 75u);
   // Without PRESENT: the g-packet numbering.
-  EXPECT_NE(target_xml(true).find("name=\"st0\" bitsize=\"80\" type=\"i387_ext\" regnum=\"24\""),
-            std::string::npos);
+  EXPECT_NE(
+      target_xml(amd64(true)).find("name=\"st0\" bitsize=\"80\" type=\"i387_ext\" regnum=\"24\""),
+      std::string::npos);
 }
 
 // gdb's tfile reader walks registers in its own order and stops at the first
