@@ -76,22 +76,27 @@ def use_layout(registers=None):
     frame holds first: docs/streaming.md); None for the standard layout above. The numbers gdb
     compiles into agent expressions for that trace are these remote numbers. A register the block
     lacks has no number (its reads fail; they are never read as 0)."""
-    global RIP, EFLAGS, RSP, RBP, FS_BASE
+    global RIP, EFLAGS, RSP, RBP, FS_BASE, EXPORTED
     names, sizes = _STANDARD if registers is None else ([n for n, _ in registers], [b for _, b in registers])
     NAMES[:] = names
     SIZES[:] = sizes
     OFFSETS[:] = [sum(sizes[:r]) for r in range(len(sizes))]
     NUMBER.clear()
     NUMBER.update({name: i for i, name in enumerate(names)})
-    RIP, EFLAGS, RSP, RBP, FS_BASE = (NUMBER.get(n) for n in ("rip", "eflags", "rsp", "rbp", "fs_base"))
-    for alias, name in (("pc", "rip"), ("sp", "rsp"), ("fp", "rbp")):
-        if name in NUMBER:
-            NUMBER[alias] = NUMBER[name]
+    first = lambda *candidates: next((NUMBER[n] for n in candidates if n in NUMBER), None)  # noqa: E731
+    RIP, RSP, RBP = first("rip", "eip"), first("rsp", "esp"), first("rbp", "ebp")
+    EFLAGS, FS_BASE = first("eflags"), first("fs_base")
+    for alias, number in (("pc", RIP), ("sp", RSP), ("fp", RBP)):
+        if number is not None:
+            NUMBER[alias] = number
+    # `$regs` columns: the integer registers up to eflags (x86-64: rax..r15, rip; i386: eax..eip).
+    EXPORTED = names[: NUMBER["eflags"] + 1] if "eflags" in NUMBER else []
 
 
 def tdesc_registers(xml, block_size):
-    """[(name, bytes)] of the registers an 'R' block of BLOCK_SIZE bytes holds under the target
-    description XML (by regnum, as gdb's tfile reader walks them), or None when it cannot tell."""
+    """[(name, bytes)] of the registers an 'R' block of BLOCK_SIZE bytes (None: all of them) holds
+    under the target description XML (by regnum, as gdb's tfile reader walks them), or None when it
+    cannot tell."""
     import re
 
     regs = []
@@ -104,11 +109,11 @@ def tdesc_registers(xml, block_size):
     regs.sort()
     out, used = [], 0
     for _num, name, size in regs:
-        if used + size > block_size:
+        if block_size is not None and used + size > block_size:
             break
         out.append((name, size))
         used += size
-    return out if used == block_size else None
+    return out if block_size is None or used == block_size else None
 
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")

@@ -8,7 +8,7 @@ import time
 import gdb
 
 from . import batch, decode, frames, regs, tracepoints
-from .transport import Stub, StubError, TfileSource, tracepoint_addresses
+from .transport import Stub, StubError, TfileSource, tracepoint_addresses, unescape_binary
 
 
 class UserError(gdb.GdbError):
@@ -36,7 +36,6 @@ def current_stub():
         layout = regs.tdesc_registers(tdesc, source.regblock_size) if tdesc and source.regblock_size else None
         regs.use_layout(layout)
         return source
-    regs.use_layout(None)
     if not isinstance(conn, gdb.RemoteTargetConnection):
         raise UserError("gdbtrace: the current target (%s) is not a remote stub; connect to "
                         "gdbtrace-server with `target extended-remote HOST:PORT`" % conn.type)
@@ -52,7 +51,34 @@ def current_stub():
                                 "`continue &` to trace while the plugin polls")
             raise StubError("packet %s failed: %s" % (packet[:24], msg))
 
-    return Stub(send)
+    stub = Stub(send)
+    regs.use_layout(live_register_layout(stub))
+    return stub
+
+
+def live_register_layout(stub):
+    """The 'R' layout of the stub's frames: None (x86-64's, regs.py) for an x86-64 program; an i386
+    (gcc -m32) program's from the stub's target description, whose regnums number its blocks."""
+    try:
+        arch = gdb.selected_inferior().architecture().name()
+    except (gdb.error, AttributeError, RuntimeError):
+        return None
+    if arch != "i386":
+        return None
+    xml, offset = b"", 0
+    while True:
+        reply = stub.request("qXfer:features:read:target.xml:%x,fff" % offset)
+        if reply[:1] not in (b"m", b"l"):
+            break
+        xml += unescape_binary(reply[1:])
+        offset += len(reply) - 1
+        if reply[:1] == b"l":
+            layout = regs.tdesc_registers(xml.decode("utf-8", "replace"), None)
+            if layout:
+                return layout
+            break
+    raise UserError("gdbtrace: cannot tell the register layout of this %s program's trace frames "
+                    "(the stub's target description has no register numbers)" % arch)
 
 
 def tfile_path():

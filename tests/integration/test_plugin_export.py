@@ -231,6 +231,31 @@ class Export(PluginTestCase):
                                  r"usage: gdbtrace status"])
 
 
+@needs_gdbtrace
+class I386Frames(PluginTestCase):
+    def test_jsonl_of_an_i386_program(self):
+        """A gcc -m32 program's frames have the i386 'R' layout (eax..eip, 4 bytes each): the plugin
+        reads them through the stub's target description, never with x86-64 offsets."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m32.jsonl")
+            run = run_gdb(["source %s" % PLUGIN, "break main", "continue", "break loop_done",
+                           "trace traced_point", "actions", "collect $regs, i", "end", "tstart",
+                           "continue", "tstop", "info address traced_point", f"gdbtrace export jsonl {out}"],
+                          program="m32_demo", args=("loop",))
+            self.assertOutput(run, r"Exported 5 frames")
+            site = re.search(r'Symbol "traced_point" is a function at address (0x[0-9a-f]+)', run.output)
+            self.assertIsNotNone(site, run.transcript())
+            with open(out) as f:
+                rows = [json.loads(line)["values"] for line in f]
+        self.assertEqual([r["i"] for r in rows], [0, 1, 2, 3, 4], rows)
+        self.assertNotIn("$rax", rows[0])
+        number = lambda v: v if isinstance(v, int) else int(v, 16)  # noqa: E731 (pointers are hex text)
+        eip = {number(r["$eip"]) for r in rows}
+        self.assertEqual(len(eip), 1, rows)
+        self.assertGreaterEqual(eip.pop(), int(site.group(1), 16))  # after traced_point's prologue
+        self.assertTrue(all(0xF0000000 <= number(r["$esp"]) <= 0xFFFFFFFF for r in rows), rows)
+
+
 class WithoutGdbtrace(PluginTestCase):
     def test_stock_gdbserver_is_a_clear_error(self):
         with Server("once", program=program("plugin_demo"), args=(5, 10), binary="/usr/bin/gdbserver") as srv:
