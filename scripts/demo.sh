@@ -8,7 +8,8 @@
 #   scripts/demo.sh --batch    serve, run a scripted gdb session against it, print it, exit (CI smoke)
 #   scripts/demo.sh --trace    like --batch, but a tracepoint session (trace/actions/tstart/tfind/tdump)
 # Environment: PORT (default 1234), BUILD_DIR (default ./build), GDBTRACE_SERVER (default: the built one),
-# SKIP_BUILD=1 to use what is already built.
+# SKIP_BUILD=1 to use what is already built, DEMO=m32_quickstart_demo for the same program built as
+# an i386 (gcc -m32) program.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
@@ -25,7 +26,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
   }
 fi
 server=${GDBTRACE_SERVER:-$build/gdbserver-agent/src/server/gdbtrace-server}
-demo=$build/tests/programs/demo
+demo=$build/tests/programs/${DEMO:-demo}
 [ -x "$server" ] || { echo "demo.sh: $server was not built" >&2; exit 1; }
 
 gdb_cmd=(gdb -q "$demo"

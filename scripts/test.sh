@@ -2,7 +2,7 @@
 # Installs what is missing, builds, and runs every test there is:
 #   unit tests (ctest, everything not labelled integration)
 #   integration tests (ctest -L integration: real /usr/bin/gdb against gdbtrace-server)
-#   demo smoke (scripts/demo.sh --batch)
+#   demo smoke (scripts/demo.sh --batch), and the demo built -m32 traced (demo-i386)
 #   install (tests/install/run.sh: cmake --install, the .debs in a Debian 12 chroot, DKMS, lintian)
 #   scripts/fuzz-ax.sh smoke            (if present)
 #   scripts/fuzz.sh all 15              (every libFuzzer target of tests/fuzz, 15 s each)
@@ -95,6 +95,9 @@ step unit 900 ctest --test-dir "$build" -LE integration -j"$jobs" --output-on-fa
 step integration 1500 ctest --test-dir "$build" -L integration -j"$jobs" --output-on-failure \
   --repeat until-pass:2
 step demo 300 env SKIP_BUILD=1 BUILD_DIR="$build" PORT="${DEMO_PORT:-23456}" "$repo/scripts/demo.sh" --batch
+# The same program built as an i386 (gcc -m32) program, traced (test_demo_i386.py checks the values).
+step demo-i386 300 env SKIP_BUILD=1 BUILD_DIR="$build" PORT="${DEMO_PORT:-23456}" DEMO=m32_quickstart_demo \
+  "$repo/scripts/demo.sh" --trace
 step install 1200 env BUILD_DIR="$build" JOBS="$jobs" "$repo/tests/install/run.sh"
 [ -x "$repo/scripts/fuzz-ax.sh" ] && step fuzz-ax 600 "$repo/scripts/fuzz-ax.sh" 20 "$build/fuzz-ax"
 step fuzz 900 env JOBS="$jobs" FUZZ_BUILD_DIR="$build-fuzz" "$repo/scripts/fuzz.sh" all 15

@@ -27,7 +27,7 @@ import threading
 import time
 import unittest
 
-from gdbtest import (GdbTestCase, MiSession, Server, Tracee, descendants, free_port,
+from gdbtest import (GdbTestCase, MiSession, Server, Tracee, descendants, free_port, is_stock_gdbserver,
                      kill_new_processes, program, run_gdb, server_path, tracer_pid)
 
 INFERIORS = 3
@@ -258,6 +258,41 @@ class AttachWhileAnotherRuns(GdbTestCase):
 
     def test_non_stop(self):
         self.check(["-gdb-set non-stop on"], True)
+
+
+class StartupFailure(GdbTestCase):
+    """A program that cannot be started (no such file; with and without a shell): gdb says at once
+    that running it failed, in the console and as MI's ^error (a front end waits on nothing), and
+    the session goes on: the next `run` of a real program in it works. Word for word what stock
+    gdbserver 13 gives."""
+
+    MISSING = "/nonexistent/prog"
+
+    def run_missing(self, shell, after=()):
+        with Server("multi") as server:
+            return run_gdb([f"set startup-with-shell {shell}", f"target extended-remote {server.address}",
+                            f"set remote exec-file {self.MISSING}", "run", "info inferiors"] + list(after),
+                           server=server, connect=False)
+
+    def test_console(self):
+        for shell in ("on", "off"):
+            run = self.run_missing(shell)
+            self.assertOutput(run, rf'^Running "{self.MISSING}" on the remote target failed$')
+            self.assertOutput(run, r"^\* 1 +<null> ")
+
+    @unittest.skipIf(is_stock_gdbserver(), "stock gdbserver 13 loses the session here: gdb then says "
+                     "\"Unknown remote qXfer reply: OK\" and the connection ends")
+    def test_session_goes_on(self):
+        run = self.run_missing("on", [f"set remote exec-file {program('hello')}", "run"])
+        self.assertOutput(run, r"^\[Inferior 1 \(process \d+\) exited with code 01\]$")  # hello, no args
+
+    def test_mi_reports_the_failure_at_once(self):
+        with Server("multi") as server, MiSession(program("hello"), server) as mi:
+            self.assertEqual(mi.send(f"-target-select extended-remote {server.address}").cls, "connected")
+            mi.send(f"-gdb-set remote exec-file {self.MISSING}")
+            rec = mi.send("-exec-run")
+            self.assertEqual(rec.cls, "error", mi.transcript[-10:])
+            self.assertEqual(rec.results.get("msg"), f'Running "{self.MISSING}" on the remote target failed')
 
 
 class ServerOnTerminal:
