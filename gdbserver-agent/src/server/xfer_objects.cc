@@ -39,12 +39,16 @@ std::vector<PacketRow> GdbServer::xfer_rows() {
                     [this](const XferRequest& req) -> Result<std::string> {
                       if (req.annex != "target.xml")
                         return make_error(ENOENT, "unknown annex " + req.annex);
-                      // No process (a --multi stub before `run`): no description, as
-                      // gdbserver; gdb keeps the executable's architecture (an i386
-                      // program's, which an x86-64 description would make it reject).
-                      if (target_.processes().empty() &&
-                          !(engine_ && engine_->frame_selected()))
-                        return make_error(ESRCH, "no process");
+                      // No process: the description of the trace the stub still holds
+                      // (gdb's tsave writes it into the file), or, before any (a --multi
+                      // stub before `run`), none, as gdbserver: gdb keeps the executable's
+                      // architecture (an i386 program's, which an x86-64 description
+                      // would make it reject).
+                      if (target_.processes().empty()) {
+                        if (!engine_ || engine_->frame_count() == 0)
+                          return make_error(ESRCH, "no process");
+                        return target_xml(engine_->register_layout());
+                      }
                       return target_xml(register_layout());
                     }),
       xfer_read_row("qXfer:threads:read:", "qXfer:threads:read+",

@@ -256,9 +256,10 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     constexpr unsigned kKind = Collector::kProbesInKernel | Collector::kPatchesCode;
     if (const TracepointEntry* other = installed_at(tp.address, &entry);
         other && (other->collector->caps() & kKind) != (c->caps() & kKind)) {
-      why_not += (why_not.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
-                 "tracepoint " + std::to_string(other->tp.number) + " (collected by " +
-                 other->collector->name() + ")";
+      std::string& to = fast_only && preferred_backend.empty() ? fast_note : why_not;
+      to += (to.empty() ? "" : "; ") + c->name() + " cannot share the address with " +
+            "tracepoint " + std::to_string(other->tp.number) + " (collected by " +
+            other->collector->name() + ")";
       continue;
     }
     if (c->caps() & Collector::kProbesInKernel) {
