@@ -35,6 +35,18 @@ print(json.dumps({"mechanism": "target", "workload": sys.argv[1], "ns_per_hit": 
 }
 bench_exit() { exit $((BENCH_MISSED ? 3 : 0)); }
 
+# bench_free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+bench_free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# bench_wait_listening LOG: waits (up to 10 s) until the stub started with its output in LOG listens.
+bench_wait_listening() {
+  local _
+  for _ in $(seq 200); do grep -q "Listening on port" "$1" && return 0; sleep 0.05; done
+  return 1
+}
+
 # bench_ns_per_iter TEXT: the tracee's self-measured "ns_per_iter=<x>" from its output.
 bench_ns_per_iter() { grep -o 'ns_per_iter=[0-9.]*' <<<"$1" | tail -1 | cut -d= -f2; }
 

@@ -53,7 +53,7 @@ ebpf_row() {
   local port=$((20000 + RANDOM % 20000))
   "$GDBTRACE_SERVER" --once ":$port" "$prog" "$@" >"$work/server.log" 2>&1 &
   local server=$!
-  for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.05; done
+  bench_wait_listening "$work/server.log"
   cat >"$work/ebpf.gdb" <<GDB
 set trace-buffer-size 200000000
 file $prog

@@ -26,11 +26,11 @@ tp_line=$(line_of '/* tp-bench */')
 done_line=$(line_of '/* bp-bench-done */')
 
 # TCP, not `target remote | stub`: gdb reads a pipe much more slowly than a socket.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(bench_free_port)
 "$GDBTRACE_SERVER" --once ":$port" "$prog" bench "$n" >"$work/server.log" 2>&1 &
 server_pid=$!
 trap 'kill $server_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.1; done
+bench_wait_listening "$work/server.log"
 
 cat >"$work/session.gdb" <<GDB
 source $plugin

@@ -37,7 +37,7 @@ row() {
   local port=$((20000 + RANDOM % 20000))
   "$server" --once "$@" ":$port" "$prog" "$n" >"$work/server.log" 2>&1 &
   local pid=$!
-  for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.05; done
+  bench_wait_listening "$work/server.log"
   bench_tracepoint_script "target extended-remote :$port" "$prog" "trace probe_me" "$collect" \
     >"$work/session.gdb"
   if [ "$backend" != - ]; then

@@ -29,10 +29,10 @@ echo "untraced: $untraced ns per iteration" >&2
 # session COLLECTOR STACKS: one traced run; prints gdb's output.
 session() {
   local collector=$1 stacks=$2 port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(bench_free_port)
   "$GDBTRACE_SERVER" --once ":$port" "$prog" 0 "$n" 1 >"$work/server.log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 100); do grep -q "Listening on port" "$work/server.log" && break; sleep 0.1; done
+  bench_wait_listening "$work/server.log"
   cat >"$work/session.gdb" <<GDB
 source $plugin
 set trace-buffer-size 400000000
