@@ -52,62 +52,46 @@ struct tracee {
 
 enum tracee_mode { T_PLAIN, T_FORK, T_EXEC, T_EMU, T_MANY };
 
-static struct tracee start_tracee(long n, enum tracee_mode mode) {
-  int p[2], ready[2];
-  if (pipe(p) || pipe(ready))
-    abort();
-  pid_t pid = fork();
-  if (pid == 0) {
-    char c;
-    if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
-      _exit(2);
-    // Drop inherited session fds: the tracee must not keep a session alive.
-    for (int fd = 3; fd < 256; fd++)
-      if (fd != p[0] && fd != ready[1])
-        close(fd);
-    if (write(ready[1], "r", 1) != 1)
-      _exit(3); // fds are gone: the parent may close sessions
-    close(ready[1]);
-    if (read(p[0], &c, 1) != 1)
-      _exit(3);
-    if (mode == T_FORK) {
-      pid_t child = fork();
-      for (long i = 0; i < n; i++)
-        probe_me(i, 3 * i);
-      if (child == 0)
-        _exit(sink == 0 ? 4 : 0);
-      int st;
-      waitpid(child, &st, 0);
-      _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5);
-    }
-    if (mode == T_EMU) {
-      for (long i = 0; i < n; i++)
-        if (emu_fn(i) != i + 1)
-          _exit(6);
-    }
-    if (mode == T_MANY) {
-      long start = sink;
-      for (long i = 0; i < n; i++)
-        for (int k = 0; k < MANY_FNS; k++)
-          many_fns[k]();
-      _exit(sink == start + n * MANY_FNS ? 0 : 8);
-    }
-    long before = sink;
+static enum tracee_mode tracee_mode; // start_tracee's MODE, read by the forked child
+
+// The tracee's loop of N calls, once its parent wrote the go byte (start_child).
+static int tracee_body(long n) {
+  if (tracee_mode == T_FORK) {
+    pid_t child = fork();
     for (long i = 0; i < n; i++)
       probe_me(i, 3 * i);
-    if (sink != before + 4 * (n * (n - 1) / 2))
-      _exit(7); // every call's load/add/store happened once
-    if (mode == T_EXEC)
-      execl("/bin/busybox", "true", (char*)NULL);
-    _exit(0);
+    if (child == 0)
+      _exit(sink == 0 ? 4 : 0);
+    int st;
+    waitpid(child, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5;
   }
-  close(p[0]);
-  close(ready[1]);
-  char c;
-  if (read(ready[0], &c, 1) != 1)
-    abort();
-  close(ready[0]);
-  return (struct tracee){pid, p[1]};
+  if (tracee_mode == T_EMU) {
+    for (long i = 0; i < n; i++)
+      if (emu_fn(i) != i + 1)
+        return 6;
+  }
+  if (tracee_mode == T_MANY) {
+    long start = sink;
+    for (long i = 0; i < n; i++)
+      for (int k = 0; k < MANY_FNS; k++)
+        many_fns[k]();
+    return sink == start + n * MANY_FNS ? 0 : 8;
+  }
+  long before = sink;
+  for (long i = 0; i < n; i++)
+    probe_me(i, 3 * i);
+  if (sink != before + 4 * (n * (n - 1) / 2))
+    return 7; // every call's load/add/store happened once
+  if (tracee_mode == T_EXEC)
+    execl("/bin/busybox", "true", (char*)NULL);
+  return 0;
+}
+
+static struct tracee start_tracee(long n, enum tracee_mode mode) {
+  tracee_mode = mode;
+  struct child c = start_child(tracee_body, n);
+  return (struct tracee){c.pid, c.go_fd};
 }
 
 static int run_tracee(struct tracee t) {
