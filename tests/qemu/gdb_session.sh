@@ -11,9 +11,9 @@ tfile=$work/gt_loop.tf
 rm -f "$tfile"
 N=2000
 
-check() { # name pattern [file]
-  if grep -qE "$2" "${3:-$out}"; then echo "ok gdb_$1"; else echo "FAIL gdb_$1: no /$2/ in ${3:-$out}"; fi
-}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/gdb_lib.sh"
+check() { check_output "gdb_$1" "$2" "${3:-$out}"; } # name pattern [file]
 
 # Debugger semantics at emulated sites (first connection; the server stays up):
 # stepi onto and over a probed `add` executes exactly that instruction (the
@@ -31,13 +31,7 @@ actions
 collect \$regs
 end
 EOT
-timeout 180 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
-  -ex "file $prog" \
-  -ex "target extended-remote 127.0.0.1:$port" \
-  -ex "set remote exec-file /bin/gt_loop" \
-  -ex "set args 10" \
-  -ex "break main" -ex "run" \
+guest_gdb 180 "$sites" "$prog" /bin/gt_loop "10" \
   -x "$work/sites.gdb" \
   -ex "break *step_site" \
   -ex "tstart" \
@@ -52,9 +46,7 @@ timeout 180 /usr/bin/gdb -nx -batch \
   -ex "echo WATCHED: " -ex "output watched" -ex "echo \\n" \
   -ex "tstop" \
   -ex "tstatus" \
-  -ex "kill" \
-  >"$sites" 2>&1
-echo "gdb exit $?" >>"$sites"
+  -ex "kill"
 check stepi_onto_site "STEP1: ?1$" "$sites"
 check stepi_one_instruction "STEP2: ?5$" "$sites"
 check stepi_add_ran_once "RDI: ?42$" "$sites"
@@ -83,13 +75,7 @@ actions
 collect \$rsi
 end
 EOT
-timeout 240 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
-  -ex "file $prog" \
-  -ex "target extended-remote 127.0.0.1:$port" \
-  -ex "set remote exec-file /bin/gt_loop" \
-  -ex "set args $NB" \
-  -ex "break main" -ex "run" \
+guest_gdb 240 "$bpfout" "$prog" /bin/gt_loop "$NB" \
   -ex "monitor gdbtrace backend ebpf" \
   -x "$work/ebpf.gdb" \
   -ex "break *step_site" \
@@ -114,9 +100,7 @@ timeout 240 /usr/bin/gdb -nx -batch \
   -ex "echo A123: " -ex "output a" -ex "echo \\n" \
   -ex "tfind none" \
   -ex "monitor gdbtrace backend auto" \
-  -ex "kill" \
-  >"$bpfout" 2>&1
-echo "gdb exit $?" >>"$bpfout"
+  -ex "kill"
 # The checking kernels (debug, noskip: tinyconfig plus debug.config) are built without BPF; the
 # eBPF collector is proven on the matrix kernels. Anywhere else a missing backend fails.
 series=$(basename "$work")
@@ -148,13 +132,7 @@ fi
 # Call stacks through the module (`monitor gdbtrace stacks on`): gt_loop is -O2, static, so only
 # its CFI unwinds probe_me's hits; the stub unwinds them in the guest (qGdbtrace.stacks).
 stacks=$work/gdb-stacks.out
-timeout 180 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
-  -ex "file $prog" \
-  -ex "target extended-remote 127.0.0.1:$port" \
-  -ex "set remote exec-file /bin/gt_loop" \
-  -ex "set args 50" \
-  -ex "break main" -ex "run" \
+guest_gdb 180 "$stacks" "$prog" /bin/gt_loop "50" \
   -ex "break done" \
   -ex "monitor gdbtrace stacks on" \
   -ex "trace probe_me" \
@@ -164,23 +142,15 @@ timeout 180 /usr/bin/gdb -nx -batch \
   -ex "tstop" \
   -ex "maint packet qGdbtrace.stacks:0,1" \
   -ex "monitor gdbtrace stacks off" \
-  -ex "kill" \
-  >"$stacks" 2>&1
-echo "gdb exit $?" >>"$stacks"
+  -ex "kill"
 check stacks_module_backend "tracepoint 3 at 0x[0-9a-f]+: backend module" "$stacks"
 
 # Two call paths to one leaf (-O2, no frame pointers: CFI only), folded by the host gdb's plugin from
 # the stacks the guest's stub unwound: exactly 300 and 700 (issue 15's proof for the module).
-here=$(cd "$(dirname "$0")" && pwd)
 folded=$work/gt_stacks.folded
 rm -f "$folded"
-timeout 300 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
+guest_gdb 300 "$work/gdb-stacks2.out" "$root/bin/gt_stacks" /bin/gt_stacks "" \
   -ex "source $here/../../gdb-plugin/gdbtrace.py" \
-  -ex "file $root/bin/gt_stacks" \
-  -ex "target extended-remote 127.0.0.1:$port" \
-  -ex "set remote exec-file /bin/gt_stacks" \
-  -ex "break main" -ex "run" \
   -ex "set trace-buffer-size 67108864" \
   -ex "monitor gdbtrace stacks on" \
   -ex "trace leaf" \
@@ -189,9 +159,7 @@ timeout 300 /usr/bin/gdb -nx -batch \
   -ex "monitor gdbtrace status" \
   -ex "tstop" \
   -ex "gdbtrace stacks -top 3 -folded $folded" \
-  -ex "monitor gdbtrace stacks off" \
-  >"$work/gdb-stacks2.out" 2>&1
-echo "gdb exit $?" >>"$work/gdb-stacks2.out"
+  -ex "monitor gdbtrace stacks off"
 check stacks_two_paths_backend "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits 1001, frames 1001" "$work/gdb-stacks2.out"
 if [ -s "$folded" ]; then cp "$folded" "$work/gdb-stacks2.folded"; else echo "(no folded file)" >"$work/gdb-stacks2.folded"; fi
 check stacks_two_paths_a "(^|;)main;path_a;common;leaf 300$" "$work/gdb-stacks2.folded"
@@ -209,13 +177,7 @@ collect \$regs, a
 end
 EOT
 rm -f "$work/gt_loop_stream.tf"
-timeout 300 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
-  -ex "file $prog" \
-  -ex "target extended-remote 127.0.0.1:$port" \
-  -ex "set remote exec-file /bin/gt_loop" \
-  -ex "set args $SN" \
-  -ex "break main" -ex "run" \
+guest_gdb 300 "$work/gdb-stream.out" "$prog" /bin/gt_loop "$SN" \
   -ex "break done" \
   -x "$work/stream.gdb" \
   -ex "monitor gdbtrace stream /tmp/gt_loop_stream.tf" \
@@ -225,9 +187,7 @@ timeout 300 /usr/bin/gdb -nx -batch \
   -ex "monitor gdbtrace status" \
   -ex "monitor gdbtrace backend" \
   -ex "remote get /tmp/gt_loop_stream.tf $work/gt_loop_stream.tf" \
-  -ex "kill" \
-  >"$work/gdb-stream.out" 2>&1
-echo "gdb exit $?" >>"$work/gdb-stream.out"
+  -ex "kill"
 # Under TCG the drain may fall behind: every hit must then be a frame or a counted drop, and the file
 # must hold the frames and a loss marker per drop seen (docs/streaming.md).
 srow=$(grep -oE "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits [0-9]+, frames [0-9]+, drops [0-9]+" "$work/gdb-stream.out" | tail -1)
@@ -276,13 +236,7 @@ collect \$regs
 end
 EOT
 
-timeout 240 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
-  -ex "file $prog" \
-  -ex "target extended-remote 127.0.0.1:$port" \
-  -ex "set remote exec-file /bin/gt_loop" \
-  -ex "set args $N" \
-  -ex "break main" -ex "run" \
+guest_gdb 240 "$out" "$prog" /bin/gt_loop "$N" \
   -ex "break done" \
   -x "$work/tracepoints.gdb" \
   -ex "tstart" \
@@ -311,9 +265,7 @@ timeout 240 /usr/bin/gdb -nx -batch \
   -ex "tfind none" \
   -ex "tsave $tfile" \
   -ex "kill" \
-  -ex "monitor exit" \
-  >"$out" 2>&1
-echo "gdb exit $?" >>"$out"
+  -ex "monitor exit"
 
 check module_backend "tracepoint 3 at 0x[0-9a-f]+: backend module"
 check frames "Collected $((N + 1 + 3)) trace frames"

@@ -18,9 +18,8 @@ prog=$root/bin/gt_loop
 out=$work/gdb-$phase.out
 N=200
 
-check() { # name pattern
-  if grep -qE "$2" "$out"; then echo "ok gdb_${phase}_$1"; else echo "FAIL gdb_${phase}_$1: no /$2/ in $out"; fi
-}
+. "$(cd "$(dirname "$0")" && pwd)/gdb_lib.sh"
+check() { check_output "gdb_${phase}_$1" "$2" "$out"; } # name pattern
 
 cat >"$work/$phase.gdb" <<EOT
 trace probe_me
@@ -28,14 +27,8 @@ actions
 collect a
 end
 EOT
-timeout 240 /usr/bin/gdb -nx -batch \
-  -ex "set pagination off" -ex "set confirm off" -ex "set auto-connect-native off" \
-  -ex "file $prog" \
-  -ex "target extended-remote 127.0.0.1:$port" \
+guest_gdb 240 "$out" "$prog" /bin/gt_loop "$N" \
   -ex "monitor gdbtrace backend" \
-  -ex "set remote exec-file /bin/gt_loop" \
-  -ex "set args $N" \
-  -ex "break main" -ex "run" \
   -ex "echo TRACEE-PID: " -ex "info inferiors" \
   -ex "break done" \
   -x "$work/$phase.gdb" \
@@ -51,9 +44,7 @@ timeout 240 /usr/bin/gdb -nx -batch \
   -ex "echo OTHER: \\n" \
   -ex "attach $other" \
   -ex "echo AFTER-ATTACH\\n" \
-  -ex "monitor exit" \
-  >"$out" 2>&1
-echo "gdb exit $?" >>"$out"
+  -ex "monitor exit"
 
 check module_available "module: "
 check module_backend "tracepoint [0-9]+ at 0x[0-9a-f]+: backend module, hits $N, frames $N"

@@ -17,13 +17,6 @@
 #include <grp.h>
 #include <pthread.h>
 
-volatile long sink;
-
-__attribute__((noinline)) long probe_fn(long a) {
-  sink += a;
-  return sink;
-}
-
 // add $1,%rdi (emulated where the module allows it); returns arg + 1 when it ran once.
 long limits_emu_fn(long);
 __asm__(".text\n.globl limits_emu_fn\n.type limits_emu_fn,@function\nlimits_emu_fn:\n"
@@ -48,12 +41,6 @@ static int add_own_offset(struct session* s, pid_t pid, uint32_t* id) {
   if (id)
     *id = a.id;
   return r;
-}
-
-static int call_probe_fn(long n) {
-  for (long i = 0; i < n; i++)
-    probe_fn(i);
-  return 0;
 }
 
 static int call_emu_fn(long n) {

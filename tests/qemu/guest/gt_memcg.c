@@ -12,19 +12,6 @@
 #define CG "/sys/fs/cgroup"
 #define GROUP CG "/gt_memcg"
 
-volatile long sink;
-
-__attribute__((noinline)) long probe_fn(long a) {
-  sink += a;
-  return sink;
-}
-
-static int call_probe_fn(long n) {
-  for (long i = 0; i < n; i++)
-    probe_fn(i);
-  return 0;
-}
-
 static int write_file(const char* path, const char* text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0)

@@ -11,19 +11,6 @@
 // Prints "ok NAME" / "FAIL NAME: why"; exit status = number of failures.
 #include "gt_util.h"
 
-volatile long sink;
-
-__attribute__((noinline)) long probe_fn(long a) {
-  sink += a;
-  return sink;
-}
-
-static int call_probe_fn(long n) {
-  for (long i = 0; i < n; i++)
-    probe_fn(i);
-  return 0;
-}
-
 static struct gdbtrace_action regs_action = {.kind = GDBTRACE_ACT_REGS};
 
 static void test_in_namespace(void) {

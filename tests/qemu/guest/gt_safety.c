@@ -17,13 +17,6 @@
 #include <stddef.h>
 #include <sys/user.h>
 
-volatile long sink;
-
-__attribute__((noinline)) long probe_fn(long a) {
-  sink += a;
-  return sink;
-}
-
 // Emulated stores (mov %rsi,(%rdi) / mov %esi,(%rdi)), each the first
 // instruction of its function.
 void store64(volatile uint64_t* p, uint64_t v);
@@ -33,12 +26,6 @@ __asm__(".text\n"
         ".globl store32\n.type store32,@function\nstore32:\n mov %esi,(%rdi)\n ret\n");
 
 static struct gdbtrace_action regs_action = {.kind = GDBTRACE_ACT_REGS};
-
-static int call_probe_fn(long n) {
-  for (long i = 0; i < n; i++)
-    probe_fn(i);
-  return 0;
-}
 
 static int pause_forever(long unused) {
   (void)unused;

@@ -104,26 +104,18 @@ static int run_tracee(struct tracee t) {
 static int add_probe(struct session* s, pid_t pid, uintptr_t addr, uint32_t tp,
                      struct gdbtrace_action* acts, uint32_t nacts, const uint8_t* cond,
                      uint32_t cond_len, uint64_t pass, uint32_t* id) {
-  int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  struct gdbtrace_probe_add a = {0};
-  a.pid = pid;
-  a.fd = exe;
-  a.offset = file_offset_of(pid, addr);
-  a.address = addr;
-  a.tp_number = tp;
-  a.nr_actions = nacts;
-  a.actions = (uintptr_t)acts;
-  a.cond = (uintptr_t)cond;
-  a.cond_len = cond_len;
-  a.pass_count = pass;
-  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
-  int e = errno;
-  close(exe);
-  if (r)
-    return -e;
-  if (id)
+  struct gdbtrace_probe_add a = {.pid = pid,
+                                 .address = addr,
+                                 .tp_number = tp,
+                                 .nr_actions = nacts,
+                                 .actions = (uintptr_t)acts,
+                                 .cond = (uintptr_t)cond,
+                                 .cond_len = cond_len,
+                                 .pass_count = pass};
+  int r = add_described(s, NULL, &a);
+  if (r == 0 && id)
     *id = a.id;
-  return 0;
+  return r;
 }
 
 // Every frame in every ring, in ring order. Calls FN(frame, len, arg); frees the space.
@@ -529,21 +521,15 @@ static void test_runaway_bytecode(void) {
 // ADD with GDBTRACE_PROBE_EMULATE; *EMU gets the recipe the module reports.
 static int add_probe_emu(struct session* s, pid_t pid, uintptr_t addr, struct gdbtrace_emu* emu,
                          uint32_t tp, struct gdbtrace_action* acts, uint32_t nacts, uint32_t* id) {
-  int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  struct gdbtrace_probe_add a = {0};
-  a.pid = pid;
-  a.fd = exe;
-  a.offset = file_offset_of(pid, addr);
-  a.address = addr;
-  a.tp_number = tp;
-  a.nr_actions = nacts;
-  a.actions = (uintptr_t)acts;
-  a.flags = GDBTRACE_PROBE_EMULATE;
-  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
-  int e = errno;
-  close(exe);
+  struct gdbtrace_probe_add a = {.pid = pid,
+                                 .address = addr,
+                                 .tp_number = tp,
+                                 .nr_actions = nacts,
+                                 .actions = (uintptr_t)acts,
+                                 .flags = GDBTRACE_PROBE_EMULATE};
+  int r = add_described(s, NULL, &a);
   if (r)
-    return -e;
+    return r;
   if (id)
     *id = a.id;
   *emu = a.emu;

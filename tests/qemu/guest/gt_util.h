@@ -166,25 +166,50 @@ static inline int release_child(struct child c) {
   return wait_traced(c.pid);
 }
 
+// ADD the probe A describes (pid, address, tracepoint, actions, condition, flags) in FILE
+// (default this executable) at the file offset the pid's maps give: A gets the module's answer
+// (id, emulation recipe). 0 or -errno.
+static inline int add_described(struct session* s, const char* file, struct gdbtrace_probe_add* a) {
+  int fd = open(file ? file : "/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  a->fd = fd;
+  a->offset = file_offset_of(a->pid, a->address);
+  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, a);
+  int e = errno;
+  close(fd);
+  return r ? -e : 0;
+}
+
 // ADD a probe at ADDR (in FILE, default this executable) of process PID.
 static inline int add_at(struct session* s, pid_t pid, const char* file, uintptr_t addr,
                          uint32_t flags, struct gdbtrace_action* acts, uint32_t nacts,
                          struct gdbtrace_probe_add* out) {
-  int fd = open(file ? file : "/proc/self/exe", O_RDONLY | O_CLOEXEC);
   struct gdbtrace_probe_add a = {.pid = pid,
-                                 .fd = fd,
-                                 .offset = file_offset_of(pid, addr),
                                  .address = addr,
                                  .tp_number = 1,
                                  .nr_actions = nacts,
                                  .actions = (uintptr_t)acts,
                                  .flags = flags};
-  int r = ioctl(s->fd, GDBTRACE_IOC_ADD, &a);
-  int e = errno;
-  close(fd);
+  int r = add_described(s, file, &a);
   if (out)
     *out = a;
-  return r ? -e : 0;
+  return r;
+}
+
+// ---- the probed function of the tests that need just one ----
+
+static volatile long gt_sink;
+
+// Not inlined into its callers: its address is a real function entry to probe.
+static __attribute__((noinline, unused)) long probe_fn(long a) {
+  gt_sink += a;
+  return gt_sink;
+}
+
+// A start_child() body: N calls of probe_fn.
+static __attribute__((unused)) int call_probe_fn(long n) {
+  for (long i = 0; i < n; i++)
+    probe_fn(i);
+  return 0;
 }
 
 #endif
