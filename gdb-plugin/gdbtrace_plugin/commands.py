@@ -1,6 +1,6 @@
 """The `gdbtrace` prefix command and the registration of every `gdbtrace` subcommand; each command
 family lives in its own module (status_command, export_command, stats_commands, latency_command,
-live_command, stacks_commands; functions for trace-functions)."""
+live_command, stacks_commands, open_command; functions for trace-functions)."""
 
 import gdb
 
@@ -8,6 +8,7 @@ from . import functions
 from .export_command import ExportCommand
 from .latency_command import LatencyCommand
 from .live_command import LiveCommand
+from .open_command import OpenCommand
 from .stacks_commands import FlamegraphCommand, StacksCommand
 from .stats_commands import PlotCommand, StatsCommand
 from .status_command import StatusCommand
@@ -33,4 +34,5 @@ def register():
     StatsCommand()
     PlotCommand()
     LatencyCommand()
+    OpenCommand()
     functions.TraceFunctionsCommand()

@@ -7,7 +7,7 @@ import time
 
 import gdb
 
-from . import batch, decode, frames, regs, tracepoints
+from . import batch, decode, frames, regs, relocate, tracepoints
 from .transport import Stub, StubError, TfileSource, tracepoint_addresses, unescape_binary
 
 
@@ -120,7 +120,10 @@ def tracepoint_defs():
 def tracepoint_map(stub, tpdefs):
     """{number in frames: gdb's tracepoint number}. They are equal for tracepoints
     gdb downloaded itself; a trace file's tracepoints get new numbers in gdb, so
-    they are matched by address."""
+    they are matched by address, else by function: a relocated PIE program's
+    (`gdbtrace open`) tracepoint may sit at its function's entry in gdb, because
+    gdb's trace-file target reads code only at link-time addresses and cannot
+    skip the prologue, while the file holds the address after it."""
     try:
         on_target = tracepoint_addresses(stub.upload_tracepoints())
     except StubError:
@@ -132,7 +135,47 @@ def tracepoint_map(stub, tpdefs):
             if a in by_address:
                 out[number] = by_address[a]
                 break
+    unmatched = [n for n in on_target if n not in out]
+    if unmatched:
+        taken = set(out.values())
+        by_function = {}
+        for n, t in tpdefs.items():
+            if n not in taken:
+                for loc in t.locations:
+                    by_function.setdefault(_function_start(loc.address), set()).add(n)
+        for number in unmatched:
+            starts = {_function_start(a) for a in on_target[number]} - {None}
+            candidates = set().union(*(by_function.get(s, set()) for s in starts)) if starts else set()
+            if len(candidates) == 1:
+                out[number] = candidates.pop()
+    if isinstance(stub, TfileSource) and len(out) < len(on_target):
+        _hint_relocation(stub.path)
     return out
+
+
+_hinted = set()
+
+
+def _hint_relocation(path):
+    """Says once per file why its tracepoints do not match gdb's when the program is a PIE."""
+    program = gdb.current_progspace().filename
+    if path in _hinted or not program or not relocate.is_position_independent(program):
+        return
+    _hinted.add(path)
+    gdb.write("gdbtrace: %s's tracepoints are not at %s's link-time addresses: the program is "
+              "position-independent and gdb's `target tfile` does not relocate it; open the file "
+              "with `gdbtrace open %s`\n" % (path, program, path), gdb.STDERR)
+
+
+def _function_start(address):
+    """Start of the function holding ADDRESS in gdb's symbols, or None."""
+    try:
+        block = gdb.block_for_pc(address)
+    except (RuntimeError, gdb.error):
+        return None
+    while block is not None and block.function is None:
+        block = block.superblock
+    return block.start if block is not None else None
 
 
 def iter_frames(stub, regblock_size, first_offset=0, tp_map=None):

@@ -232,6 +232,45 @@ class Export(PluginTestCase):
 
 
 @needs_gdbtrace
+class OpenPieTraceFile(PluginTestCase):
+    """plugin_demo is a PIE (Debian's default). gdb's `target tfile` reads a trace file at the
+    program's link-time addresses, so a plain `target tfile` of its trace decodes nothing; `gdbtrace
+    open` moves the symbols to where the trace found the program, for gdb's own tfind and print and
+    for every plugin command."""
+
+    def test_open_relocates_a_pie_program(self):
+        tf = self.dir / "pie.tf"
+        out_plain, out_open = self.dir / "plain.csv", self.dir / "open.csv"
+        live = plugin_run(WORK_TRACEPOINT + RUN_TO_DONE + ["tsave %s" % tf])
+        self.assertTrue(tf.exists(), live.transcript())
+        plain = run_gdb(["source %s" % PLUGIN, "target tfile %s" % tf, "tfind 7", "print i",
+                         "gdbtrace export csv %s" % out_plain], program="plugin_demo", connect=False)
+        self.assertNoPythonErrors(plain)
+        self.assertOutput(plain, r'No symbol "i" in current context')
+        self.assertOutput(plain, r"position-independent and gdb's `target tfile` does not relocate it; "
+                                 r"open the file with `gdbtrace open")
+        opened = run_gdb(["source %s" % PLUGIN, "gdbtrace open %s" % tf, "tfind 7", "print i",
+                          "print scaled", "gdbtrace export csv %s" % out_open],
+                         program="plugin_demo", connect=False)
+        self.assertNoPythonErrors(opened)
+        self.assertOrdered(opened, [r"position-independent: its symbols are moved to 0x[0-9a-f]+000, where the "
+                                    r"trace found it", r"Found trace frame 7", r"^\$1 = 7$", r"^\$2 = 21$",
+                                    r"Exported 20 frames"])
+        self.assertNoOutput(opened, r"cannot decode")
+        rows = read_csv(out_open)
+        self.assertEqual([int(r["i"]) for r in rows], list(range(20)))
+        self.assertEqual([int(r["scaled"]) for r in rows], [3 * i for i in range(20)])
+
+    def test_open_refuses_what_is_not_a_trace_file(self):
+        bogus = self.dir / "not-a-trace"
+        bogus.write_text("hello\n")
+        run = run_gdb(["source %s" % PLUGIN, "gdbtrace open %s" % bogus, "gdbtrace open"],
+                      program="plugin_demo", connect=False)
+        self.assertNoPythonErrors(run)
+        self.assertOrdered(run, [r"gdbtrace open: .*not-a-trace is not a gdb trace file",
+                                 r"usage: gdbtrace open FILE"])
+
+
 class I386Frames(PluginTestCase):
     def test_jsonl_of_an_i386_program(self):
         """A gcc -m32 program's frames have the i386 'R' layout (eax..eip, 4 bytes each): the plugin

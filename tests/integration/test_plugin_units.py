@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "gdb-plugin"))
 
-from gdbtrace_plugin import ax, batch, exporters, frames, latency, model, regs, stats, tracepoints, transport  # noqa: E402,E501
+from gdbtrace_plugin import (ax, batch, exporters, frames, latency, model, regs, relocate, stats,  # noqa: E402
+                             tracepoints, transport)
 
 
 def regblock(**values):
@@ -523,6 +524,52 @@ class TfileTest(unittest.TestCase):
             f.flush()
             with self.assertRaises(transport.StubError):
                 transport.TfileSource(f.name)
+
+
+class RelocateTest(unittest.TestCase):
+    """Where a PIE program was loaded, from a trace file's tracepoint locations."""
+
+    # tsave's lines for `trace probe_me` (at 0x1169-0x1190 in the file, after the prologue at +0xa)
+    # and `trace *0x555555555180` (says nothing about the bias).
+    LINES = ["T2:555555555173:E:0:0", "A2:555555555173:R40",
+             "Z2:555555555173:at:0:8:" + b"probe_me".hex(),
+             "Z2:555555555173:cmd:0:c:" + b"collect i, j".hex(),
+             "Z3:555555555180:at:0:f:" + b"*0x555555555180".hex()]
+
+    def test_location_specs(self):
+        self.assertEqual(relocate.location_specs(self.LINES), [(0x555555555173, "probe_me")])
+        self.assertEqual(relocate.location_specs(["Z2:zz:at:0:1:61", "Z2:1:at:0:1:zz", "Z2:1:at"]), [])
+
+    def test_one_bias_fits(self):
+        functions = {"probe_me": [(0x1169, 0x1190)], "main": [(0x1200, 0x1400)]}
+        specs = [(0x555555555173, "probe_me"), (0x555555555210, "main")]
+        self.assertEqual(relocate.load_bias(specs, functions.get), (0x555555554000, None))
+        # A non-PIE trace (or one loaded at its link address): bias 0.
+        self.assertEqual(relocate.load_bias([(0x1173, "probe_me")], functions.get), (0, None))
+
+    def test_no_bias_is_guessed(self):
+        functions = {"probe_me": [(0x1169, 0x1190)], "big": [(0x1000, 0x3000)], "main": [(0x1200, 0x1400)]}
+        bias, why = relocate.load_bias([(0x555555555173, "missing")], functions.get)
+        self.assertIsNone(bias)
+        self.assertIn("no tracepoint location", why)
+        # A function longer than a page fits two load addresses: ambiguous, not guessed.
+        bias, why = relocate.load_bias([(0x555555555173, "big")], functions.get)
+        self.assertIsNone(bias)
+        self.assertIn("2 load addresses fit", why)
+        # Two tracepoints whose functions fit no common bias: another build of the program.
+        bias, why = relocate.load_bias([(0x555555555173, "probe_me"), (0x555555555180, "main")], functions.get)
+        self.assertIsNone(bias)
+        self.assertIn("no single load address", why)
+
+    def test_is_position_independent(self):
+        with tempfile.TemporaryDirectory() as d:
+            elf = Path(d) / "elf"
+            for e_type, expect in ((3, True), (2, False)):
+                elf.write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 9 + struct.pack("<H", e_type))
+                self.assertEqual(relocate.is_position_independent(str(elf)), expect)
+            elf.write_bytes(b"#!/bin/sh\n")
+            self.assertFalse(relocate.is_position_independent(str(elf)))
+            self.assertFalse(relocate.is_position_independent(str(Path(d) / "missing")))
 
 
 class LatencyTest(unittest.TestCase):
