@@ -118,7 +118,8 @@ class JumpPadLifecycle(GdbTestCase):
                           program="jp_deref", args=(which,))
             found = backends(run)
             self.assertTrue(found and "jumppad" not in found, run.transcript())
-            self.assertOutput(run, r"backend \w+, hits 2, frames 1, .*errors 1 \(jumppad: ")
+            self.assertOutput(run, r"backend \w+, hits 2, frames 1, .*errors 1 \(jumppad: memory "
+                                   r"collection is not done by the jump pad")
             self.assertOutput(run, r"Trace stopped by an error \(tracepoint 2: memory unreadable")
             self.assertOutput(run, r"Collected 1 trace frames")
             self.assertOrdered(run, [r"Found trace frame 0, tracepoint 2", r"\$1 = 0x1234567",
@@ -128,7 +129,7 @@ class JumpPadLifecycle(GdbTestCase):
             self.assertOutput(run, r"exited normally")
         forced = run_gdb(["monitor gdbtrace backend jumppad", "break deref_done", "ftrace *jp_deref",
                           "actions", "collect *p", "end", "tstart"], program="jp_deref")
-        self.assertOutput(forced, r"jumppad: the jump pad compiles only")
+        self.assertOutput(forced, r"jumppad: memory collection is not done by the jump pad")
 
 
 if __name__ == "__main__":
