@@ -108,13 +108,13 @@ def per_hit_rows(rounds):
                 continue
             v = nums(rounds, (who, col))
             B.row(mech, f"probe_me:{col}", statistics.median(v) if len(v) == len(rounds) else None,
-                  column=col, rounds=len(rounds), worst=max(v) if v else None, n=N_HITS,
+                  column=col, rounds=len(rounds), worst=round(max(v), 1) if v else None, n=N_HITS,
                   runs_ns=",".join(f"{x:.1f}" for x in v) or None, reason=reason(rounds, (who, col)),
                   program="bench_loop" if who == "pad" else "bench_loop-nopie")
     s, f = nums(rounds, "syscall"), nums(rounds, "floor")
-    B.row("syscall-getppid", "getppid", statistics.median(s), worst=max(s), n=N_SYSCALL)
+    B.row("syscall-getppid", "getppid", statistics.median(s), worst=round(max(s), 1), n=N_SYSCALL)
     B.row("uprobe-tracefs", "probe_me", statistics.median(f) if len(f) == len(rounds) else None,
-          worst=max(f) if f else None, n=N_HITS, reason=reason(rounds, "floor"))
+          worst=round(max(f), 1) if f else None, n=N_HITS, reason=reason(rounds, "floor"))
     for t in THREADS:
         for who, mech, value in (("untraced", "untraced", "untraced_wall"), ("pad", "gdbtrace-jumppad", "pad_ns")):
             v, ns = nums(rounds, (who, t)), nums(rounds, (value, t))
