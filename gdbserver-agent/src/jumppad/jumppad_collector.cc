@@ -104,6 +104,9 @@ private:
   std::vector<Location> locations_;
   std::map<uint32_t, size_t> by_slot_; // tp slot -> locations_ index (this run)
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_;
+  // Records drained per location this run: with the drops, its hits (the pad
+  // counts no hits where it writes a record).
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> records_;
 };
 
 Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site) {
@@ -184,6 +187,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     return make_error(EBUSY, "the jump pad is written only while every thread is stopped");
   if (sites_.empty()) { // a new run counts from zero
     stats_.clear();
+    records_.clear();
     by_slot_.clear();
     locations_.clear();
     for (auto& [p, pa] : areas_) {
@@ -325,6 +329,7 @@ void JumppadCollector::drain() {
       if (it == by_slot_.end() || locations_[it->second].pid != pid)
         continue; // an earlier run's, or garbage
       const Location& loc = locations_[it->second];
+      records_[{loc.number, loc.address}]++;
       if (!ctx_->collecting()) {
         stats_[{loc.number, loc.address}].after_stop++;
         continue;
@@ -345,8 +350,10 @@ CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const 
     if (it == areas_.end())
       continue;
     const TpSlot& t = it->second.area->tp_slot(l.tp_slot);
-    s.hits = std::atomic_ref<const uint64_t>(t.hits).load(std::memory_order_relaxed);
     s.drops = std::atomic_ref<const uint64_t>(t.drops).load(std::memory_order_relaxed);
+    auto r = records_.find({number, address});
+    s.hits = std::atomic_ref<const uint64_t>(t.hits).load(std::memory_order_relaxed) + s.drops +
+             (r == records_.end() ? 0 : r->second);
   }
   return s;
 }

@@ -34,7 +34,7 @@ static_assert(kRingHeadsOffset + 64 * kMaxRings <= kCodeOffset);
 // later run at that site takes again (the stub discards the rings' records
 // left from between runs when a run starts).
 struct TpSlot {
-  uint64_t hits;    // hits that passed the enabled check
+  uint64_t hits;    // hits that passed the enabled check, of a pad writing no records
   uint64_t drops;   // records lost to a full ring
   uint32_t enabled; // the stub's switch: 0 = the pad skips this tracepoint
   uint32_t reserved;
