@@ -3,7 +3,9 @@
  * be a 5-byte jmp. Usage: bench_jumppad [CALLS [THREADS [PAUSE_US]]]
  * CALLS calls from the main thread (its own count is printed), THREADS more
  * threads calling jp_probe until the main loop ends, PAUSE_US a sleep between
- * the main thread's calls (so a test can act mid-run). */
+ * the main thread's calls (so a test can act mid-run). Every worker checks
+ * each result (worker_bad counts wrong ones: an instruction the pad lost or
+ * ran twice shows there). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +23,18 @@ __attribute__((noinline)) void jp_done(void) {
 }
 
 static volatile int stop_workers;
+static long worker_bad;
 
 static void* worker(void* arg) {
   long calls = 0;
   (void)arg;
+  long bad = 0;
   while (!stop_workers) {
-    jp_probe(calls);
+    if (jp_probe(calls) != calls + 3)
+      bad++;
     calls++;
   }
+  __atomic_add_fetch(&worker_bad, bad, __ATOMIC_RELAXED);
   return (void*)calls;
 }
 
@@ -59,8 +65,8 @@ int main(int argc, char** argv) {
     worker_calls += (long)r;
   }
   double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
-  printf("BENCH jumppad calls=%ld sum=%ld worker_calls=%ld ns_per_call=%.1f\n", calls, sum,
-         worker_calls, n ? ns / n : 0.0);
+  printf("BENCH jumppad calls=%ld sum=%ld worker_calls=%ld ns_per_call=%.1f worker_bad=%ld\n",
+         calls, sum, worker_calls, n ? ns / n : 0.0, worker_bad);
   fflush(stdout);
   jp_done();
   return 0;

@@ -61,6 +61,24 @@ bool register_only(const AgentExpr& e) {
   return false;
 }
 
+// Whether E reads target memory (ref*, trace*: gdb's `collect *p`): refused
+// with the memory reason, which says more than "not a TSV increment".
+bool reads_memory(const AgentExpr& e) {
+  const auto& c = e.code;
+  for (size_t pc = 0; pc < c.size();) {
+    const struct ax_opinfo* info = ax_opinfo(c[pc]);
+    if (!info || !(info->flags & AX_F_KNOWN) || c[pc] == AX_OP_PRINTF)
+      return false; // printf's operand has no fixed length; not a memory read anyway
+    if (info->flags & AX_F_MEM)
+      return true;
+    pc += 1 + info->operand_bytes;
+  }
+  return false;
+}
+
+const char* const kNoMemory = "memory collection is not done by the jump pad yet (a bad pointer "
+                              "must not crash the tracee)";
+
 } // namespace
 
 Result<TsvIncrement> tsv_increment(const AgentExpr& e) {
@@ -110,10 +128,11 @@ Result<PadActions> plan_actions(const Tracepoint& tp) {
     if (std::holds_alternative<CollectRegisters>(a)) {
       out.registers = true;
     } else if (std::holds_alternative<CollectMemory>(a)) {
-      return refuse("memory collection is not done by the jump pad yet (a bad pointer must "
-                    "not crash the tracee)");
+      return refuse(kNoMemory);
     } else if (register_only(std::get<CollectExpr>(a).expr)) {
       continue;
+    } else if (reads_memory(std::get<CollectExpr>(a).expr)) {
+      return refuse(kNoMemory);
     } else {
       auto inc = tsv_increment(std::get<CollectExpr>(a).expr);
       if (!inc)

@@ -5,7 +5,8 @@
 //
 // The area is never unmapped from the tracee: a thread preempted inside a pad
 // at tstop, or holding a pad address in a signal frame, must find it there.
-// Pad code is bump-allocated and never overwritten; tp slots are never reused.
+// Pad code is bump-allocated and never overwritten; a tp slot serves one site
+// (the collector gives it back to the same site's location in a later run).
 #pragma once
 
 #include <cstdint>

@@ -74,12 +74,25 @@ private:
     bool patched = false;
     std::vector<uint32_t> locations; // indexes into locations_, definition order
   };
+  struct PlacedPad {
+    uint64_t address = 0;
+    std::vector<uint8_t> code;
+  };
   struct ProcessArea {
     std::unique_ptr<Area> area;
     std::map<uint32_t, bool> tsvs_initialised; // this run
+    // Kept across runs: the k-th location at a site takes the site's k-th tp
+    // slot again, and a pad whose bytes come out the same is used again in
+    // place, so tstart/tstop cycles do not use up the slot table or the code
+    // region (pad code is never rewritten: reuse means identical bytes at the
+    // same address, safe for a thread still inside it).
+    std::map<uint64_t, std::vector<uint32_t>> site_slots;
+    std::map<uint64_t, std::vector<PlacedPad>> site_pads;
   };
 
   Result<Area*> area_for(Pid pid, uint64_t site);
+  Result<uint32_t> slot_for(ProcessArea& pa, uint64_t address, size_t kth);
+  Result<uint64_t> pad_for(ProcessArea& pa, PadSpec& spec);
   Result<void> write_site(Site& site, uint64_t address, uint64_t pad);
   Result<void> no_thread_inside(Pid pid, uint64_t address) const;
   void frame_from(const Record& r, const Location& loc);
@@ -91,6 +104,9 @@ private:
   std::vector<Location> locations_;
   std::map<uint32_t, size_t> by_slot_; // tp slot -> locations_ index (this run)
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_;
+  // Records drained per location this run: with the drops, its hits (the pad
+  // counts no hits where it writes a record).
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> records_;
 };
 
 Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site) {
@@ -106,6 +122,33 @@ Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site) {
   if (!it->second.area->reaches(site))
     return make_error(ERANGE, "the site is more than 2 GB from the process's jump pad area");
   return it->second.area.get();
+}
+
+Result<uint32_t> JumppadCollector::slot_for(ProcessArea& pa, uint64_t address, size_t kth) {
+  std::vector<uint32_t>& slots = pa.site_slots[address];
+  if (kth < slots.size())
+    return slots[kth];
+  auto slot = pa.area->new_tp_slot();
+  if (slot)
+    slots.push_back(*slot);
+  return slot;
+}
+
+Result<uint64_t> JumppadCollector::pad_for(ProcessArea& pa, PadSpec& spec) {
+  std::vector<PlacedPad>& placed = pa.site_pads[spec.site];
+  for (const PlacedPad& p : placed) {
+    spec.pad = p.address;
+    if (auto code = emit_pad(spec); code && *code == p.code)
+      return p.address;
+  }
+  spec.pad = pa.area->next_code();
+  auto code = emit_pad(spec);
+  if (!code)
+    return code.error();
+  auto pad = pa.area->place_code(*code);
+  if (pad)
+    placed.push_back({*pad, std::move(*code)});
+  return pad;
 }
 
 Result<void> JumppadCollector::no_thread_inside(Pid pid, uint64_t address) const {
@@ -144,10 +187,16 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     return make_error(EBUSY, "the jump pad is written only while every thread is stopped");
   if (sites_.empty()) { // a new run counts from zero
     stats_.clear();
+    records_.clear();
     by_slot_.clear();
     locations_.clear();
-    for (auto& [p, pa] : areas_)
+    for (auto& [p, pa] : areas_) {
       pa.tsvs_initialised.clear();
+      // Records written since the last drain (threads that were inside a pad
+      // at tstop) belong to no run; with tp slots reused they would look like
+      // this run's.
+      (void)pa.area->take_records();
+    }
   }
   ctx_ = &ctx;
   const bool new_site = !sites_.count(tp.address);
@@ -168,11 +217,12 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   if (!area)
     return area.error();
   Area& a = **area;
-  auto slot = a.new_tp_slot();
+  ProcessArea& pa = areas_[pid];
+  auto slot = slot_for(pa, tp.address, site.locations.size());
   if (!slot)
     return slot.error();
   Location loc{pid, tp.number, tp.address, *slot, acts->registers, acts->tsv_adds};
-  auto& inited = areas_[pid].tsvs_initialised;
+  auto& inited = pa.tsvs_initialised;
   for (const TsvIncrement& inc : loc.tsv_adds) {
     auto idx = a.tsv_index(inc.number);
     if (!idx)
@@ -186,8 +236,11 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   locations_.push_back(loc);
   site.locations.push_back(uint32_t(locations_.size() - 1));
 
-  PadSpec spec{tp.address,    a.next_code(),  a.remote(),      a.armed(), a.rings() - 1,
-               a.slots() - 1, a.ring_shift(), cpu_has_rdpid(), site.plan, {}};
+  PadSpec spec{tp.address,     0,
+               a.remote(),     a.armed(),
+               a.rings() - 1,  a.slots() - 1,
+               a.ring_shift(), cpu_has_rdpid(),
+               site.plan,      {}};
   for (uint32_t li : site.locations) {
     const Location& l = locations_[li];
     PadTracepoint pt{l.tp_slot, {}, true};
@@ -200,10 +253,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     locations_.pop_back();
     return e;
   };
-  auto code = emit_pad(spec);
-  if (!code)
-    return failed(code.error());
-  auto pad = a.place_code(*code);
+  auto pad = pad_for(pa, spec);
   if (!pad)
     return failed(pad.error());
   if (auto w = write_site(site, tp.address, *pad); !w)
@@ -279,6 +329,7 @@ void JumppadCollector::drain() {
       if (it == by_slot_.end() || locations_[it->second].pid != pid)
         continue; // an earlier run's, or garbage
       const Location& loc = locations_[it->second];
+      records_[{loc.number, loc.address}]++;
       if (!ctx_->collecting()) {
         stats_[{loc.number, loc.address}].after_stop++;
         continue;
@@ -299,8 +350,10 @@ CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const 
     if (it == areas_.end())
       continue;
     const TpSlot& t = it->second.area->tp_slot(l.tp_slot);
-    s.hits = std::atomic_ref<const uint64_t>(t.hits).load(std::memory_order_relaxed);
     s.drops = std::atomic_ref<const uint64_t>(t.drops).load(std::memory_order_relaxed);
+    auto r = records_.find({number, address});
+    s.hits = std::atomic_ref<const uint64_t>(t.hits).load(std::memory_order_relaxed) + s.drops +
+             (r == records_.end() ? 0 : r->second);
   }
   return s;
 }

@@ -28,11 +28,13 @@ inline constexpr uint32_t kSlotSize = 1u << kSlotShift;
 
 static_assert(kRingHeadsOffset + 64 * kMaxRings <= kCodeOffset);
 
-// One tracepoint location's counters and switch (a "tp slot"). Slots are
-// never reused for another location while the area exists: a thread still
-// inside an old pad (preempted there at tstop) only ever touches its own.
+// One tracepoint location's counters and switch (a "tp slot"). A slot never
+// serves another site while the area exists: a thread still inside an old pad
+// (preempted there at tstop) only ever touches its own site's slot, which a
+// later run at that site takes again (the stub discards the rings' records
+// left from between runs when a run starts).
 struct TpSlot {
-  uint64_t hits;    // hits that passed the enabled check
+  uint64_t hits;    // hits that passed the enabled check, of a pad writing no records
   uint64_t drops;   // records lost to a full ring
   uint32_t enabled; // the stub's switch: 0 = the pad skips this tracepoint
   uint32_t reserved;

@@ -196,9 +196,12 @@ Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
     const uint64_t slot = s.area + kTpSlotsOffset + uint64_t(tp.tp_slot) * sizeof(TpSlot);
     ok &= c.rip({0x83, 0x3d}, slot + offsetof(TpSlot, enabled), 1); // cmpl $0,enabled(%rip)
     c.bytes({0x00});
-    size_t to_next = c.jump({0x0f, 0x84});                                // je next
-    ok &= c.rip({0xf0, 0x48, 0xff, 0x05}, slot + offsetof(TpSlot, hits)); // lock incq hits
-    for (const auto& add : tp.tsv_adds) {                                 // lock addq $k,tsv(%rip)
+    size_t to_next = c.jump({0x0f, 0x84}); // je next
+    // A recording tracepoint's hits are its records plus its drops, counted by
+    // the stub: no locked add per hit on one line every CPU shares.
+    if (!tp.record)
+      ok &= c.rip({0xf0, 0x48, 0xff, 0x05}, slot + offsetof(TpSlot, hits)); // lock incq hits
+    for (const auto& add : tp.tsv_adds) { // lock addq $k,tsv(%rip)
       ok &= c.rip({0xf0, 0x48, 0x81, 0x05}, s.area + kTsvOffset + 8ull * add.index, 4);
       c.u32(uint32_t(add.k));
     }
