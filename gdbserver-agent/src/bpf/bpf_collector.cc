@@ -266,8 +266,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!probe)
     return probe.error();
   probes_.push_back(std::move(*probe));
-  by_slot_[probes_.back().slot] = probes_.size() - 1;
-  by_location_[{probes_.back().tp, probes_.back().address}].push_back(probes_.size() - 1);
+  index_probe(probes_.size() - 1);
   if (!batch_) {
     keep_definition_order(probes_.back(), ctx);
     set_emulating_probes();

@@ -5,17 +5,28 @@
 namespace gdbtrace::bpf_collector_internal {
 
 Probe* BpfCollector::find_slot(uint32_t slot) {
-  auto it = by_slot_.find(slot);
-  return it == by_slot_.end() ? nullptr : &probes_[it->second];
+  if (slot >= by_slot_.size() || by_slot_[slot] == kNoProbe)
+    return nullptr;
+  return &probes_[by_slot_[slot]];
+}
+
+// Probe I in the indexes (the records' slots, the locations, pass counts).
+void BpfCollector::index_probe(size_t i) {
+  const Probe& p = probes_[i];
+  if (p.slot >= by_slot_.size())
+    by_slot_.resize(p.slot + 1, kNoProbe);
+  by_slot_[p.slot] = uint32_t(i);
+  by_location_[{p.tp, p.address}].push_back(i);
+  if (p.def && p.def->pass_count)
+    pass_counted_.push_back(i);
 }
 
 void BpfCollector::reindex() {
   by_slot_.clear();
   by_location_.clear();
-  for (size_t i = 0; i < probes_.size(); i++) {
-    by_slot_[probes_[i].slot] = i;
-    by_location_[{probes_[i].tp, probes_[i].address}].push_back(i);
-  }
+  pass_counted_.clear();
+  for (size_t i = 0; i < probes_.size(); i++)
+    index_probe(i);
 }
 
 Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, bool enabled) {
@@ -168,14 +179,17 @@ void BpfCollector::drain() {
 
 // Hits whose frame the full ring buffer dropped still count toward pass counts.
 void BpfCollector::account_drops() {
-  // Only when a frame was dropped since the last look; then each probe's
-  // drops come from the mapped control map (no system call per probe, which
-  // with thousands of probes made every drain slower than the rings fill).
+  // Only when a frame was dropped since the last look, and only for the
+  // probes with a pass count (the engine's hit count feeds nothing else; the
+  // status reads drops from the maps): with thousands of probes, a walk over
+  // all of them after every drain that saw a drop made a drain that fell
+  // behind slower still.
   uint64_t total = __atomic_load_n(&control(bpf::kGlobalSlot).hits, __ATOMIC_ACQUIRE);
   if (total == drops_seen_)
     return;
   drops_seen_ = total;
-  for (size_t i = 0; i < probes_.size() && run_active_; i++) {
+  for (size_t k = 0; k < pass_counted_.size() && run_active_; k++) {
+    size_t i = pass_counted_[k];
     uint64_t drops = __atomic_load_n(&control(probes_[i].slot).drops, __ATOMIC_ACQUIRE);
     uint32_t tp = probes_[i].tp;
     while (run_active_ && ctx_->collecting() && i < probes_.size() &&

@@ -2,6 +2,7 @@
 // allocation, no locks, no stdio), see crash_cleanup.h.
 #include "target/crash_cleanup.h"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstddef>
@@ -13,12 +14,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace gdbtrace::crash_cleanup {
 namespace {
 
 constexpr int kMaxProcesses = 256;
-constexpr int kMaxBreakpoints = 8192;
+constexpr int kMaxBreakpoints = 65536; // the eBPF and module collectors' per-run maximum
 
 struct Table {
   ProcessEntry procs[kMaxProcesses];
@@ -35,6 +37,30 @@ std::atomic<int> committed{-1};
 // The stub itself: a child forked to start a program inherits the handlers
 // until its exec, and must not touch our tracees if it crashes meanwhile.
 pid_t owner_pid = 0;
+
+// Where each published int3 is in the tables, for the O(1) updates: outside
+// an update both tables hold the same entries at the same positions. Used by
+// the target only, never by the handler.
+struct SiteHash {
+  size_t operator()(const std::pair<pid_t, uint64_t>& k) const {
+    return std::hash<uint64_t>()(k.second * 31 + uint64_t(k.first));
+  }
+};
+std::unordered_map<std::pair<pid_t, uint64_t>, int, SiteHash> positions;
+
+// Applies OP to the spare table, publishes it, then to the other one.
+template <class Op> void update(Op op) {
+  int cur = committed.load(std::memory_order_acquire);
+  if (cur < 0) { // nothing published yet: start from an empty table
+    Publisher empty;
+    empty.begin();
+    empty.commit();
+    cur = committed.load(std::memory_order_acquire);
+  }
+  op(tables[1 - cur]);
+  committed.store(1 - cur, std::memory_order_release);
+  op(tables[cur]);
+}
 
 long raw_ptrace(long request, pid_t tid, unsigned long addr, unsigned long data) {
   return syscall(SYS_ptrace, request, tid, addr, data);
@@ -211,6 +237,54 @@ void Publisher::add_breakpoint(const BreakpointEntry& b) {
 
 void Publisher::commit() {
   committed.store(slot_, std::memory_order_release);
+  // The other table becomes the same, for update() (a full rebuild is rare:
+  // a process came or went).
+  const Table& t = tables[slot_];
+  Table& other = tables[1 - slot_];
+  std::copy(t.procs, t.procs + t.nprocs, other.procs);
+  other.nprocs = t.nprocs;
+  std::copy(t.bps, t.bps + t.nbps, other.bps);
+  other.nbps = t.nbps;
+  other.dropped = t.dropped;
+  positions.clear();
+  for (int i = 0; i < t.nbps; i++)
+    positions[{t.bps[i].pid, t.bps[i].address}] = i;
+}
+
+void breakpoint_set(const BreakpointEntry& b) {
+  auto it = positions.find({b.pid, b.address});
+  if (it != positions.end()) {
+    int i = it->second;
+    update([&](Table& t) { t.bps[i].original = b.original; });
+    return;
+  }
+  int cur = committed.load(std::memory_order_acquire);
+  int n = cur < 0 ? 0 : tables[cur].nbps;
+  if (n >= kMaxBreakpoints) {
+    update([](Table& t) { t.dropped++; });
+    return;
+  }
+  update([&](Table& t) {
+    t.bps[n] = b;
+    t.nbps = n + 1;
+  });
+  positions[{b.pid, b.address}] = n;
+}
+
+void breakpoint_removed(pid_t pid, uint64_t address) {
+  auto it = positions.find({pid, address});
+  if (it == positions.end())
+    return;
+  int i = it->second;
+  int last = tables[committed.load(std::memory_order_acquire)].nbps - 1;
+  BreakpointEntry moved = tables[committed.load(std::memory_order_acquire)].bps[last];
+  update([&](Table& t) {
+    t.bps[i] = moved;
+    t.nbps = last;
+  });
+  positions.erase(it);
+  if (i != last)
+    positions[{moved.pid, moved.address}] = i;
 }
 
 unsigned dropped() {

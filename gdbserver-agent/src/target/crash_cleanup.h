@@ -30,8 +30,8 @@ struct BreakpointEntry {
   uint8_t original = 0;
 };
 
-// Replaces the published table (called by the target after every change).
-// Beyond the fixed capacity the excess is dropped and counted.
+// Replaces the published table (called by the target after a change of its
+// processes). Beyond the fixed capacity the excess is dropped and counted.
 class Publisher {
 public:
   void begin();
@@ -42,6 +42,12 @@ public:
 private:
   int slot_ = 0;
 };
+
+// One int3 inserted, removed, or its original byte changed, in O(1): the
+// target calls these per breakpoint, so that inserting thousands of them
+// (tracepoints on ptrace) does not rebuild the table per insert.
+void breakpoint_set(const BreakpointEntry& b); // added, or its original byte updated
+void breakpoint_removed(pid_t pid, uint64_t address);
 
 // Installs the fatal-signal handlers (on an alternate stack, so a stack
 // overflow still cleans up).

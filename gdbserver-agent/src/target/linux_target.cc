@@ -496,9 +496,10 @@ Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<co
   if (!n)
     return n;
   for (auto it = first; it != last; ++it)
-    if (it->first < address + *n)
+    if (it->first < address + *n) {
       it->second.original = data[it->first - address];
-  publish_crash_table();
+      crash_cleanup::breakpoint_set({p->pid, it->first, it->second.original});
+    }
   return n;
 }
 
@@ -522,7 +523,7 @@ Result<void> LinuxTarget::insert_int3(Process& p, uint64_t address) {
     return make_error(w.error().code,
                       "cannot insert breakpoint at " + hex(address) + ": " + w.error().message);
   p.breakpoints[address].original = original;
-  publish_crash_table();
+  crash_cleanup::breakpoint_set({p.pid, address, original});
   return ok();
 }
 
@@ -533,7 +534,7 @@ Result<void> LinuxTarget::remove_int3(Process& p, uint64_t address) {
   uint8_t original = it->second.original;
   p.breakpoints.erase(it);
   p.removed_breakpoints.insert(address);
-  publish_crash_table();
+  crash_cleanup::breakpoint_removed(p.pid, address);
   auto w = p.memory.write(address, std::span<const uint8_t>(&original, 1));
   if (!w)
     return make_error(w.error().code,

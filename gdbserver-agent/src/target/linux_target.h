@@ -171,7 +171,8 @@ private:
   bool hidden(const Process& p) const { return p.unreported_fork_of != 0; }
   void release_unreported_forks(Pid parent, bool kill_them);
   void release_children_of_pending_events(Process& p, bool kill_them);
-  void publish_crash_table(); // after every change of processes or int3s
+  void
+  publish_crash_table(); // after every change of processes (int3s: crash_cleanup::breakpoint_*)
   void reveal_fork_child(const StopEvent& ev);
   Result<void> set_ptrace_options(Tid tid, bool attached);
   Result<void> insert_int3(Process& p, uint64_t address);

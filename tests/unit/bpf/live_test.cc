@@ -626,6 +626,9 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
   auto& small = *made;
   Tracepoint tp = regs_at_probe(30);
   tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(test_mem)), 4000});
+  // A pass count (never reached): dropped hits count toward it (record_hit).
+  // Without one they are only in the stats (record_hit feeds pass counts only).
+  tp.pass_count = 1000000;
   FakeContext ctx;
   ctx.capacity = 1 << 20; // the smallest rings: 1 MB per CPU
   ASSERT_TRUE(small->install(getpid(), tp, ctx));

@@ -15,6 +15,9 @@ namespace gdbtrace {
 namespace {
 
 volatile int site_calls = 0;
+// Bytes the many-breakpoint test publishes as int3 sites (the child's copy is
+// at the same address; it never touches them).
+volatile uint8_t scratch[20000];
 
 __attribute__((noinline)) void probe_site() {
   site_calls = site_calls + 1;
@@ -115,6 +118,39 @@ TEST(CrashCleanupTest, StartedProcessIsKilled) {
     ASSERT_EQ(waitpid(pid, &st, __WALL), pid);
   }
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "status 0x" << std::hex << st;
+}
+
+// Thousands of int3s published one at a time (as ptrace tracepoints insert
+// them), some removed again: every one still in the table gets its byte back,
+// beyond the 8 192 the table held before, and none that was removed does.
+TEST(CrashCleanupTest, ManyBreakpointsPublishedOneByOneAreAllRestored) {
+  uint8_t original = 0;
+  pid_t pid = trapped_child_in_table(true, original);
+  ASSERT_GT(pid, 0);
+  auto at = [](int i) { return reinterpret_cast<uint64_t>(&scratch[i]); };
+  const int n = int(sizeof scratch);
+  for (int i = 0; i < n; i++)
+    crash_cleanup::breakpoint_set({pid, at(i), 0x5a});
+  for (int i = 0; i < n; i += 3) // removed: its entry's place goes to the last one
+    crash_cleanup::breakpoint_removed(pid, at(i));
+  crash_cleanup::breakpoint_set({pid, at(1), 0x6b}); // a write under the int3
+  EXPECT_EQ(crash_cleanup::dropped(), 0u);
+
+  crash_cleanup::run();
+
+  EXPECT_EQ(read_byte(pid, reinterpret_cast<uint64_t>(&probe_site)), original);
+  int wrong = 0;
+  for (int i = 0; i < n; i++) {
+    uint8_t want = i % 3 == 0 ? 0 : i == 1 ? 0x6b : 0x5a;
+    wrong += read_byte(pid, at(i)) != want;
+  }
+  EXPECT_EQ(wrong, 0);
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status 0x" << std::hex << st;
+  crash_cleanup::Publisher empty;
+  empty.begin();
+  empty.commit();
 }
 
 TEST(CrashCleanupTest, TableBeyondCapacityCountsWhatItDropped) {
