@@ -8,7 +8,7 @@ back with the plugin's reader.
 
 Judged (exit 3 on a MISS):
 - RSS flat: every sample after the warm-up (the first tenth of the run) within +-5 % of the first
-  sample after it;
+  sample after it (at least 2 s);
 - `tsave` exact: every frame readable, of tracepoint 1, and for every thread its frames' i values
   consecutive (no hole, no duplicate) and ending at its last call (calls - 1, printed by the
   tracee): the file holds the newest frames, and the frame count is what tstatus says the buffer
@@ -53,12 +53,12 @@ class RssSampler(threading.Thread):
         self.join()
 
 
-def check_frames(frames, calls):
-    """(ok, text): every frame readable and of tracepoint 1; per thread consecutive i ending at
+def check_frames(frames, calls, number):
+    """(ok, text): every frame readable and of tracepoint NUMBER; per thread consecutive i ending at
     calls - 1."""
-    bad = sum(1 for f in frames if f is None or f.tp != 1 or f.regs is None)
+    bad = sum(1 for f in frames if f is None or f.tp != number or f.regs is None)
     if bad:
-        return False, f"{bad} frames unreadable or not of tracepoint 1"
+        return False, f"{bad} frames unreadable or not of tracepoint {number}"
     by_thread = {}
     for f in frames:
         by_thread.setdefault(B.reg(f.regs, 5), []).append(B.reg(f.regs, 4))
@@ -84,7 +84,7 @@ def main():
     threads = int(os.environ.get("CIRCULAR_THREADS", "1"))
     seconds = B.n(600, 4)
     period = B.n(5.0, 0.5)
-    warmup = seconds / 10
+    warmup = max(seconds / 10, 2.0)  # from the stub's start: gdb connects and tstarts in the first second
     tfile = os.path.join(B.WORK, "circular.tf")
     server = B.Server("gdbtrace", [prog, str(threads), str(seconds)])
     sampler = RssSampler(server.proc.pid, period)
@@ -99,7 +99,7 @@ def main():
     calls = {int(t): int(n) for t, n in re.findall(r"^thread=(\d+) calls=(\d+)$", text, re.M)}
     held = re.search(r"Buffer contains (\d+) trace frames \(of (\d+) created", text) or \
         re.search(r"Collected (\d+) trace frames", text)
-    status = B.stub_status(text).get(1, {})
+    number, status = next(iter(B.stub_status(text).items()), (None, {}))
     circular = "Trace buffer is circular" in text
     try:
         frames = B.tfile_frames(tfile) if os.path.exists(tfile) else []
@@ -110,7 +110,7 @@ def main():
     ref = after[0] if after else None
     spread = [round(100.0 * (kb - ref) / ref, 2) for kb in after] if ref else []
     rss_ok = bool(spread) and all(abs(s) <= 5.0 for s in spread)
-    exact, why = check_frames(frames, calls) if calls and frames else (False, "no frames or no calls")
+    exact, why = check_frames(frames, calls, number) if calls and frames else (False, "no frames or no calls")
     held_n = int(held.group(1)) if held else None
     exact = exact and held_n == len(frames) and circular
     hits = sum(calls.values())

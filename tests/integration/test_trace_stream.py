@@ -150,9 +150,10 @@ class Stream(GdbTestCase):
                        program="trace_loop", connect=False, mode="stdio", timeout=120)
         self.assertNoOutput(read, r"Ignoring trace file definition")
         self.assertOutput(read, r"Collected 201 trace frames")
-        self.assertOutput(read, r"Created tracepoint \d+ for target's tracepoint 3 at")
+        created = re.search(r"Created tracepoint (\d+) for target's tracepoint 3 at", read.output)
+        self.assertIsNotNone(created, read.transcript())
         self.assertOutput(read, r"in done at .*trace_loop.c")
-        self.assertOutput(read, r"Found trace frame 200, tracepoint 3")
+        self.assertOutput(read, rf"Found trace frame 200, tracepoint {created.group(1)}$")
 
     def test_plugin_exports_a_stream_with_loss_markers(self):
         # A run's stream, and a loss marker spliced in after frame 9 as the stub writes one when a
