@@ -79,9 +79,12 @@ struct TraceEngine::Impl : TraceContext {
   uint32_t register_block_size() const override;
   RegisterLayout register_layout() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
+  // A streamed or circular run drains for as long as it runs: rings sized
+  // from the buffer alone overflow whenever the stub waits for a CPU.
   size_t staging_capacity() const override {
-    return stream_path.empty() ? buffer.capacity()
-                               : std::max(buffer.capacity(), kStreamStagingBytes);
+    return stream_path.empty() && !circular_requested
+               ? buffer.capacity()
+               : std::max(buffer.capacity(), kStreamStagingBytes);
   }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
