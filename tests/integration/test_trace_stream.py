@@ -128,6 +128,33 @@ class Stream(GdbTestCase):
         self.assertOutput(read, rf"Collected {held} trace frames")
         self.assertOutput(read, r"streaming stopped by `monitor gdbtrace stream off`")
 
+    def test_tracepoint_defined_during_the_run_is_in_the_header(self):
+        # gdb downloads a tracepoint defined while the trace runs at once (InstallInTrace): the
+        # stub writes it into the file's header (room kept there) before any frame of it, so gdb
+        # reading the file knows every frame's tracepoint.
+        live = run_gdb([f"monitor gdbtrace stream {self.path}", "trace probe_me", "actions",
+                        "collect $rdi", "end", "break step_me", "tstart", "continue", "delete 2",
+                        "trace done", "break exit", "continue", "tstop", "info tracepoints"],
+                       program="trace_loop", args=(200,), timeout=120)
+        self.assertOutput(live, r"Tracepoint 3 at 0x[0-9a-f]+: file .*trace_loop.c")
+        self.assertOutput(live, r"installed on target")
+        frames, ended, status = tfile_frames(self.path)
+        self.assertTrue(ended, live.transcript())
+        with open(self.path, "rb") as f:
+            header = f.read().split(b"\n\n", 1)[0].decode(errors="replace")
+        self.assertRegex(header, r"(?m)^tp T3:[0-9a-f]+:E:", live.transcript())
+        self.assertEqual([tp for tp, _f in frames].count(3), 1, live.transcript())
+        self.assertEqual(frames[-1][0], 3, live.transcript())  # done() comes after every probe_me
+        self.assertEqual(len(frames), 201, live.transcript())
+        read = run_gdb([f"target tfile {self.path}", "tstatus", "info tracepoints", "tfind 200"],
+                       program="trace_loop", connect=False, mode="stdio", timeout=120)
+        self.assertNoOutput(read, r"Ignoring trace file definition")
+        self.assertOutput(read, r"Collected 201 trace frames")
+        created = re.search(r"Created tracepoint (\d+) for target's tracepoint 3 at", read.output)
+        self.assertIsNotNone(created, read.transcript())
+        self.assertOutput(read, r"in done at .*trace_loop.c")
+        self.assertOutput(read, rf"Found trace frame 200, tracepoint {created.group(1)}$")
+
     def test_plugin_exports_a_stream_with_loss_markers(self):
         # A run's stream, and a loss marker spliced in after frame 9 as the stub writes one when a
         # ring was full (its header defines $gdbtrace_dropped in every stream): gdb's tfind stops on

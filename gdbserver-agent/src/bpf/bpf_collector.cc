@@ -8,7 +8,7 @@ namespace gdbtrace::bpf_collector_internal {
 // CPU (1 MB: above the largest frame; a big buffer gets big rings because a stub starved of CPU on
 // a busy machine — it needs ~0.8 µs per `collect $regs` frame — falls behind a tracee producing
 // ~800 MB/s, and what the rings cannot hold is dropped). Pages are touched only as the rings fill.
-// GDBTRACE_BPF_RINGBUF_MB overrides. A streamed run sizes them from
+// GDBTRACE_BPF_RINGBUF_MB overrides. A streamed or circular run sizes them from
 // TraceContext::kStreamStagingBytes instead when that is larger (64 MB per
 // CPU on two CPUs, 128 MB of rings whatever the CPU count): its frames do not
 // stop at the buffer's size, and on a loaded machine the stub waits for a CPU

@@ -54,8 +54,9 @@ public:
   // can size its own staging rings from it; 0 when unknown.
   virtual size_t buffer_capacity() const { return 0; }
   // What a kernel collector sizes its staging rings from: the trace buffer's
-  // size, or while the run streams to a file (its frames then outgrow the
-  // buffer) kStreamStagingBytes when larger. The rings together hold half of it.
+  // size, or while the run streams to a file or the buffer is circular (its
+  // frames then outgrow the buffer, for as long as the run goes on)
+  // kStreamStagingBytes when larger. The rings together hold half of it.
   static constexpr size_t kStreamStagingBytes = size_t(256) << 20;
   virtual size_t staging_capacity() const { return buffer_capacity(); }
   // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.

@@ -22,6 +22,23 @@ std::string count(uint64_t v, bool fixed) {
   return fixed && digits.size() < 16 ? std::string(16 - digits.size(), '0') + digits : digits;
 }
 
+// ROOM bytes of "tdesc <!-- ... -->" lines (each under gdb's 1000-character
+// line limit), or "" when ROOM cannot be made of such lines.
+constexpr size_t kPadLineMin = 14; // "tdesc <!---->\n"
+constexpr size_t kPadLineMax = 960;
+std::string pad_lines(size_t room) {
+  if (room < kPadLineMin)
+    return {};
+  size_t lines = (room + kPadLineMax - 1) / kPadLineMax;
+  std::string out;
+  out.reserve(room);
+  for (size_t i = 0; i < lines; ++i) {
+    size_t len = room / lines + (i < room % lines ? 1 : 0);
+    out += "tdesc <!--" + std::string(len - kPadLineMin, ' ') + "-->\n";
+  }
+  return out;
+}
+
 } // namespace
 
 std::string tfile_status_line(const TfileContents& c) {
@@ -81,6 +98,8 @@ std::string tfile_header(const TfileContents& c) {
     out += "tp V" + id + ":" + count(entry.hits, c.fixed_width) + ":" +
            count(entry.frame_bytes, c.fixed_width) + "\n";
   }
+  if (c.pad_to > out.size() + 1 && !c.tdesc_xml.empty())
+    out += pad_lines(c.pad_to - out.size() - 1);
   out += "\n";
   return out;
 }

@@ -34,6 +34,13 @@ struct TfileContents {
   // kTfileStatusWidth and the counts are written with 16 digits, so the header
   // keeps its size whatever the values.
   bool fixed_width = false;
+  // When not 0: the header is padded to this many bytes with tdesc lines
+  // holding an XML comment (gdb appends them to the target description,
+  // where a comment after the root element is nothing), so a streamed file's
+  // header can take the tracepoints defined during the run in place. Needs a
+  // tdesc; a header that cannot be padded to exactly this size is returned
+  // unpadded (the caller compares sizes).
+  size_t pad_to = 0;
 };
 
 // Characters of a fixed-width status line before its '\n' (gdb's tfile reader

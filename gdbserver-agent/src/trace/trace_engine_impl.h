@@ -79,9 +79,12 @@ struct TraceEngine::Impl : TraceContext {
   uint32_t register_block_size() const override;
   RegisterLayout register_layout() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
+  // A streamed or circular run drains for as long as it runs: rings sized
+  // from the buffer alone overflow whenever the stub waits for a CPU.
   size_t staging_capacity() const override {
-    return stream_path.empty() ? buffer.capacity()
-                               : std::max(buffer.capacity(), kStreamStagingBytes);
+    return stream_path.empty() && !circular_requested
+               ? buffer.capacity()
+               : std::max(buffer.capacity(), kStreamStagingBytes);
   }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
@@ -148,8 +151,19 @@ struct TraceEngine::Impl : TraceContext {
             bytes)
       stream_new_frames();
   }
-  // The header of the stream file with status ST.
+  // The header of the stream file with status ST: the tracepoints it
+  // defines (stream_locations) and the installed ones defined since.
   TfileContents stream_contents(TraceStatus st) const;
+  // A tracepoint defined during a streamed run is installed only when the
+  // file's header has room for it: else an error gdb shows.
+  Result<void> stream_admit(const TracepointEntry& e);
+  // The header rewritten with the tracepoints defined since it was last
+  // written (stream_header_dirty); before any frame of theirs is.
+  Result<void> stream_write_header();
+  void stream_tracepoints_changed() {
+    if (running && stream && stream->open())
+      stream_header_dirty = true;
+  }
   // Which registers the file's blocks hold: those of every installed tracepoint.
   void choose_stream_registers();
   // Appends buffer frames FROM.. to the file, cut to stream_present.
@@ -194,6 +208,7 @@ struct TraceEngine::Impl : TraceContext {
   uint64_t streamed_seq = 0; // buffer frames (by sequence number) before this are in the file
   uint64_t stream_lost = 0;  // discarded before they were written (should stay 0)
   std::vector<Location> stream_locations; // the tracepoints the file's header defines
+  bool stream_header_dirty = false;       // tracepoints defined or changed since
   // Drops of each location the file's markers account for, markers written,
   // and when the drops were last looked at (stream_mark_drops).
   std::unordered_map<Location, uint64_t, LocationHash> stream_marked_drops;

@@ -76,12 +76,17 @@ Result<void> TraceEngine::define_tracepoint(TracepointDefinition def) {
   entry->complete = !def.more;
   auto* e = m.tracepoints.add(std::move(entry));
   if (m.running && e->complete) {
+    if (auto r = m.stream_admit(*e); !r) {
+      m.tracepoints.erase(e);
+      return r;
+    }
     if (auto r = m.install(*e); !r) {
       m.console("gdbtrace: " + r.error().message + "\n");
       m.tracepoints.erase(e);
       return r;
     }
     m.retire_plt_locations(*e);
+    m.stream_tracepoints_changed();
   }
   return ok();
 }
@@ -116,12 +121,17 @@ Result<void> TraceEngine::Impl::add_actions_to(TracepointEntry& e, ActionList li
     return ok();
   e.complete = true;
   if (running) {
+    if (auto r = stream_admit(e); !r) {
+      drop(&e);
+      return r;
+    }
     if (auto r = install(e); !r) {
       console("gdbtrace: " + r.error().message + "\n");
       drop(&e);
       return r;
     }
     retire_plt_locations(e);
+    stream_tracepoints_changed();
   }
   return ok();
 }
@@ -202,6 +212,7 @@ Result<void> TraceEngine::add_source(TracepointSource src) {
   }
   e->tp.source.push_back(std::move(src.text));
   e->tp.source_types.push_back(std::move(src.type));
+  impl_->stream_tracepoints_changed();
   return ok();
 }
 
@@ -231,6 +242,7 @@ Result<void> TraceEngine::set_tracepoint_enabled(uint32_t number, uint64_t addre
     if (auto r = e->collector->set_enabled(e->tp.number, e->tp.address, enable); !r)
       return r;
   e->tp.enabled = enable;
+  impl_->stream_tracepoints_changed();
   return ok();
 }
 

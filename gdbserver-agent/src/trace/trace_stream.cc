@@ -74,6 +74,7 @@ Result<void> TraceStream::begin(TfileContents contents) {
   staged_.reserve(kStageBytes);
   staged_frames_ = frames_ = written_ = 0;
   contents.fixed_width = true;
+  contents.pad_to = tfile_header(contents).size() + kHeaderRoom;
   std::string header = tfile_header(contents);
   header_size_ = header.size();
   status_offset_ = header.find("\nstatus ") + 1;
@@ -106,6 +107,29 @@ bool TraceStream::write_header_part(const std::string& text, uint64_t at) {
     return false;
   }
   return true;
+}
+
+bool TraceStream::header_fits(TfileContents contents) const {
+  contents.fixed_width = true;
+  contents.pad_to = header_size_;
+  return tfile_header(contents).size() == header_size_;
+}
+
+Result<void> TraceStream::rewrite_header(TfileContents contents) {
+  if (fd_ < 0 || !error_.empty())
+    return make_error(EIO, error_.empty() ? "the stream is not open" : error_);
+  contents.fixed_width = true;
+  contents.pad_to = header_size_;
+  contents.status.frames = frames_; // the frames already in the file
+  std::string header = tfile_header(contents);
+  if (header.size() != header_size_)
+    return make_error(ENOSPC, "the header of " + path_ + " has no room left for the tracepoints " +
+                                  "defined during the run (" + std::to_string(kHeaderRoom) +
+                                  " bytes kept for them)");
+  if (!write_header_part(header, 0))
+    return make_error(EIO, error_);
+  status_offset_ = header.find("\nstatus ") + 1;
+  return ok();
 }
 
 bool TraceStream::write_staged() {
@@ -159,6 +183,7 @@ Result<void> TraceStream::finish(TfileContents contents) {
   static const uint8_t end_marker[4] = {0, 0, 0, 0};
   if (write_at_end(end_marker)) {
     contents.status.frames = frames_;
+    contents.pad_to = header_size_;
     std::string header = tfile_header(contents);
     if (header.size() == header_size_)
       write_header_part(header, 0);

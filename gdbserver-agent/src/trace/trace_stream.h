@@ -32,6 +32,11 @@ constexpr const char* kDropMarkerTsvName = "gdbtrace_dropped";
 
 class TraceStream {
 public:
+  // Room a streamed file's header keeps for tracepoints defined during the
+  // run: some 100 to 400 of them (a tracepoint takes a few lines: its
+  // definition, actions, sources and counts).
+  static constexpr size_t kHeaderRoom = 64 << 10;
+
   explicit TraceStream(std::string path) : path_(std::move(path)) {}
   ~TraceStream();
   TraceStream(const TraceStream&) = delete;
@@ -41,8 +46,16 @@ public:
   // existing file is left as it is).
   static Result<void> check_writable(const std::string& path);
   // Creates (or truncates) the file and writes the header of CONTENTS (made
-  // fixed width here).
+  // fixed width here), with kHeaderRoom bytes of room for tracepoints defined
+  // during the run when it has a target description (see pad_to).
   Result<void> begin(TfileContents contents);
+  // Whether the header of CONTENTS fits the file's header (its room).
+  bool header_fits(TfileContents contents) const;
+  // Writes the header of CONTENTS (the tracepoints defined since begin, its
+  // status with the frames in the file) over the file's: an error (ENOSPC)
+  // and nothing written when it does not fit. Before any frame of a
+  // tracepoint the header did not define, so a reader never meets one.
+  Result<void> rewrite_header(TfileContents contents);
   // Whole tfile frames, in order: staged, and written when enough are.
   // Ignored after an error.
   void add(std::span<const uint8_t> frames);
@@ -51,8 +64,8 @@ public:
   // returned once, then kept in error().
   Result<void> flush(TraceStatus status, const std::string& status_extra);
   // flush, the end marker, and the header of CONTENTS in place of the first
-  // (only its status line when the header would change size: tracepoints
-  // defined during the run). Closes the file.
+  // (only its status line when it does not fit: more tracepoints defined
+  // during the run than its room takes). Closes the file.
   Result<void> finish(TfileContents contents);
 
   const std::string& path() const { return path_; }

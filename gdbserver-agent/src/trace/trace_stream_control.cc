@@ -76,11 +76,69 @@ void TraceEngine::Impl::choose_stream_registers() {
 
 TfileContents TraceEngine::Impl::stream_contents(TraceStatus st) const {
   TfileContents c = tfile_contents();
+  if (stream && stream->open()) { // begin_stream: every tracepoint
+    std::set<Location> kept(stream_locations.begin(), stream_locations.end());
+    for (const auto& e : tracepoints)
+      if (e->installed)
+        kept.insert({e->tp.number, e->tp.address});
+    std::erase_if(c.tracepoints, [&](const TfileTracepoint& t) {
+      return !kept.count({t.tp->number, t.tp->address});
+    });
+  }
   c.status = std::move(st);
   c.regblock_size = stream_regblock;
   c.tdesc_xml = stream_tdesc;
   c.tsvs.push_back({kDropMarkerTsv, 0, false, kDropMarkerTsvName});
   return c;
+}
+
+Result<void> TraceEngine::Impl::stream_admit(const TracepointEntry& e) {
+  if (!running || !stream || !stream->open())
+    return ok();
+  TfileContents c = stream_contents(unfinished(status()));
+  c.tracepoints.push_back({&e.tp, 0, 0});
+  std::vector<Tracepoint> bare;
+  bare.reserve(c.tracepoints.size());
+  for (auto& t : c.tracepoints) { // sources may be left out (stream_write_header)
+    t.tp = &bare.emplace_back(*t.tp);
+    bare.back().source.clear();
+    bare.back().source_types.clear();
+  }
+  if (stream->header_fits(c))
+    return ok();
+  std::string msg = "tracepoint " + std::to_string(e.tp.number) + " at 0x" +
+                    hex::u64(e.tp.address) + " not installed: the header of the streamed file " +
+                    stream->path() +
+                    " has no room left for tracepoints defined during the run; `monitor gdbtrace " +
+                    "stream NEWFILE` goes on in a new file whose header has them all";
+  console("gdbtrace: " + msg + "\n");
+  return make_error(ENOSPC, msg);
+}
+
+Result<void> TraceEngine::Impl::stream_write_header() {
+  if (!stream_header_dirty || !stream || !stream->open())
+    return ok();
+  stream_header_dirty = false;
+  TfileContents c = stream_contents(unfinished(status()));
+  Result<void> r = stream->rewrite_header(c);
+  std::vector<Tracepoint> bare; // without the sources of those defined during the run
+  if (!r && r.error().code == ENOSPC) {
+    std::set<Location> in_file(stream_locations.begin(), stream_locations.end());
+    bare.reserve(c.tracepoints.size());
+    for (auto& t : c.tracepoints)
+      if (!in_file.count({t.tp->number, t.tp->address})) {
+        t.tp = &bare.emplace_back(*t.tp);
+        bare.back().source.clear();
+        bare.back().source_types.clear();
+      }
+    r = stream->rewrite_header(c);
+  }
+  if (!r)
+    return r;
+  stream_locations.clear();
+  for (const auto& t : c.tracepoints)
+    stream_locations.emplace_back(t.tp->number, t.tp->address);
+  return ok();
 }
 
 Result<void> TraceEngine::Impl::begin_stream() {
@@ -89,6 +147,7 @@ Result<void> TraceEngine::Impl::begin_stream() {
   TfileContents c = stream_contents(unfinished(status()));
   if (auto r = next->begin(c); !r)
     return r;
+  stream_header_dirty = false;
   stream_locations.clear();
   for (const auto& e : tracepoints)
     stream_locations.emplace_back(e->tp.number, e->tp.address);
@@ -105,6 +164,10 @@ Result<void> TraceEngine::Impl::begin_stream() {
 void TraceEngine::Impl::stream_new_frames() {
   if (!stream || !stream->open())
     return;
+  if (auto r = stream_write_header(); !r) { // no frame of a tracepoint the file does not define
+    stream_failed(r.error().message);
+    return;
+  }
   uint64_t first = buffer.first_sequence();
   if (streamed_seq < first) { // discarded unwritten: stream_before_discard missed them
     stream_lost += first - streamed_seq;
@@ -223,13 +286,8 @@ void TraceEngine::Impl::end_stream(const std::string& why) {
     st.reason = TraceStopReason::Error;
     st.stop_text = why;
   }
+  stream_header_dirty = false; // finish() writes the header with every tracepoint that fits
   TfileContents c = stream_contents(st);
-  // Only the tracepoints the header defined at the start: one defined during
-  // the run has no line to take (the header keeps its size; see finish()).
-  std::set<Location> in_file(stream_locations.begin(), stream_locations.end());
-  std::erase_if(c.tracepoints, [&](const TfileTracepoint& t) {
-    return !in_file.count({t.tp->number, t.tp->address});
-  });
   stream_mark_drops(true); // the run's last drops, after its last frames
   c.status_extra = loss_fields(make_report(), stream_lost, stream_markers);
   std::string error = stream->error();

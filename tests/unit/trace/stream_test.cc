@@ -208,3 +208,22 @@ TEST_F(StreamTest, WriteErrorStopsTheStreamWithoutATornFrame) {
   // The buffer, linear again, is full: the run stops as gdb expects.
   EXPECT_FALSE(engine->running());
 }
+
+// A tracepoint defined during a streamed run goes into the file's header
+// before any of its frames, in room the header keeps in tdesc lines. Without
+// a target description there is nothing gdb would skip to keep room with: the
+// tracepoint is refused with an error gdb shows, so the file never holds a
+// frame of a tracepoint its header does not define.
+TEST_F(StreamTest, TracepointDefinedDuringTheRunIsRefusedWhenTheHeaderHasNoRoom) {
+  monitor("gdbtrace stream " + path);
+  start("100000");
+  std::string reply = send("QTDP:2:402000:E:0:0");
+  EXPECT_EQ(reply.substr(0, 2), "E.") << reply;
+  EXPECT_NE(reply.find("no room left"), std::string::npos) << reply;
+  EXPECT_NE(console.find("tracepoint 2 at 0x402000 not installed"), std::string::npos) << console;
+  hits(0, 2);
+  ASSERT_EQ(send("QTStop"), "OK");
+  std::string file = slurp(path);
+  EXPECT_EQ(file.find("tp T2:"), std::string::npos);
+  EXPECT_NE(file.find(";tframes:2;"), std::string::npos);
+}
