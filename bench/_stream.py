@@ -10,9 +10,11 @@ FrameCounter, loss markers taken off), frames lost (hits - frames in the file), 
 after `tstart` to just after `tstop`, over the frames) and its peak RSS (VmHWM). bench/_targets.py
 judges them (stream-* targets) on the median and the worst round.
 
-BENCH_STREAM_SECONDS (default 60) sets the floor's run length per round (the traced run is as many
-hits, so it lasts as long or longer); BENCH_STREAM_ROUNDS (default 3) the rounds; the stream files
-go to BENCH_TMP (default /var/tmp: a 4-thread minute is some 3 GB) and are removed once counted.
+Every run (floor and streamed) lasts BENCH_STREAM_SECONDS (default 60; smoke 0.2): the tracee's
+threads stop calling after that long (bench_threads' third argument), so a round is a minute whatever
+the machine's speed that minute (a hit count calibrated at the start made 24 s rounds once the
+machine's other load ended). BENCH_STREAM_ROUNDS (default 3) sets the rounds; the stream files go to
+BENCH_TMP (default /var/tmp: a 4-thread minute is some 3-5 GB) and are removed once counted.
 """
 import os
 import re
@@ -21,8 +23,9 @@ import tempfile
 import _bench as B
 import _threads
 
-THREADS = (1, 2, 4)
-SECONDS = float(os.environ.get("BENCH_STREAM_SECONDS", "60"))
+THREADS = tuple(int(x) for x in os.environ.get("BENCH_STREAM_THREADS", "1,2,4").split(","))
+SECONDS = float(os.environ.get("BENCH_STREAM_SECONDS", "0.2" if B.SMOKE else "60"))
+CAP = 10**12  # calls per thread: the run ends at SECONDS
 ROUNDS = 1 if B.SMOKE else int(os.environ.get("BENCH_STREAM_ROUNDS", "3"))
 TICKS = os.sysconf("SC_CLK_TCK")
 MECH = "gdbtrace-ebpf-stream"
@@ -60,13 +63,17 @@ def count_file(path):
         src.close()
 
 
-def session(prog, t, n, base, floor_rows, emit=True):
+def argv(prog, t):
+    return [prog, str(t), str(CAP), str(SECONDS)]
+
+
+def session(prog, t, base, floor_rows, emit=True):
     """One streamed run; FLOOR_ROWS[-1] is the same round's floor row (run just before)."""
     workload = f"t_site:{t}thr:$regs:stream"
     tmp = tempfile.mkdtemp(prefix="gdbtrace-bench-stream.", dir=os.environ.get("BENCH_TMP", "/var/tmp"))
     tfile, stat0, stat1 = (os.path.join(tmp, x) for x in ("run.tf", "stat0", "stat1"))
     try:
-        text = B.gdb_session("gdbtrace", [prog, str(t), str(n)],
+        text = B.gdb_session("gdbtrace", argv(prog, t),
                              lambda server: script(prog, server, tfile, stat0, stat1), f"stream-{t}.log")
         traced = _threads.parse(text)
         st = next(iter(B.stub_status(text).values()), {})
@@ -86,11 +93,11 @@ def session(prog, t, n, base, floor_rows, emit=True):
             if os.path.exists(f):
                 os.unlink(f)
         os.rmdir(tmp)
-    hits = t * n
+    hits = traced["hits"]
     floor = floor_rows[-1] if floor_rows else {}
     ratio = traced["hits_per_s"] / floor["hits_per_s"] if floor.get("hits_per_s") else None
-    return B.row(MECH, workload, (traced["wall_ns"] - base[t]) / n, emit=emit, column=f"stream{t}",
-                 threads=t, n=n, hits=hits, seconds=round(traced["wall_ns"] / 1e9, 1),
+    return B.row(MECH, workload, per_hit(traced, t, base), emit=emit, column=f"stream{t}",
+                 threads=t, hits=hits, seconds=round(traced["wall_ns"] / 1e9, 1),
                  hits_per_s=round(traced["hits_per_s"]), floor_ratio=None if ratio is None else round(ratio, 3),
                  frames_in_file=in_file, markers=markers, lost=hits - in_file, drops=st.get("drops"),
                  stub_frames=st.get("frames"), after_stop=st.get("after_stop"), file_mb=round(size / 1e6),
@@ -98,32 +105,34 @@ def session(prog, t, n, base, floor_rows, emit=True):
                  stub_cpu_s=round(cpu, 2), peak_rss_mb=round(hwm / 1024, 1))
 
 
-def floor(prog, t, n, base, floor_rows, emit=True):
-    r = _threads.floor_session(prog, t, n, {t: {"wall_ns": base[t] * n}}, emit=emit)
-    r["column"] = f"stream{t}"
+def per_hit(run, t, base):
+    """ns a hit adds to the latency one thread sees: run's ns per call - untraced ns per call."""
+    return run["wall_ns"] / (run["hits"] / t) - base[t]
+
+
+def floor(prog, t, base, floor_rows, emit=True):
+    """The raw floor (a tracefs uprobe, no fetch args, no reader) on the same site for SECONDS."""
+    out, hits = B.with_uprobes([(prog, "t_site")], argv(prog, t))
+    run = _threads.parse(out or "")
+    if not run:
+        r = B.row("uprobe-tracefs", f"t_site:{t}thr", None, emit=emit, column=f"stream{t}", reason=hits)
+    else:
+        r = B.row("uprobe-tracefs", f"t_site:{t}thr", per_hit(run, t, base), emit=emit, column=f"stream{t}",
+                  threads=t, hits=run["hits"], probe_hits=hits.get("t_site"),
+                  seconds=round(run["wall_ns"] / 1e9, 1), hits_per_s=round(run["hits_per_s"]))
     floor_rows.append(r)
     return r
 
 
 def main():
     prog = B.program("bench_threads")
-    # Calibration: the floor's hits/s per thread count on a short run sets n so that the floor's
-    # run lasts SECONDS; the untraced ns/iter (subtracted for ns_per_hit) from the same short runs.
-    n_cal = B.n(200000, 300)
-    base, n = {}, {}
-    for t in THREADS:
-        base[t] = B.untraced([prog, str(t), str(n_cal)], parse=_threads.parse)["wall_ns"] / n_cal
-        if B.SMOKE:
-            n[t] = 3000
-            continue
-        cal = _threads.floor_session(prog, t, n_cal, {t: {"wall_ns": base[t] * n_cal}}, emit=False)
-        rate = cal.get("hits_per_s") or 100000
-        n[t] = int(SECONDS * 1.05 * rate / t)
-        B.log(f"stream: {t} threads: floor {rate} hits/s -> {n[t]} hits per thread")
+    n_base = B.n(200000, 300)  # the untraced ns per call, subtracted for ns_per_hit
+    base = {t: B.untraced([prog, str(t), str(n_base)], parse=_threads.parse)["wall_ns"] / n_base
+            for t in THREADS}
     runs, floors = {}, {t: [] for t in THREADS}
     for t in THREADS:  # per round: the floor, then the streamed run, for each thread count
-        runs[("uprobe-tracefs", t)] = lambda emit, walk, t=t: floor(prog, t, n[t], base, floors[t], emit)
-        runs[(MECH, t)] = lambda emit, walk, t=t: session(prog, t, n[t], base, floors[t], emit)
+        runs[("uprobe-tracefs", t)] = lambda emit, walk, t=t: floor(prog, t, base, floors[t], emit)
+        runs[(MECH, t)] = lambda emit, walk, t=t: session(prog, t, base, floors[t], emit)
     _threads.interleaved(runs, ROUNDS, listed=("floor_ratio", "lost", "drops", "cpu_us_per_frame",
                                                "peak_rss_mb", "seconds"))
 

@@ -17,7 +17,7 @@ THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
 
 def parse(text):
     m = re.search(r"threads=(\d+) n=(\d+) hits=(\d+) wall_ns=(\d+) hits_per_s=(\d+)", text)
-    return {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5))} if m else {}
+    return {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5)), "hits": int(m.group(3))} if m else {}
 
 
 def check_tfile(path, threads, n):
