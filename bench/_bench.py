@@ -266,14 +266,15 @@ def frames_collected(text):
 
 
 def stub_status(text):
-    """{address: {hits, frames, drops, errors, backend}} from `monitor gdbtrace status` (last one)."""
+    """{number: {address, hits, frames, drops, after_stop, errors, backend}} from `monitor gdbtrace status` (last one)."""
     out = {}
     # "after stop N" (hits after tstop) sits between drops and errors since the stub counts them.
     for m in re.finditer(r"tracepoint (\d+) at (0x[0-9a-f]+)[^:]*: backend (\S+), hits (\d+), "
-                         r"frames (\d+), drops (\d+), (?:after stop \d+, )?errors (\d+)", text):
+                         r"frames (\d+), drops (\d+), (?:after stop (\d+), )?errors (\d+)", text):
         out[int(m.group(1))] = {"address": m.group(2), "backend": m.group(3), "hits": int(m.group(4)),
                                 "frames": int(m.group(5)), "drops": int(m.group(6)),
-                                "errors": int(m.group(7))}
+                                "after_stop": None if m.group(7) is None else int(m.group(7)),
+                                "errors": int(m.group(8))}
     return out
 
 

@@ -182,8 +182,9 @@ def floor_thread_scaling(t, m, limit):
     2-thread/1-thread bound would judge the machine: the floor itself scaled 1.54-1.99x between
     rounds of one run). With interleaved rounds each round's scaling is divided by the floor's in the
     same round (paired by round id) and both the median and the worst round must meet it, with zero
-    torn frames. The -sustained variant drains during the run on the CPUs the tracee threads use
-    (the floor has no reader): informational."""
+    torn frames and zero drops in every round of every thread count (a drop is a frame lost). The
+    -sustained variant, which drains during the run, is judged alike (issue 29: it was informational,
+    so the rows that drain were the ones never judged)."""
     t1, t2, t4 = t.column(m, "threads1"), t.column(m, "threads2"), t.column(m, "threads4")
     f1, f2 = t.column("uprobe-tracefs", "threads1"), t.column("uprobe-tracefs", "threads2")
     if not (hits_per_s(t1) and hits_per_s(t2)):
@@ -196,16 +197,27 @@ def floor_thread_scaling(t, m, limit):
     ratio, floor = hits_per_s(t2) / hits_per_s(t1), hits_per_s(f2) / hits_per_s(f1)
     per = [a / b for a, b in zip(per_round(t2, "runs_scaling"), per_round(f2, "runs_scaling")) if a and b]
     ok, med, worst = median_and_worst(per or [ratio / floor], limit, at_least=True)
-    torn, drops = t.frame_counts(m)
+    torn, _ = t.frame_counts(m)
+    drops = round_drops(t1, t2, t4)
     failed = failed_rounds(t1, t2, f1, f2)
-    informational = m.endswith("-sustained")
-    why = " (the stub drains during the run on the CPUs the tracee threads use; informational)" if informational else ""
     text = (f"{m} 2-thread scaling >= {limit}x the raw floor's own 2-thread scaling (same run; median and "
-            f"worst round){why}: "
+            f"worst round), 0 torn, 0 drops in every round: "
             f"{ratio:.2f}x vs floor {floor:.2f}x = {ratio / floor:.2f}; per round median {med:.2f}, worst "
             f"{worst:.2f} over {len(per)} paired rounds, {failed} failed{four_threads(t4, t1)}; torn {torn}"
-            + (f", drops {drops}" if t2.get("frames") else ""))
-    return [(INFO if informational else (PASS if ok and torn == 0 and not failed else MISS), text)]
+            + ("" if drops is None else ", drops per round " + "; ".join(
+                f"{n} thr {','.join(fmt(v) for v in counts)}" for n, counts in drops.items())))
+    dropped = drops is not None and any(v for counts in drops.values() for v in counts if v)
+    return [(PASS if ok and torn == 0 and not dropped and not failed else MISS, text)]
+
+
+def round_drops(*rows):
+    """{threads: [drops of each round]} of the thread rows that made frames (runs_drops, else the
+    median round's drops), or None when none did (a condition never true: no frames to drop)."""
+    out = {}
+    for r in rows:
+        if r and r.get("frames"):
+            out[r.get("threads")] = per_round(r, "runs_drops") or [float(r.get("drops") or 0)]
+    return out or None
 
 
 def own_thread_scaling(t, m, limit):
@@ -224,6 +236,60 @@ def own_thread_scaling(t, m, limit):
              f"{m} 2 threads >= {limit}x one thread's throughput (median and worst round): "
              f"{fmt(hits_per_s(t2))} vs {fmt(hits_per_s(t1))} hits/s = {ratio:.2f}x; per round median "
              f"{med:.2f}, worst {worst:.2f} over {len(per)} rounds, {failed} failed{four_threads(t4, t1)}")]
+
+
+STREAM_THREADS = (1, 2, 4)
+
+
+def stream_rows(t, m):
+    """M's streamed rows (bench/_stream.py), one per thread count present, in thread order."""
+    return [(n, r) for n in STREAM_THREADS if (r := t.column(m, f"stream{n}"))]
+
+
+def stream_round_limit(key, what, unit, at_least, threads=STREAM_THREADS):
+    """Each streamed row's per-round figure KEY (runs_KEY) against LIMIT, on the median and the worst
+    round, for the thread counts THREADS; a failed round or a row without the figure fails it."""
+    def rule(t, m, limit):
+        out = []
+        for n, r in stream_rows(t, m):
+            if n not in threads:
+                continue
+            values = per_round(r, f"runs_{key}")
+            failed = failed_rounds(r) + sum(v is None for v in values)
+            got = [v for v in values if v is not None]
+            head = f"{m} {n} thread{'s' * (n > 1)} streaming: {what} {'>=' if at_least else '<='} {limit:g}{unit}"
+            if not got:
+                out.append((NA, f"{head}: no measurement ({r.get('reason', 'no ' + key)})"))
+                continue
+            ok, med, worst = median_and_worst(got, limit, at_least)
+            out.append((PASS if ok and not failed else MISS,
+                        f"{head} (median and worst round): median {med:g}, worst {worst:g} over "
+                        f"{len(values)} rounds, {failed} failed"))
+        return out
+    return rule
+
+
+def stream_nothing_lost(t, m, limit):
+    """Every hit of every round of a streamed row is a frame in the file (counted by reading it):
+    frames lost (hits - frames in the file) and drops (the stub's count) are both LIMIT (0) in every
+    round. A drop is a frame lost, never informational."""
+    out = []
+    for n, r in stream_rows(t, m):
+        lost, drops = per_round(r, "runs_lost"), per_round(r, "runs_drops")
+        failed = failed_rounds(r) + sum(v is None for v in lost)
+        head = f"{m} {n} thread{'s' * (n > 1)} streaming: {limit:g} frames lost, {limit:g} drops"
+        if not [v for v in lost if v is not None]:
+            out.append((NA, f"{head}: no measurement ({r.get('reason', 'no file counted')})"))
+            continue
+        worst_lost = max(v for v in lost if v is not None)
+        worst_drops = max((v for v in drops if v is not None), default=None)
+        ok = worst_lost <= limit and worst_drops is not None and worst_drops <= limit and not failed
+        out.append((PASS if ok else MISS,
+                    f"{head} (every round): lost per round {r.get('runs_lost')}, drops per round "
+                    f"{r.get('runs_drops', 'NA')} ({fmt(r.get('hits'))} hits in the median round, "
+                    f"{r.get('frames_in_file', 'NA')} frames in its file, {r.get('seconds', 'NA')} s), "
+                    f"{failed} failed"))
+    return out
 
 
 def buffer_capacity(t, m, limit):
@@ -249,6 +315,10 @@ def ebpf(m):
     return m == "gdbtrace-ebpf"
 
 
+def stream(m):
+    return m == "gdbtrace-ebpf-stream"
+
+
 # Issue 14's limits per column, x the raw uprobe floor on the same instruction. The single-step site's
 # 1.1x applies where BPF cannot write registers (the host); where it can, step_vs_emulated compares it
 # with the emulated site.
@@ -264,9 +334,16 @@ TARGETS = (
        ("vs-trap", in_kernel, cheaper_than_trap, 20),
        ("step-vs-emulated", in_kernel, step_vs_emulated, 2.0),
        ("guest-ebpf-step", module, guest_ebpf_step, 1.2),
-       ("thread-scaling", lambda m: in_kernel(m) or m.startswith("gdbtrace-ebpf-"), floor_thread_scaling, 0.9),
+       ("thread-scaling", lambda m: in_kernel(m) or (m.startswith("gdbtrace-ebpf-") and not stream(m)),
+        floor_thread_scaling, 0.9),
        ("ptrace-threads", lambda m: m == "gdbtrace-ptrace", own_thread_scaling, 1.5),
-       ("buffer", ebpf, buffer_capacity, 3)]
+       ("buffer", ebpf, buffer_capacity, 3),
+       # Issue 29: long streamed runs (bench/_stream.py), gdb's default buffer, the eBPF collector.
+       ("stream-lost", stream, stream_nothing_lost, 0),
+       ("stream-rate", stream, stream_round_limit("floor_ratio", "hit rate x the raw floor's (same round, "
+                                                  "same threads)", "x", True, threads=(4,)), 0.9),
+       ("stream-cpu", stream, stream_round_limit("cpu_us_per_frame", "stub CPU per frame", " us", False), 0.3),
+       ("stream-rss", stream, stream_round_limit("peak_rss_mb", "stub peak RSS (VmHWM)", " MB", False), 256)]
 )
 
 

@@ -17,7 +17,7 @@ THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
 
 def parse(text):
     m = re.search(r"threads=(\d+) n=(\d+) hits=(\d+) wall_ns=(\d+) hits_per_s=(\d+)", text)
-    return {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5))} if m else {}
+    return {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5)), "hits": int(m.group(3))} if m else {}
 
 
 def check_tfile(path, threads, n):
@@ -107,14 +107,15 @@ def floor_session(prog, t, n, base, emit=True, walk=True):
                hits_per_s=round(traced["hits_per_s"]))
 
 
-def interleaved(runs, rounds):
+def interleaved(runs, rounds, listed=()):
     """RUNS: {key: callable(emit, walk) -> row}. Runs them ROUNDS times, one of each per round (so a
     slow patch of a shared machine hits every mechanism alike), then prints one row per key: the
     round with the median throughput, noting every round's throughput (runs_hits_per_s, NA for a
     round that failed: failed_rounds counts them and bench/_targets.py fails the row's target) and,
     for 2 threads, each round's own 2-thread scaling (runs_scaling: this round's 2-thread / the same
     round's 1-thread). Every list has one entry per round, in round order, so lists of different
-    rows pair by round. Only the first round walks every frame (tsave + check_tfile made a 4-thread
+    rows pair by round; LISTED names more per-round figures to list the same way (runs_<key>).
+    Only the first round walks every frame (tsave + check_tfile made a 4-thread
     session with 400,000 frames last 24 s); the median row carries that walk's counts."""
     got = {k: [] for k in runs}
     for rnd in range(rounds):
@@ -131,6 +132,9 @@ def interleaved(runs, rounds):
         med = dict(sorted(ok, key=lambda r: r["hits_per_s"])[len(ok) // 2])
         med["rounds"], med["failed_rounds"] = len(rows), failed
         med["runs_hits_per_s"] = ",".join(str(r.get("hits_per_s") or "NA") for r in rows)
+        for key in listed:
+            if any(r.get(key) is not None for r in rows):
+                med[f"runs_{key}"] = ",".join("NA" if r.get(key) is None else str(r[key]) for r in rows)
         for key in ("frames_walked", "torn", "duplicates"):
             if rows[0].get(key) is not None:
                 med[key] = rows[0][key]
@@ -190,7 +194,7 @@ def main():
         runs[("gdbtrace-ebpf-condfalse", t)] = lambda emit, walk, t=t: session(
             "gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
             cond=" if i < 0", emit=emit)
-    interleaved(runs, 1 if B.SMOKE else 5)
+    interleaved(runs, 1 if B.SMOKE else 5, listed=("drops",))
     ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
     if os.environ.get("BENCH_QUICK") == "1":  # the floor and eBPF only
         return
@@ -203,7 +207,7 @@ def main():
         "gdbtrace-ptrace", "gdbtrace", prog, t, n_ptrace, base_ptrace, backend="ptrace", emit=emit,
         walk=walk)
         for t in THREADS}
-    interleaved(runs, 1 if B.SMOKE else 5)
+    interleaved(runs, 1 if B.SMOKE else 5, listed=("drops",))
     for t in THREADS:
         session("gdbserver-trace", "gdbserver", prog, t, n_trap, base_trap)
 

@@ -1,6 +1,7 @@
 """bench/_report.py and bench/_targets.py judged on made-up rows (no gdb, no stub): a missed limit in
 the worst run, a failed round, a target nothing measured and a judged row each fail the report with
-the exit status bench/run.sh acts on (3 MISS, 4 NA); rounds pair by round id; the nop5 line can miss."""
+the exit status bench/run.sh acts on (3 MISS, 4 NA); rounds pair by round id; the nop5 line can miss;
+the draining thread rows and the streamed rows (issue 29) are judged, drops in any round a miss."""
 
 import json
 import subprocess
@@ -39,6 +40,23 @@ def thread_rows(mech_scaling, floor_scaling, failed=0):
         rows.append(("threads", {"mechanism": mech, "workload": "t_site:2thr", "ns_per_hit": 1, "column": "threads2",
                                  "hits_per_s": 190000, "runs_scaling": scaling, "torn": 0,
                                  "failed_rounds": failed if mech == "gdbtrace-ebpf" else 0}))
+    return rows
+
+
+def stream_rows(changes=None):
+    """bench/_stream.py's rows for 1, 2 and 4 threads over 3 rounds, every stream target met;
+    CHANGES: {threads: {key: value}} for that thread count's row."""
+    rows = []
+    for t in (1, 2, 4):
+        rows.append(("stream", {"mechanism": "uprobe-tracefs", "workload": f"t_site:{t}thr", "ns_per_hit": 1,
+                                "column": f"stream{t}", "hits_per_s": 300000, "failed_rounds": 0}))
+        row = {"mechanism": "gdbtrace-ebpf-stream", "workload": f"t_site:{t}thr:$regs:stream", "ns_per_hit": 1,
+               "column": f"stream{t}", "threads": t, "hits": 18000000, "frames_in_file": 18000000,
+               "hits_per_s": 290000, "failed_rounds": 0, "runs_floor_ratio": "0.97,0.95,0.99",
+               "runs_lost": "0,0,0", "runs_drops": "0,0,0", "runs_cpu_us_per_frame": "0.21,0.22,0.24",
+               "runs_peak_rss_mb": "150,151,155"}
+        row.update((changes or {}).get(t, {}))
+        rows.append(("stream", row))
     return rows
 
 
@@ -114,6 +132,46 @@ class BenchReport(GdbTestCase):
         # A failed round fails the target.
         rc, got = self.report(ebpf_rows() + thread_rows("1.90,NA,1.90", "1.90,1.90,1.90", failed=1))
         self.assertEqual(rc, 3, got)
+
+    def test_draining_thread_rows_are_judged_and_drops_miss(self):
+        rows = thread_rows("1.90,1.90,1.90", "1.90,1.90,1.90")
+        for _, r in rows:
+            if r["mechanism"] == "gdbtrace-ebpf":
+                r.update(mechanism="gdbtrace-ebpf-sustained", frames=1000, threads=int(r["column"][-1]),
+                         drops=0, runs_drops="0,0,0")
+        rc, got = self.report(ebpf_rows() + rows)
+        self.assertEqual(rc, 0, got)
+        self.assertTrue(any(t.startswith("gdbtrace-ebpf-sustained 2-thread scaling") for t in got["PASS"]), got)
+        rows[1][1]["runs_drops"] = "0,12,0"  # the median round dropped nothing; another did
+        rc, got = self.report(ebpf_rows() + rows)
+        self.assertEqual(rc, 3, got)
+        self.assertIn("2 thr 0,12,0", got["MISS"][0])
+        self.assertFalse(any("sustained" in t for t in got.get("INFO", [])), got)
+
+    def test_stream_rows_met(self):
+        rc, got = self.report(stream_rows())
+        self.assertEqual(rc, 0, got)
+        # lost + drops for 1, 2, 4 threads, CPU and RSS for each, the hit rate for 4 threads.
+        self.assertEqual(len(got["PASS"]), 10, got)
+
+    def test_stream_rows_judged_on_every_round(self):
+        for changes, missed in (({4: {"runs_lost": "0,3,0"}}, "4 threads streaming: 0 frames lost"),
+                                ({2: {"runs_drops": "0,0,7"}}, "2 threads streaming: 0 frames lost"),
+                                ({4: {"runs_floor_ratio": "0.97,0.85,0.99"}}, "worst 0.85"),
+                                ({1: {"runs_cpu_us_per_frame": "0.2,0.2,0.31"}}, "worst 0.31"),
+                                ({2: {"runs_peak_rss_mb": "150,300,150"}}, "worst 300"),
+                                ({1: {"runs_lost": "0,NA,0", "failed_rounds": 1}}, "1 failed")):
+            rc, got = self.report(stream_rows(changes))
+            self.assertEqual(rc, 3, (changes, got))
+            self.assertTrue(any(missed in t for t in got["MISS"]), (changes, got))
+
+    def test_stream_row_without_a_file_count_is_na(self):
+        rows = [r for r in stream_rows() if not r[1].get("threads") == 4]
+        rows.append(("stream", {"mechanism": "gdbtrace-ebpf-stream", "workload": "t_site:4thr:$regs:stream",
+                                "ns_per_hit": None, "column": "stream4", "threads": 4, "reason": "backend_ptrace"}))
+        rc, got = self.report(rows)
+        self.assertEqual(rc, 4, got)
+        self.assertTrue(any("backend_ptrace" in t for t in got["NA"]), got)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
  * consistent only if rdi = tid, rsi = i, rdx = p and all 8 words of *p = tid << 32 | i: a torn
  * frame (data from two hits, or a blob read while being rewritten) breaks that. t_site starts with
  * `nop` (emulated at a uprobe) then a 7-byte rip-relative mov (fast tracepoints go at +1). Usage:
- * bench_threads <threads> <n per thread>; prints wall time and hits per second. */
+ * bench_threads <threads> <n per thread> [seconds]; prints wall time, hits and hits per second.
+ * With SECONDS, each thread stops after that long (or n calls, whichever comes first; the clock is
+ * read every 4096 calls), so a run lasts as long however fast the machine is that minute. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,10 @@ struct blob64 {
 
 volatile long sink;
 static long n_per_thread;
+static double seconds; // 0: n calls per thread
 static pthread_barrier_t start;
 static double started[64], finished[64]; // per thread: the wall time is last finish - first start
+static long done[64];                    // calls each thread made
 
 static double now_ns(void) {
   struct timespec t;
@@ -34,11 +38,16 @@ static void* worker(void* arg) {
   struct blob64 blob;
   pthread_barrier_wait(&start);
   started[tid - 1] = now_ns();
-  for (long i = 0; i < n_per_thread; i++) {
+  const double end = seconds > 0 ? started[tid - 1] + seconds * 1e9 : 0;
+  long i;
+  for (i = 0; i < n_per_thread; i++) {
+    if (end && (i & 4095) == 0 && now_ns() >= end)
+      break;
     for (int k = 0; k < 8; k++)
       ((volatile long*)blob.v)[k] = tid << 32 | i;
     t_site(tid, i, &blob);
   }
+  done[tid - 1] = i;
   finished[tid - 1] = now_ns();
   return NULL;
 }
@@ -46,6 +55,7 @@ static void* worker(void* arg) {
 int main(int argc, char** argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   n_per_thread = argc > 2 ? atol(argv[2]) : 100000;
+  seconds = argc > 3 ? atof(argv[3]) : 0;
   pthread_t t[64];
   if (threads < 1 || threads > 64)
     return 2;
@@ -61,9 +71,11 @@ int main(int argc, char** argv) {
     last = finished[k] > last ? finished[k] : last;
   }
   double ns = last - first;
-  long hits = threads * n_per_thread;
+  long hits = 0;
+  for (int k = 0; k < threads; k++)
+    hits += done[k];
   printf("threads=%d n=%ld hits=%ld wall_ns=%.0f hits_per_s=%.0f ns_per_iter=%.1f\n", threads,
-         n_per_thread, hits, ns, hits / ns * 1e9, ns / n_per_thread);
+         n_per_thread, hits, ns, hits / ns * 1e9, ns / ((double)hits / threads));
   fflush(stdout);
   return 0;
 }

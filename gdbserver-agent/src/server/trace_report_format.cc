@@ -58,6 +58,7 @@ std::string format_report_json(const TraceReport& r) {
   j += ",\"register_block_size\":" + std::to_string(r.register_block_size);
   j += ",\"stacks\":" + std::to_string(r.stack_bytes);
   j += ",\"fallback\":" + json_string(r.fallback);
+  j += ",\"drain\":" + json_string(r.drain);
   j += ",\"streaming\":{\"path\":" + json_string(r.stream.path) +
        ",\"writing\":" + json_bool(r.stream.writing) +
        ",\"frames\":" + std::to_string(r.stream.frames) +
@@ -115,6 +116,8 @@ std::string format_report_text(const TraceReport& r) {
              std::to_string(r.drops_by_cpu[cpu]);
     out += "\n";
   }
+  if (!r.drain.empty())
+    out += r.drain + "\n";
   if (!r.fallback.empty())
     out += "fallback: " + r.fallback + "\n";
   for (const auto& t : r.tracepoints)

@@ -41,6 +41,8 @@ RegisterLayout TraceEngine::Impl::register_layout() const {
 }
 
 uint32_t TraceEngine::Impl::register_block_size() const {
+  if (run_layout)
+    return run_block_size;
   return register_layout().bytes();
 }
 
@@ -351,8 +353,10 @@ void TraceEngine::Impl::arm_drain_timer() {
     if (ec || !running)
       return;
     drain_all();
-    if (running)
-      arm_drain_timer();
+    if (!running)
+      return;
+    drain_placement.place(traced_pid); // threads come and go, masks change
+    arm_drain_timer();
   });
 }
 
@@ -367,6 +371,7 @@ void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint3
   stop_text = std::move(text);
   stop_tp = tp;
   drain_timer.cancel();
+  drain_placement.restore(); // processes the stub starts later must not inherit the run's mask
   for (auto& c : collectors)
     c->remove_all();
   // Keep e->collector: status and qTP still report the backend and its counts.

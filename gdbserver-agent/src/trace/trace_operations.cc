@@ -276,6 +276,7 @@ Result<void> TraceEngine::start() {
   for (auto& e : m.tracepoints)
     e->earlier = {};
   m.run_layout = m.target.register_layout(m.traced_pid);
+  m.run_block_size = m.run_layout->bytes();
   m.buffer.set_register_block_size(m.register_block_size());
   // A streamed run's buffer is circular (set before reserve_for_run, which
   // reserves for it); the file begins once the tracepoints are installed, when
@@ -323,6 +324,7 @@ Result<void> TraceEngine::start() {
   if (std::string why = m.fallback_text(); !why.empty() && !m.tracepoints.empty())
     m.console("gdbtrace: " + why + "\n");
   m.stop_time = 0;
+  m.drain_placement.place(m.traced_pid);
   m.arm_drain_timer();
   return ok();
 }
@@ -440,6 +442,7 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.register_block_size = register_block_size();
   r.stack_bytes = stack_bytes;
   r.fallback = fallback_text();
+  r.drain = drain_placement.where();
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
   for (const auto& c : collectors) {

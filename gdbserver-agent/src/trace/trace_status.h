@@ -67,6 +67,9 @@ struct TraceReport {
   std::vector<TracepointReport> tracepoints; // definition order
   // Non-empty when no in-kernel collector could be created: why, and what to do.
   std::string fallback;
+  // Where the drain runs ("drain: on CPUs 1, off the traced threads' CPUs 0"),
+  // from the first run on (DrainPlacement).
+  std::string drain;
   StreamReport stream;
   // Frames lost in the collectors' per-CPU rings, by CPU (empty: none knows).
   std::vector<uint64_t> drops_by_cpu;

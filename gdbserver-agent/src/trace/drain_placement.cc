@@ -1,0 +1,92 @@
+#include "trace/drain_placement.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace gdbtrace {
+
+namespace {
+
+// The union of the affinity masks of PID's threads; false when none could be read.
+bool threads_cpus(int pid, cpu_set_t& out) {
+  CPU_ZERO(&out);
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (!d)
+    return false;
+  bool any = false;
+  while (dirent* e = readdir(d)) {
+    const int tid = std::atoi(e->d_name);
+    cpu_set_t mask;
+    if (tid <= 0 || sched_getaffinity(tid, sizeof mask, &mask) != 0)
+      continue; // "." / ".." or a thread that has just exited
+    CPU_OR(&out, &out, &mask);
+    any = true;
+  }
+  closedir(d);
+  return any;
+}
+
+} // namespace
+
+std::string format_cpu_list(const cpu_set_t& set) {
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set))
+      continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
+      ++last;
+    out += (out.empty() ? "" : ",") + std::to_string(cpu) +
+           (last > cpu ? "-" + std::to_string(last) : std::string());
+    cpu = last;
+  }
+  return out;
+}
+
+void DrainPlacement::place(int pid) {
+  if (!own_) {
+    cpu_set_t own;
+    if (sched_getaffinity(0, sizeof own, &own) != 0) {
+      where_ = "drain: where the scheduler puts it (its CPU mask is unreadable)";
+      return;
+    }
+    own_ = own;
+  }
+  cpu_set_t traced, spare;
+  if (!threads_cpus(pid, traced)) {
+    sched_setaffinity(0, sizeof *own_, &*own_);
+    where_ = "drain: on CPUs " + format_cpu_list(*own_) + " (the traced threads' CPUs are unknown)";
+    return;
+  }
+  CPU_XOR(&spare, &*own_, &traced);
+  CPU_AND(&spare, &spare, &*own_); // own CPUs the traced threads may not use
+  if (CPU_COUNT(&spare) == 0) {
+    sched_setaffinity(0, sizeof *own_, &*own_);
+    where_ = "drain: on CPUs " + format_cpu_list(*own_) +
+             ", shared with the traced threads (CPUs " + format_cpu_list(traced) +
+             "; no spare CPU)";
+    return;
+  }
+  if (sched_setaffinity(0, sizeof spare, &spare) != 0) {
+    where_ = "drain: on CPUs " + format_cpu_list(*own_) + " (moving it to spare CPUs " +
+             format_cpu_list(spare) + " failed)";
+    return;
+  }
+  where_ = "drain: on CPUs " + format_cpu_list(spare) + ", off the traced threads' CPUs " +
+           format_cpu_list(traced);
+}
+
+void DrainPlacement::restore() {
+  if (!own_)
+    return;
+  sched_setaffinity(0, sizeof *own_, &*own_);
+  own_.reset(); // the next run reads the mask again (it may have been changed in between)
+  const std::string head = "drain: ";
+  if (where_.starts_with(head))
+    where_ = "drain (last run): " + where_.substr(head.size());
+}
+
+} // namespace gdbtrace

@@ -1,0 +1,69 @@
+"""The drain off the traced threads' CPUs (issue 29): during a run the stub's drain thread (its
+io_context thread, the stub's main thread) runs on the CPUs the traced threads' affinity masks leave
+free, when there are any, and `monitor gdbtrace status` says where; after the run it is back on its
+own mask (processes the stub starts later inherit it).
+
+The tracee (tests/programs/trace_loop.c) is pinned to CPU 0 with `taskset` once stopped at main; the
+stub's mask is then read from /proc/<stub>/task/<stub>/status (Cpus_allowed_list) during and after
+the run."""
+import os
+import re
+import unittest
+
+from gdbtest import GdbTestCase, Server, auto_backend, program, require, run_gdb
+
+
+def mask_probe(pid, label):
+    return f"shell echo {label} $(grep Cpus_allowed_list /proc/{pid}/task/{pid}/status)"
+
+
+def cpu_list(text):
+    """{cpus} of a Cpus_allowed_list value such as 0-1,3."""
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+class DrainPlacement(GdbTestCase):
+    def run_traced(self, pin):
+        """A run of trace_loop under a tracepoint; PIN: taskset the tracee to CPU 0 first. Returns
+        (gdb run, the stub's CPUs during the run, after it)."""
+        backend = auto_backend()
+        with Server("once", program=program("trace_loop"), args=("20",)) as server:
+            pid = server.proc.pid
+            commands = ["break main", "continue"]
+            if pin:
+                commands.append(f"shell taskset -a -p -c 0 $(pgrep -P {pid}) > /dev/null")
+            commands += [f"monitor gdbtrace backend {backend}", "trace probe_me", "actions",
+                         "collect $rdi", "end", "tstart", mask_probe(pid, "DURING"),
+                         "monitor gdbtrace status", "tstop", mask_probe(pid, "AFTER"),
+                         "monitor gdbtrace status"]
+            run = run_gdb(commands, program=program("trace_loop"), server=server, timeout=120)
+        self.assertRan(run)
+        during = re.search(r"^DURING Cpus_allowed_list:\s*(\S+)", run.output, re.M)
+        after = re.search(r"^AFTER Cpus_allowed_list:\s*(\S+)", run.output, re.M)
+        self.assertTrue(during and after, run.transcript())
+        return run, cpu_list(during.group(1)), cpu_list(after.group(1))
+
+    def test_drain_leaves_the_pinned_tracee_cpu(self):
+        own = os.sched_getaffinity(0)
+        require(self, 0 in own and len(own) >= 2, "needs CPU 0 and another CPU to move the drain to")
+        run, during, after = self.run_traced(pin=True)
+        self.assertNotIn(0, during, run.transcript())  # off the tracee's CPU 0
+        self.assertEqual(during, own - {0}, run.transcript())
+        self.assertOutput(run, r"^drain: on CPUs \S+, off the traced threads' CPUs 0$")
+        self.assertEqual(after, own, run.transcript())  # its own mask back after the run
+        self.assertOutput(run, r"^drain \(last run\): on CPUs \S+, off the traced threads' CPUs 0$")
+
+    def test_drain_stays_when_no_cpu_is_spare(self):
+        own = os.sched_getaffinity(0)
+        run, during, after = self.run_traced(pin=False)
+        self.assertEqual(during, own, run.transcript())
+        self.assertEqual(after, own, run.transcript())
+        self.assertOutput(run, r"^drain: on CPUs \S+, shared with the traced threads \(CPUs \S+; no spare CPU\)$")
+
+
+if __name__ == "__main__":
+    unittest.main()
