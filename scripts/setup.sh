@@ -21,6 +21,16 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "setup.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Packages that ship a daemon (redis-server, for bench/redis_bpftrace.sh, which runs its own instance
+# on a free port) must not start or stay enabled as system services on the user's machine: while we
+# install, a policy-rc.d says no (Debian's invoke-rc.d and deb-systemd-invoke both ask it), unless the
+# machine already has one; after the install the units we brought in are disabled (see the end).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# gdbtrace scripts/setup.sh: no service starts while it installs\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 apt_opts=(-o DPkg::Lock::Timeout=600 -y -q --no-install-recommends)
 # Try without refreshing the package lists first (fast path); refresh and retry if that fails.
 if ! $sudo apt-get "${apt_opts[@]}" install "${missing[@]}" >/tmp/gdbtrace-setup.log 2>&1; then
@@ -31,3 +41,9 @@ if ! $sudo apt-get "${apt_opts[@]}" install "${missing[@]}" >/tmp/gdbtrace-setup
     exit 1
   fi
 fi
+# The daemons installed here for the bench are not services of the machine.
+for unit in redis-server; do
+  if [[ " ${missing[*]} " == *" $unit "* ]] && command -v systemctl >/dev/null; then
+    $sudo systemctl disable "$unit.service" >/dev/null 2>&1 || true
+  fi
+done
