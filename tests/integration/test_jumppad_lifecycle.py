@@ -1,5 +1,5 @@
 """The jump pad where binary patching goes wrong: attached to a running multithreaded program on a
-libc function (frames = the program's own count of its calls), the stub SIGKILLed under four
+libc function (frames = the program's own count of its calls, at a low and at a sustained rate), the stub SIGKILLed under four
 threads, 1 000 install/remove cycles under a thread looping through the site (each result checked
 by the program), a fork child that inherits the jump, and `collect *p` with bad pointers on an
 `ftrace` under `auto` (the pad refuses memory collects: the tracepoint falls back, the bad reads are
@@ -49,6 +49,31 @@ class JumpPadLifecycle(GdbTestCase):
             self.assertEqual(len(re.findall(r"thread \d calls=[1-9]\d*", out)), 4, out)
             self.assertOutput(run, rf"Collected {calls.group(1)} trace frames")
             self.assertOutput(run, r"backend jumppad, hits \d+, frames \d+, drops 0,")
+            self.assertEqual(code, 0, out)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
+    def test_sustained_rate_loses_nothing(self):
+        # 4 threads at ~100 000 getppid calls per second each for 2 s: far more hits than the
+        # rings hold (16 384 records per CPU), so they must be emptied while the run goes on. A
+        # pad never enters the kernel, so nothing wakes the stub: it polls them. Before it did,
+        # only the engine's 1 s drain emptied them and most of these hits were drops.
+        before = descendants()
+        tracee = Tracee(program("mt_libc_calls"), args=(2, 4, 1500, 500))
+        try:
+            time.sleep(0.3)
+            with Server("attach", pid=tracee.pid) as server:
+                run = run_gdb(["set trace-buffer-size 400000000", "break calls_done", "ftrace *getppid",
+                               "actions", "collect $rdi", "end", "tstart", "continue", "tstop",
+                               "tstatus", "monitor gdbtrace status", "detach"],
+                              program="mt_libc_calls", server=server, timeout=120)
+            code, out = finish(tracee)
+            self.assertEqual(backends(run), ["jumppad"], run.transcript())
+            calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
+            self.assertTrue(calls and int(calls.group(1)) > 200000, out)
+            self.assertOutput(run, rf"Collected {calls.group(1)} trace frames")
+            self.assertOutput(run, rf"backend jumppad, hits {calls.group(1)}, frames {calls.group(1)}, drops 0,")
             self.assertEqual(code, 0, out)
         finally:
             tracee.kill()

@@ -1,9 +1,10 @@
 /* A multithreaded program that counts its own calls of a libc function, for tracing it attached:
  * THREADS threads (default 4) start at once and idle; after WAIT_MS (default 1000: time for a
- * debugger to attach to the running process) they call getppid() in bursts of 10 every 5 ms for
- * SECONDS (default 10), checking every result, then the program prints the calls each thread made
- * and their total, and calls calls_done() (a place for a breakpoint once every call is made).
- * Usage: mt_libc_calls [SECONDS [THREADS [WAIT_MS]]] */
+ * debugger to attach to the running process) they call getppid() in bursts of BURST (default 10)
+ * every 5 ms for SECONDS (default 10), checking every result, then the program prints the calls
+ * each thread made and their total, and calls calls_done() (a place for a breakpoint once every
+ * call is made).
+ * Usage: mt_libc_calls [SECONDS [THREADS [WAIT_MS [BURST]]]] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 static volatile int go, stop;
+static int burst = 10;
 static pid_t parent;
 static long counts[16], bad[16];
 
@@ -23,7 +25,7 @@ static void* worker(void* arg) {
   while (!go)
     usleep(1000);
   while (!stop) {
-    for (int k = 0; k < 10; k++) {
+    for (int k = 0; k < burst; k++) {
       if (getppid() != parent)
         bad[i]++;
       counts[i]++;
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   int seconds = argc > 1 ? atoi(argv[1]) : 10;
   int threads = argc > 2 ? atoi(argv[2]) : 4;
   long wait_ms = argc > 3 ? atol(argv[3]) : 1000;
+  if (argc > 4 && atoi(argv[4]) > 0)
+    burst = atoi(argv[4]);
   pthread_t tids[16];
   if (threads < 1 || threads > 16)
     threads = 4;

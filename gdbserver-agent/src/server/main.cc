@@ -56,7 +56,7 @@ void add_collectors(TraceEngine& engine, NativeTarget& target, asio::io_context&
 #ifdef GDBTRACE_HAVE_JUMPPAD
   // First: it takes only `ftrace` tracepoints, and those it can serve it serves
   // without a trap.
-  if (auto c = make_jumppad_collector(target))
+  if (auto c = make_jumppad_collector(target, io))
     engine.add_collector(std::move(*c));
   else
     skipped("jumppad", c.error());
