@@ -39,6 +39,28 @@ class JumpPad(GdbTestCase):
         # The program's output (in the server's log) is what it prints untraced.
         self.assertIn(f"BENCH jumppad calls={n} sum={sum(range(n)) + 3 * n} ", run.server_log)
 
+    def test_condition_over_registers_runs_in_the_pad(self):
+        # `x & 3 == 0 || x == 5` over jp_probe's argument (in rdi at -O2): compiled into the pad
+        # (gdb sends bit_and, equal, dup/if_goto/pop for ||); only the hits where it holds are
+        # frames. A condition reading memory (the global jp_bias) goes to the next collector.
+        n = 20
+        run = run_gdb(["break jp_done", "ftrace *jp_probe if ($rdi & 3) == 0 || $rdi == 5", "actions",
+                       "collect $rdi", "end", "tstart", "continue", "monitor gdbtrace status", "tstop",
+                       "tstatus", "tfind 2", "print $rdi", "tfind 3", "print $rdi"],
+                      program=PROG, args=(n,))
+        self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
+        kept = [x for x in range(n) if x & 3 == 0 or x == 5]
+        self.assertOutput(run, rf"backend jumppad, hits {len(kept)}, frames {len(kept)}, drops 0")
+        self.assertOrdered(run, [rf"Collected {len(kept)} trace frames", rf"\$1 = {kept[2]}",
+                                 rf"\$2 = {kept[3]}"])
+        self.assertIn(f"BENCH jumppad calls={n} sum={sum(range(n)) + 3 * n} ", run.server_log)
+        memory = run_gdb(["break jp_done", "ftrace *jp_probe if jp_bias == 3", "actions", "collect $rdi",
+                          "end", "tstart", "continue", "monitor gdbtrace status", "tstop", "tstatus"],
+                         program=PROG, args=(n,))
+        self.assertNotIn("jumppad", backends(memory), memory.transcript())
+        self.assertOutput(memory, r"\(jumppad: the condition reads memory")
+        self.assertOutput(memory, rf"Collected {n} trace frames")
+
     def test_plain_trace_never_uses_it(self):
         run = run_gdb(["break jp_done", "trace *jp_probe", "tstart", "continue",
                        "monitor gdbtrace status", "tstop", "tstatus"], program=PROG, args=(5,))

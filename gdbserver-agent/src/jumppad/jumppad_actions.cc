@@ -3,6 +3,7 @@
 #include <string>
 
 #include "abi/ax_opcodes.h"
+#include "jumppad/jumppad_site.h"
 
 namespace gdbtrace::jumppad {
 namespace {
@@ -121,9 +122,12 @@ Result<PadActions> plan_actions(const Tracepoint& tp) {
     return refuse("not an ftrace tracepoint (the jump pad serves only `ftrace`)");
   if (tp.step_count)
     return refuse("while-stepping needs the ptrace collector");
-  if (tp.has_condition)
-    return refuse("conditions are not compiled by the jump pad yet");
   PadActions out;
+  if (tp.has_condition) {
+    if (auto c = check_condition(tp.condition); !c)
+      return c.error();
+    out.condition = tp.condition;
+  }
   for (const TraceAction& a : tp.actions) {
     if (std::holds_alternative<CollectRegisters>(a)) {
       out.registers = true;

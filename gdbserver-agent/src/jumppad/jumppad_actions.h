@@ -1,12 +1,14 @@
 // What the jump pad can do of a tracepoint's condition and actions, decided
-// from the verified bytecode (AgentExpr) without generating anything: the
-// first slice compiles `collect` of registers ($regs, arguments and locals
-// that live in registers) and `$tsv = $tsv + K` (one lock add in the shared
-// area). Everything else is refused with the reason, and the engine gives the
+// from the verified bytecode (AgentExpr) without generating anything: it
+// compiles conditions over registers and constants (jumppad_site.h
+// check_condition), `collect` of registers ($regs, arguments and locals that
+// live in registers) and `$tsv = $tsv + K` (one lock add in the shared area).
+// Everything else is refused with the reason, and the engine gives the
 // tracepoint to the next collector.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/result.h"
@@ -20,7 +22,8 @@ struct TsvIncrement {
 };
 
 struct PadActions {
-  bool registers = false; // an 'R' action: the frame gets the register block
+  std::optional<AgentExpr> condition; // compiled into the pad
+  bool registers = false;             // an 'R' action: the frame gets the register block
   std::vector<TsvIncrement> tsv_adds;
 };
 

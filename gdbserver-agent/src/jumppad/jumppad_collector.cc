@@ -49,7 +49,8 @@ public:
   unsigned caps() const override { return kPatchesCode | kFastOnly; }
   std::string describe() const override {
     return "jump pad: ftrace sites patched with a jmp into code in the tracee, per-CPU rings "
-           "shared with the stub; registers and TSV increments only (this version)";
+           "shared with the stub; conditions over registers, registers and TSV increments (this "
+           "version)";
   }
 
   Result<void> check(const Tracepoint& tp) const override {
@@ -74,6 +75,7 @@ private:
     uint32_t tp_slot = 0;
     bool registers = false;
     std::vector<TsvIncrement> tsv_adds;
+    std::optional<AgentExpr> condition;
   };
   struct Site {
     Pid pid = 0;
@@ -232,7 +234,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   auto slot = slot_for(pa, tp.address, site.locations.size());
   if (!slot)
     return slot.error();
-  Location loc{pid, tp.number, tp.address, *slot, acts->registers, acts->tsv_adds};
+  Location loc{pid, tp.number, tp.address, *slot, acts->registers, acts->tsv_adds, acts->condition};
   auto& inited = pa.tsvs_initialised;
   for (const TsvIncrement& inc : loc.tsv_adds) {
     auto idx = a.tsv_index(inc.number);
@@ -254,7 +256,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
                site.plan,      {}};
   for (uint32_t li : site.locations) {
     const Location& l = locations_[li];
-    PadTracepoint pt{l.tp_slot, {}, true};
+    PadTracepoint pt{l.tp_slot, {}, true, l.condition};
     for (const TsvIncrement& inc : l.tsv_adds)
       pt.tsv_adds.push_back({*a.tsv_index(inc.number), inc.k});
     spec.tps.push_back(std::move(pt));

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "abi/amd64_regs.h"
+#include "abi/ax_opcodes.h"
 #include "jumppad/jumppad_layout.h"
 
 extern "C" {
@@ -45,8 +47,9 @@ public:
     u32(0);
     return at;
   }
-  void land(size_t rel_at) { // the jump whose rel32 is at REL_AT goes here
-    int32_t rel = int32_t(out_.size() - (rel_at + 4));
+  void land(size_t rel_at) { patch(rel_at, out_.size()); } // the jump at REL_AT comes here
+  void patch(size_t rel_at, size_t to) { // the jump whose rel32 is at REL_AT goes to TO
+    int32_t rel = int32_t(to - (rel_at + 4));
     std::memcpy(out_.data() + rel_at, &rel, 4);
   }
   void jump_back(std::initializer_list<uint8_t> opcode, size_t to) {
@@ -145,6 +148,200 @@ bool emit_record(Code& c, const PadSpec& s, const PadTracepoint& tp) {
   return ok;
 }
 
+// Where save_registers() put gdb's register N, as an index of Record::regs
+// (rbx points at them); -1 for a register the pad does not save.
+int saved_index(uint32_t regno) {
+  switch (regno) {
+  case GT_RAX:
+    return 14;
+  case GT_RBX:
+    return 13;
+  case GT_RCX:
+    return 12;
+  case GT_RDX:
+    return 11;
+  case GT_RSI:
+    return 10;
+  case GT_RDI:
+    return 9;
+  case GT_RBP:
+    return 8;
+  case GT_EFLAGS:
+    return 15;
+  default:
+    return regno >= GT_R8 && regno <= GT_R15 ? int(7 - (regno - GT_R8)) : -1;
+  }
+}
+
+uint64_t operand(const std::vector<uint8_t>& code, size_t at, unsigned n) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < n; ++i)
+    v = v << 8 | code[at + i];
+  return v;
+}
+
+// Where a condition's jumps go, patched once every instruction is emitted.
+struct ConditionJumps {
+  std::vector<std::pair<size_t, uint32_t>> to_pc; // rel32 position, AX target
+  std::vector<size_t> to_end;                     // rel32 positions of jumps to the end
+};
+
+// One AX instruction OP (operand K; DEPTH values on the stack before it) of a
+// condition at SITE.
+Result<void> emit_condition_op(Code& c, const struct ax_opinfo* info, uint8_t op, uint64_t k,
+                               int depth, uint64_t site, ConditionJumps& j) {
+  auto binary = [&](std::initializer_list<uint8_t> insn) {
+    c.bytes({0x59, 0x58}); // pop %rcx (b); pop %rax (a)
+    c.bytes(insn);
+    c.bytes({0x50}); // push %rax
+  };
+  auto compare = [&](uint8_t setcc) {
+    c.bytes({0x59, 0x58, 0x48, 0x39, 0xc8});              // pop %rcx; pop %rax; cmp %rcx,%rax
+    c.bytes({0x0f, setcc, 0xc0, 0x0f, 0xb6, 0xc0, 0x50}); // setcc %al; movzbl %al,%eax; push
+  };
+  switch (op) {
+  case AX_OP_CONST8:
+  case AX_OP_CONST16:
+  case AX_OP_CONST32:
+  case AX_OP_CONST64:
+    c.bytes({0x48, 0xb8}), c.u64(k), c.bytes({0x50}); // movabs $k,%rax; push %rax
+    break;
+  case AX_OP_REG:
+    if (k == GT_RSP)
+      c.bytes({0x48, 0x8d, 0x83}), c.u32(256), c.bytes({0x50}); // lea 256(%rbx),%rax; push
+    else if (k == GT_RIP)
+      c.bytes({0x48, 0xb8}), c.u64(site), c.bytes({0x50});
+    else if (int i = saved_index(uint32_t(k)); i >= 0)
+      c.bytes({0xff, 0x73, uint8_t(8 * i)}); // push 8*i(%rbx)
+    else
+      return refuse("the condition reads register " + std::to_string(k) +
+                    ", which the jump pad does not save");
+    break;
+  case AX_OP_ADD:
+    binary({0x48, 0x01, 0xc8});
+    break; // add %rcx,%rax
+  case AX_OP_SUB:
+    binary({0x48, 0x29, 0xc8});
+    break; // sub %rcx,%rax
+  case AX_OP_MUL:
+    binary({0x48, 0x0f, 0xaf, 0xc1});
+    break; // imul %rcx,%rax
+  case AX_OP_BIT_AND:
+    binary({0x48, 0x21, 0xc8});
+    break;
+  case AX_OP_BIT_OR:
+    binary({0x48, 0x09, 0xc8});
+    break;
+  case AX_OP_BIT_XOR:
+    binary({0x48, 0x31, 0xc8});
+    break;
+  // x86 masks a shift count to 6 bits; ax_eval gives 0 (or the sign) from 64 on.
+  case AX_OP_LSH: // cmp $64,%rcx; sbb %rdx,%rdx (all ones below 64); shl %cl,%rax; and %rdx,%rax
+  case AX_OP_RSH_UNSIGNED:
+    binary({0x48, 0x83, 0xf9, 0x40, 0x48, 0x19, 0xd2, 0x48, 0xd3,
+            uint8_t(op == AX_OP_LSH ? 0xe0 : 0xe8), 0x48, 0x21, 0xd0});
+    break;
+  case AX_OP_RSH_SIGNED: // mov $63,%edx; cmp %rdx,%rcx; cmova %rdx,%rcx; sar %cl,%rax
+    binary({0xba, 63, 0, 0, 0, 0x48, 0x39, 0xd1, 0x48, 0x0f, 0x47, 0xca, 0x48, 0xd3, 0xf8});
+    break;
+  case AX_OP_EQUAL:
+    compare(0x94);
+    break; // sete
+  case AX_OP_LESS_SIGNED:
+    compare(0x9c);
+    break; // setl
+  case AX_OP_LESS_UNSIGNED:
+    compare(0x92);
+    break; // setb
+  case AX_OP_BIT_NOT:
+    c.bytes({0x58, 0x48, 0xf7, 0xd0, 0x50});
+    break;            // pop; not %rax; push
+  case AX_OP_LOG_NOT: // pop; test %rax,%rax; sete %al; movzbl %al,%eax; push
+    c.bytes({0x58, 0x48, 0x85, 0xc0, 0x0f, 0x94, 0xc0, 0x0f, 0xb6, 0xc0, 0x50});
+    break;
+  case AX_OP_EXT:
+  case AX_OP_ZERO_EXT:
+    if (k == 0)
+      c.bytes({0x58, 0x31, 0xc0, 0x50}); // pop; xor %eax,%eax; push
+    else if (k < 64)                     // pop; shl $64-k,%rax; sar/shr $64-k,%rax; push
+      c.bytes({0x58, 0x48, 0xc1, 0xe0, uint8_t(64 - k), 0x48, 0xc1,
+               uint8_t(op == AX_OP_EXT ? 0xf8 : 0xe8), uint8_t(64 - k), 0x50});
+    break;
+  case AX_OP_DUP:
+    c.bytes({0xff, 0x34, 0x24});
+    break; // push (%rsp)
+  case AX_OP_POP:
+    c.bytes({0x48, 0x83, 0xc4, 0x08});
+    break; // add $8,%rsp
+  case AX_OP_SWAP:
+    c.bytes({0x58, 0x59, 0x50, 0x51});
+    break;            // pop rax; pop rcx; push rax; push rcx
+  case AX_OP_IF_GOTO: // pop %rax; test %rax,%rax; jne target
+    c.bytes({0x58, 0x48, 0x85, 0xc0});
+    j.to_pc.push_back({c.jump({0x0f, 0x85}), uint32_t(k)});
+    break;
+  case AX_OP_GOTO:
+    j.to_pc.push_back({c.jump({0xe9}), uint32_t(k)});
+    break;
+  case AX_OP_END:
+    if (depth > 0)
+      c.bytes({0x58}); // pop %rax: the result
+    else
+      c.bytes({0x31, 0xc0}); // an empty stack gives 0
+    j.to_end.push_back(c.jump({0xe9}));
+    break;
+  default:
+    return refuse(std::string("the condition uses `") + info->name +
+                  "`, which the jump pad does not compile");
+  }
+  return ok();
+}
+
+// The condition as x86-64: every AX value on the thread's stack below the
+// saved registers (push/pop; rax and rcx are scratch), with the semantics of
+// ax_eval (shift counts of 64 and more, ext of 0 bits). At `end` the top value
+// (0 for an empty stack) decides, rsp is reset to the saved registers, and a
+// false condition jumps to the fixup *FALSE_AT. SITE is the tracepoint's
+// address ($pc). Emits nothing useful on error: the caller refuses the pad.
+Result<void> emit_condition(Code& c, const AgentExpr& e, uint64_t site, size_t* false_at) {
+  if (e.info.has_backward_jump)
+    return refuse("the condition loops (the jump pad compiles no backward jump)");
+  if (e.info.uses_mem)
+    return refuse("the condition reads memory (the jump pad has no checked read yet: a bad "
+                  "pointer must not crash the tracee)");
+  if (e.info.uses_tsv)
+    return refuse("the condition uses a trace state variable (not compiled by the jump pad yet)");
+  if (e.info.max_stack > kMaxConditionStack)
+    return refuse("the condition needs more than " + std::to_string(kMaxConditionStack) +
+                  " stack entries");
+  const auto& code = e.code;
+  std::vector<size_t> native(code.size() + 1, SIZE_MAX);
+  ConditionJumps j;
+  for (size_t pc = 0; pc < code.size();) {
+    const uint8_t op = code[pc];
+    const struct ax_opinfo* info = ax_opinfo(op);
+    if (!info)
+      return refuse("the condition has an unknown opcode");
+    const uint64_t k = operand(code, pc + 1, info->operand_bytes);
+    native[pc] = c.size();
+    if (auto r = emit_condition_op(c, info, op, k, pc < e.depth.size() ? e.depth[pc] : 0, site, j);
+        !r)
+      return r;
+    pc += 1 + info->operand_bytes;
+  }
+  for (auto [rel_at, target] : j.to_pc) {
+    if (target >= native.size() || native[target] == SIZE_MAX)
+      return refuse("the condition jumps into the middle of an instruction");
+    c.patch(rel_at, native[target]);
+  }
+  for (size_t at : j.to_end)
+    c.land(at);
+  c.bytes({0x48, 0x89, 0xdc});      // mov %rbx,%rsp: drop whatever the program left
+  c.bytes({0x48, 0x85, 0xc0});      // test %rax,%rax
+  *false_at = c.jump({0x0f, 0x84}); // je: false
+  return ok();
+}
+
 } // namespace
 
 Result<SitePlan> plan_site(std::span<const uint8_t> bytes) {
@@ -197,6 +394,10 @@ Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
     ok &= c.rip({0x83, 0x3d}, slot + offsetof(TpSlot, enabled), 1); // cmpl $0,enabled(%rip)
     c.bytes({0x00});
     size_t to_next = c.jump({0x0f, 0x84}); // je next
+    size_t cond_false = SIZE_MAX;
+    if (tp.condition)
+      if (auto r = emit_condition(c, *tp.condition, s.site, &cond_false); !r)
+        return r.error();
     // A recording tracepoint's hits are its records plus its drops, counted by
     // the stub: no locked add per hit on one line every CPU shares.
     if (!tp.record)
@@ -208,6 +409,8 @@ Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
     if (tp.record)
       ok &= emit_record(c, s, tp);
     c.land(to_next);
+    if (cond_false != SIZE_MAX)
+      c.land(cond_false);
   }
   c.land(to_restore);
   restore_registers(c);
@@ -229,6 +432,12 @@ Result<std::array<uint8_t, kJumpLen>> site_jump(uint64_t site, uint64_t pad) {
   int32_t r = int32_t(rel);
   std::memcpy(j.data() + 1, &r, 4);
   return j;
+}
+
+Result<void> check_condition(const AgentExpr& e) {
+  Code scratch(0);
+  size_t false_at = 0;
+  return emit_condition(scratch, e, 0, &false_at);
 }
 
 } // namespace gdbtrace::jumppad

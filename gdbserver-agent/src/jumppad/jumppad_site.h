@@ -6,10 +6,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "common/result.h"
+#include "trace/tracepoint.h"
 
 namespace gdbtrace::jumppad {
 
@@ -42,6 +44,9 @@ struct PadTracepoint {
   };
   std::vector<TsvAdd> tsv_adds;
   bool record = true; // write a record (a frame) per hit
+  // The tracepoint's condition, compiled into the pad: false skips the rest of
+  // this tracepoint (no count, no TSV update, no record, as gdbserver does).
+  std::optional<AgentExpr> condition = std::nullopt;
 };
 
 struct PadSpec {
@@ -64,6 +69,14 @@ struct PadSpec {
 // counters, TSV adds and ring record, registers restored, the relocated
 // instruction, a jmp back after the site.
 Result<std::vector<uint8_t>> emit_pad(const PadSpec& spec);
+
+// Whether the pad compiles condition E: straight-line or forward-branching
+// arithmetic, comparisons and logic over constants and the registers the pad
+// saves (rax..r15, rsp, rip, eflags), values on the thread's stack below the
+// saved registers (at most kMaxConditionStack). Refused, with the reason: memory
+// reads (a bad pointer must not crash the tracee), TSVs, division, loops.
+inline constexpr uint32_t kMaxConditionStack = 32;
+Result<void> check_condition(const AgentExpr& e);
 
 // The 5 bytes written over the site: jmp PAD.
 Result<std::array<uint8_t, kJumpLen>> site_jump(uint64_t site, uint64_t pad);

@@ -51,9 +51,11 @@ TEST(JumppadActions, RefusesWithTheReason) {
   plain.fast = false;
   EXPECT_NE(plan_actions(plain).error().message.find("not an ftrace tracepoint"),
             std::string::npos);
-  Tracepoint cond = fast_tp();
+  Tracepoint cond = fast_tp(); // a condition that reads memory: *p == 0
   cond.has_condition = true;
-  EXPECT_NE(plan_actions(cond).error().message.find("conditions"), std::string::npos);
+  cond.condition = expr({0x26, 0, 5, 0x19, 0x22, 0, 0x13, 0x27});
+  cond.condition.info.uses_mem = 1;
+  EXPECT_NE(plan_actions(cond).error().message.find("reads memory"), std::string::npos);
   Tracepoint mem = fast_tp();
   mem.actions.push_back(CollectMemory{6, -8, 8});
   EXPECT_NE(plan_actions(mem).error().message.find("memory collection"), std::string::npos);

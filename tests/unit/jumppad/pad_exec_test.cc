@@ -11,8 +11,12 @@
 #include <thread>
 
 #include "../strict_skip.h"
+#include "abi/amd64_regs.h"
+#include "abi/ax_opcodes.h"
+#include "ax/ax.h"
 #include "jumppad/jumppad_area.h"
 #include "jumppad/jumppad_site.h"
+#include "trace/tracepoint_parser.h"
 
 namespace gdbtrace::jumppad {
 namespace {
@@ -189,6 +193,123 @@ TEST_F(PadExec, ThreadsShareRingsWithoutLosingRecords) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(tsv(0), kThreads * kCalls);
   EXPECT_EQ(taken + slot(0).drops, uint64_t(kThreads * kCalls));
+}
+
+// ---- conditions compiled into the pad, against the reference evaluator ----
+
+AgentExpr verified_condition(std::vector<uint8_t> code) {
+  auto e = verify_expr(std::move(code), true, VerifyEnv{GT_NUM_REGS_AVX, nullptr}, "condition");
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? *e : AgentExpr{};
+}
+
+// ax_eval's answer with rdi = X (the only register these programs read).
+bool reference(const AgentExpr& e, long x) {
+  struct ax_env env {};
+  env.opaque = &x;
+  env.read_reg = [](void* opaque, uint32_t regno, uint64_t* v) {
+    if (regno != GT_RDI)
+      return -1;
+    *v = uint64_t(*static_cast<long*>(opaque));
+    return 0;
+  };
+  uint64_t result = 0;
+  EXPECT_EQ(ax_eval(e.code.data(), &e.info, &env, &result), 0);
+  return result != 0;
+}
+
+TEST_F(PadExec, ConditionsAgreeWithTheReferenceEvaluator) {
+  slots_ = 1024;
+  TearDown();
+  SetUp();
+  using V = std::vector<uint8_t>;
+  const uint8_t x = AX_OP_REG, rdi_hi = 0, rdi_lo = GT_RDI;
+  const std::vector<V> programs = {
+      {x, rdi_hi, rdi_lo, AX_OP_CONST8, 7, AX_OP_EQUAL, AX_OP_END}, // x == 7
+      // (x & 3) == 0 || x < 2, as gdb compiles ||: A; dup; if_goto L; pop; B; L: end
+      {x, rdi_hi, rdi_lo, AX_OP_CONST8, 3, AX_OP_BIT_AND, AX_OP_LOG_NOT, AX_OP_DUP, AX_OP_IF_GOTO,
+       0, 18, AX_OP_POP, x, rdi_hi, rdi_lo, AX_OP_CONST8, 2, AX_OP_LESS_SIGNED, AX_OP_END},
+      // (int8_t)x < 0 and zero_ext 4 == 5
+      {x, rdi_hi, rdi_lo, AX_OP_EXT, 8, AX_OP_CONST8, 0, AX_OP_LESS_SIGNED, AX_OP_END},
+      {x, rdi_hi, rdi_lo, AX_OP_ZERO_EXT, 4, AX_OP_CONST8, 5, AX_OP_EQUAL, AX_OP_END},
+      // shifts, counts of 64 and more included: (x << 70) == 0, (x - 50) >>s 100 == -1, x >>u 2 < 9
+      {x, rdi_hi, rdi_lo, AX_OP_CONST8, 70, AX_OP_LSH, AX_OP_LOG_NOT, AX_OP_END},
+      {x, rdi_hi, rdi_lo, AX_OP_CONST8, 50, AX_OP_SUB, AX_OP_CONST8, 100, AX_OP_RSH_SIGNED,
+       AX_OP_BIT_NOT, AX_OP_LOG_NOT, AX_OP_END},
+      {x, rdi_hi, rdi_lo, AX_OP_CONST8, 2, AX_OP_RSH_UNSIGNED, AX_OP_CONST8, 9, AX_OP_LESS_UNSIGNED,
+       AX_OP_END},
+      // (3x - 5) ^ 0x55 < 40 (signed), and 1, x; swap; sub: x - 1 <u 10
+      {x, rdi_hi, rdi_lo, AX_OP_CONST8, 3, AX_OP_MUL, AX_OP_CONST8, 5, AX_OP_SUB, AX_OP_CONST8,
+       0x55, AX_OP_BIT_XOR, AX_OP_CONST8, 40, AX_OP_LESS_SIGNED, AX_OP_END},
+      {AX_OP_CONST8, 1, x, rdi_hi, rdi_lo, AX_OP_SWAP, AX_OP_SUB, AX_OP_CONST8, 10,
+       AX_OP_LESS_UNSIGNED, AX_OP_END},
+      // goto over a `false; end`: x odd
+      {AX_OP_GOTO, 0, 6, AX_OP_CONST8, 0, AX_OP_END, x, rdi_hi, rdi_lo, AX_OP_CONST8, 1,
+       AX_OP_BIT_AND, AX_OP_END},
+      // x | 0x10 == 0x17 with a 64-bit constant compare: x in {7, 0x17}
+      {x, rdi_hi, rdi_lo, AX_OP_CONST64, 0, 0, 0, 0, 0, 0, 0, 0x10, AX_OP_BIT_OR, AX_OP_CONST16, 0,
+       0x17, AX_OP_EQUAL, AX_OP_END},
+  };
+  const long inputs[] = {-300, -129, -128, -70, -1, 0,  1,   2,   3,   4,   5,        7,
+                         8,    21,   23,   49,  50, 51, 100, 127, 128, 255, 1L << 40, -(1L << 40)};
+  for (size_t p = 0; p < programs.size(); ++p) {
+    AgentExpr cond = verified_condition(programs[p]);
+    ASSERT_TRUE(check_condition(cond)) << "program " << p;
+    std::memcpy(site_, kSite, sizeof kSite); // unpatched, then a pad with this condition
+    slot(0).enabled = 1;
+    patch({PadTracepoint{0, {}, true, cond}});
+    for (long in : inputs) {
+      ASSERT_EQ(call(in), in + 100);
+      size_t records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size();
+      EXPECT_EQ(records, reference(cond, in) ? 1u : 0u) << "program " << p << ", x = " << in;
+    }
+  }
+}
+
+TEST_F(PadExec, ConditionsOnRspAndRip) {
+  slot(0).enabled = 1;
+  // rsp at the site is 8 mod 16 (after the call's push); rip is the site.
+  std::vector<uint8_t> rsp = {AX_OP_REG,    0, GT_RSP,      AX_OP_CONST8, 15, AX_OP_BIT_AND,
+                              AX_OP_CONST8, 8, AX_OP_EQUAL, AX_OP_END};
+  std::vector<uint8_t> rip = {AX_OP_REG, 0, GT_RIP, AX_OP_CONST64};
+  for (int shift = 56; shift >= 0; shift -= 8)
+    rip.push_back(uint8_t(uint64_t(site_) >> shift));
+  rip.insert(rip.end(), {AX_OP_EQUAL, AX_OP_END});
+  patch({PadTracepoint{0, {{0, 1}}, true, verified_condition(rsp)},
+         PadTracepoint{0, {{1, 1}}, true, verified_condition(rip)}});
+  for (long i = 0; i < 5; ++i)
+    ASSERT_EQ(call(i), i + 100);
+  EXPECT_EQ(tsv(0), 5);
+  EXPECT_EQ(tsv(1), 5);
+  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size(), 10u);
+}
+
+TEST_F(PadExec, AFalseConditionSkipsCountsAndTsvs) {
+  slot(0).enabled = 1;
+  // x == 3: one hit of ten passes; a non-recording tracepoint counts only that one.
+  auto cond = verified_condition({AX_OP_REG, 0, GT_RDI, AX_OP_CONST8, 3, AX_OP_EQUAL, AX_OP_END});
+  patch({PadTracepoint{0, {{0, 5}}, false, cond}});
+  for (long i = 0; i < 10; ++i)
+    ASSERT_EQ(call(i), i + 100);
+  EXPECT_EQ(slot(0).hits, 1u);
+  EXPECT_EQ(tsv(0), 5);
+}
+
+TEST(JumppadConditions, RefusedWithTheReason) {
+  auto reason = [](std::vector<uint8_t> code) {
+    auto r = check_condition(verified_condition(std::move(code)));
+    return r ? std::string("compiled") : r.error().message;
+  };
+  EXPECT_NE(reason({AX_OP_REG, 0, GT_RDI, AX_OP_REF32, AX_OP_END}).find("reads memory"),
+            std::string::npos);
+  EXPECT_NE(reason({AX_OP_REG, 0, GT_RDI, AX_OP_CONST8, 3, AX_OP_DIV_SIGNED, AX_OP_END})
+                .find("`div_signed`"),
+            std::string::npos);
+  EXPECT_NE(reason({AX_OP_REG, 0, 40, AX_OP_END}).find("register 40"), std::string::npos);
+  // A loop: the verifier bounds it with the step budget; the pad has none.
+  EXPECT_NE(
+      reason({AX_OP_CONST8, 1, AX_OP_IF_GOTO, 0, 0, AX_OP_CONST8, 0, AX_OP_END}).find("loops"),
+      std::string::npos);
 }
 
 } // namespace
