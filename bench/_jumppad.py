@@ -7,14 +7,15 @@ non-PIE twin, which is the only one it serves. Columns:
   $rdi+tsv   `collect $rdi` + `teval $hits = $hits + 1` (an argument and a TSV increment)
   $regs      `collect $regs`
   sink       `collect sink` (memory): the agent's; the pad refuses memory collects (this version)
-  never_true a condition that is never true: the pad refuses conditions (this version)
+  never_true `if i < 0` (never true; i in a register at -O2): compiled into the pad
 plus one system call (tests/programs/bench_syscall.c, getppid) and the raw tracefs uprobe on the same
 site, and 1/2/4 threads on one `ftrace` (bench_threads.c's t_site+1, `collect $regs`) against the
 untraced program. Every round runs each once (so a slow patch of this shared machine hits all
 alike); targets are judged per round, on the median AND the worst round.
 
-Run length: a pad ring holds 16384 records per CPU and the stub drains every second, so a run puts
-at most N_HITS hits in the rings (no hit is a cheaper drop; drops are checked to be 0).
+Run length: a pad ring holds 16384 records per CPU; the stub empties the rings every 10 ms, but a
+loop that does nothing but hit the pad fills one far faster than any drain (~20 ns per hit), so a
+run puts at most N_HITS hits in the rings (no hit is a cheaper drop; drops are checked to be 0).
 """
 import re
 import statistics
