@@ -27,13 +27,15 @@ class JumpPad(GdbTestCase):
         n = 10
         run = run_gdb(["break jp_done", "tvariable $hits = 0", "x/3xb jp_probe", "ftrace *jp_probe",
                        "actions", "collect $rdi", "teval $hits = $hits + 1", "end", "tstart",
-                       "x/1xb jp_probe", "continue", "monitor gdbtrace status", "print $hits",
+                       "x/3xb jp_probe", "continue", "monitor gdbtrace status", "print $hits",
                        "tstop", "tstatus", "tfind 0", "print $rdi", "tfind 7", "print $rdi",
                        "print $pc == (long)&jp_probe", "tfind none", "x/3xb jp_probe"],
                       program=PROG, args=(n,))
         self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
-        # Patched while tracing (a jmp), the program's own result unchanged, the bytes back after.
-        self.assertOrdered(run, [FIRST_BYTES, r"<jp_probe>:\s+0xe9", r"\$1 = 10",
+        # Patched while tracing (a jmp the stub hides from gdb's reads, as gdbserver hides its fast
+        # tracepoint jumps: gdb would disassemble it and save it as a breakpoint's shadow), the
+        # program's own result unchanged, the bytes back after.
+        self.assertOrdered(run, [FIRST_BYTES, FIRST_BYTES, r"\$1 = 10",
                                  rf"Collected {n} trace frames", r"\$2 = 0", r"\$3 = 7", r"\$4 = 1",
                                  FIRST_BYTES])
         # The program's output (in the server's log) is what it prints untraced.
@@ -128,11 +130,16 @@ class JumpPad(GdbTestCase):
         try:
             time.sleep(0.3)
             with Server("attach", pid=tracee.pid) as server:
+                # gdb's reads show the original bytes (the stub hides the jmp); the process's own
+                # memory, read past the stub, has the jmp.
                 run = run_gdb(["ftrace *jp_probe", "actions", "collect $rdi", "end", "tstart",
                                "monitor gdbtrace status", "x/1xb jp_probe",
+                               "python f = open('/proc/%d/mem' % gdb.selected_inferior().pid, 'rb'); "
+                               "f.seek(int(gdb.parse_and_eval('(long)&jp_probe'))); "
+                               "print('SITE-BYTE', f.read(1).hex())",
                                "print/x (long)&jp_probe", "detach"], program=PROG, server=server)
                 self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
-                self.assertOutput(run, r"<jp_probe>:\s+0xe9")
+                self.assertOrdered(run, [r"<jp_probe>:\s+0x48", r"SITE-BYTE e9"])
                 address = int(re.search(r"\$1 = (0x[0-9a-f]+)", run.output).group(1), 16)
             with open(f"/proc/{tracee.pid}/mem", "rb") as mem:
                 mem.seek(address)

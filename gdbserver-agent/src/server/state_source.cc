@@ -19,7 +19,7 @@ Result<size_t> LiveState::read_memory(uint64_t address, std::span<uint8_t> out) 
     return make_error(EPERM, "no process");
   auto n = target_.read_memory(pid_, address, out);
   if (n && engine_)
-    engine_->hide_kernel_probes(pid_, address, out.first(*n));
+    engine_->hide_collector_text(pid_, address, out.first(*n));
   return n;
 }
 

@@ -28,7 +28,7 @@ public:
 // The live inferior: THREAD's registers, PID's memory (either may be unknown, <= 0).
 class LiveState final : public StateSource {
 public:
-  // ENGINE (may be null) hides its in-kernel probes' int3s from memory reads.
+  // ENGINE (may be null) hides its collectors' int3s and jumps from memory reads.
   LiveState(NativeTarget& target, const TraceEngine* engine, ThreadId thread, Pid pid)
       : target_(target), engine_(engine), thread_(thread), pid_(pid) {}
   Result<RegisterBlock> registers() override;

@@ -277,6 +277,8 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
         }
       entry.original_text = text_under_probe(entry);
     }
+    if (c->caps() & Collector::kPatchesCode)
+      entry.original_text = text_under_jump(entry);
     auto installed = c->install(traced_pid, tp, *this);
     if (!installed) {
       std::string& to = fast_only && preferred_backend.empty() ? fast_note : why_not;
@@ -309,6 +311,20 @@ const TracepointEntry* TraceEngine::Impl::installed_at(uint64_t address,
     if (e != except && e->installed && e->collector)
       return e;
   return nullptr;
+}
+
+std::vector<uint8_t> TraceEngine::Impl::text_under_jump(const TracepointEntry& entry) {
+  // Another tracepoint at this address may have its jump in already (the same
+  // kind of collector: its saved text is the whole 5 bytes).
+  for (const TracepointEntry* e : tracepoints.at_address(entry.tp.address))
+    if (e != &entry && e->installed && !e->original_text.empty())
+      return e->original_text;
+  std::vector<uint8_t> text(5); // the jmp rel32 a patching collector writes
+  auto n = target.read_memory(traced_pid, entry.tp.address, text);
+  if (!n)
+    return {};
+  text.resize(*n);
+  return text;
 }
 
 std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& entry) {
@@ -520,7 +536,7 @@ std::optional<std::string> TraceEngine::software_breakpoint_conflict(uint64_t ad
   return std::nullopt;
 }
 
-void TraceEngine::hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_t> bytes) const {
+void TraceEngine::hide_collector_text(Pid pid, uint64_t address, std::span<uint8_t> bytes) const {
   if (pid != impl_->traced_pid || bytes.empty())
     return;
   // Only the probes whose saved text (at most a 5-byte nop, text_under_probe)

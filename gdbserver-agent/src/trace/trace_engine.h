@@ -228,10 +228,13 @@ public:
   Result<void> move_to_trap_collector(uint64_t address);
 
   // Puts back, in BYTES read from process PID at ADDRESS, the program's own
-  // bytes where an in-kernel collector's uprobe changed them. Without this gdb
-  // reads an int3 at a tracepoint, takes it for a breakpoint compiled into the
-  // program and "skips" it by moving the pc into the middle of the instruction.
-  void hide_kernel_probes(Pid pid, uint64_t address, std::span<uint8_t> bytes) const;
+  // bytes where a collector changed them: an in-kernel collector's uprobe
+  // int3 (without this gdb reads an int3 at a tracepoint, takes it for a
+  // breakpoint compiled into the program and "skips" it by moving the pc into
+  // the middle of the instruction) and the jump pad's jmp (gdb would disassemble
+  // and save as breakpoint shadow a jmp that goes away at tstop; gdbserver hides
+  // its fast tracepoint jumps from reads too).
+  void hide_collector_text(Pid pid, uint64_t address, std::span<uint8_t> bytes) const;
 
 private:
   struct Impl;

@@ -119,6 +119,8 @@ struct TraceEngine::Impl : TraceContext {
   std::map<Location, uint16_t> file_numbers() const;
   // What install() saves in entry.original_text before a uprobe goes in.
   std::vector<uint8_t> text_under_probe(const TracepointEntry& entry);
+  // The same before a collector that patches code (the jump pad) writes its jmp.
+  std::vector<uint8_t> text_under_jump(const TracepointEntry& entry);
   // An installed tracepoint at ADDRESS other than EXCEPT, or null.
   const TracepointEntry* installed_at(uint64_t address, const TracepointEntry* except) const;
   void stop_run(TraceStopReason reason, std::string text = {}, uint32_t tp = 0);
