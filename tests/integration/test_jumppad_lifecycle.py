@@ -79,6 +79,33 @@ class JumpPadLifecycle(GdbTestCase):
             tracee.kill()
             kill_new_processes(before)
 
+    def test_sites_in_the_executable_and_in_libc(self):
+        # The executable (PIE, ~0x55..) and libc (~0x7f..) are terabytes apart, beyond any rel32
+        # jump: the area is mapped a second time near the second site (the same pages), and both
+        # sites are the jump pad's, with one count.
+        before = descendants()
+        tracee = Tracee(program("mt_libc_calls"), args=(2, 2, 1500, 100))
+        try:
+            time.sleep(0.3)
+            with Server("attach", pid=tracee.pid) as server:
+                run = run_gdb(["set trace-buffer-size 200000000", "break calls_done", "ftrace *getppid",
+                               "actions", "collect $rdi", "end", "ftrace *mlc_site", "actions",
+                               "collect $rdi", "end", "tstart", "continue", "tstop", "tstatus",
+                               "monitor gdbtrace status", "detach"],
+                              program="mt_libc_calls", server=server, timeout=120)
+            code, out = finish(tracee)
+            self.assertEqual(backends(run), ["jumppad", "jumppad"], run.transcript())
+            calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
+            self.assertTrue(calls and int(calls.group(1)) > 1000, out)
+            n = int(calls.group(1))
+            self.assertOutput(run, rf"Collected {2 * n} trace frames")
+            self.assertEqual(len(re.findall(rf"backend jumppad, hits {n}, frames {n}, drops 0,", run.output)),
+                             2, run.transcript())
+            self.assertEqual(code, 0, out)
+        finally:
+            tracee.kill()
+            kill_new_processes(before)
+
     def test_stub_killed_under_four_threads(self):
         # SIGKILL of the stub while 4 threads go through the jump: they run on to a right finish.
         before = descendants()

@@ -3,7 +3,8 @@
  * debugger to attach to the running process) they call getppid() in bursts of BURST (default 10)
  * every 5 ms for SECONDS (default 10), checking every result, then the program prints the calls
  * each thread made and their total, and calls calls_done() (a place for a breakpoint once every
- * call is made).
+ * call is made). Each call also goes through mlc_site (optimised: its first instruction is a 7-byte
+ * rip-relative load, a jump pad site in the executable, terabytes from libc's getppid).
  * Usage: mt_libc_calls [SECONDS [THREADS [WAIT_MS [BURST]]]] */
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,12 @@ static int burst = 10;
 static pid_t parent;
 static long counts[16], bad[16];
 
+volatile long mlc_bias = 1;
+
+__attribute__((noinline, optimize("O2"))) long mlc_site(long x) {
+  return x + mlc_bias;
+}
+
 __attribute__((noinline)) void calls_done(void) {
   __asm__ volatile("");
 }
@@ -26,7 +33,7 @@ static void* worker(void* arg) {
     usleep(1000);
   while (!stop) {
     for (int k = 0; k < burst; k++) {
-      if (getppid() != parent)
+      if (getppid() != parent || mlc_site(k) != k + 1)
         bad[i]++;
       counts[i]++;
     }

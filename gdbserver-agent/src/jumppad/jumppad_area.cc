@@ -152,6 +152,7 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
     return make_error(EEXIST, "the tracee mapped the jump pad area elsewhere");
   }
   a->remote_ = *at;
+  a->views_.push_back(*at);
   if (auto r = run(t, pid, site, SYS_mprotect,
                    {a->remote_ + kCodeOffset, kCodeSize, PROT_READ | PROT_EXEC}, "mprotect");
       !r)
@@ -168,9 +169,52 @@ bool Area::still_mapped(Pid pid) const {
          mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
 }
 
-bool Area::reaches(uint64_t site) const {
+bool Area::reaches(uint64_t view, uint64_t site) const {
   auto dist = [site](uint64_t a) { return a > site ? a - site : site - a; };
-  return dist(remote_) < kReach && dist(remote_ + size_) < kReach;
+  return dist(view) < kReach && dist(view + size_) < kReach;
+}
+
+Result<uint64_t> Area::view_for(NativeTarget& t, Pid pid, uint64_t site) {
+  for (uint64_t v : views_)
+    if (reaches(v, site))
+      return v;
+  auto maps = procfs::read_maps(pid);
+  if (!maps)
+    return maps.error();
+  auto at = choose_address(*maps, site, size_ + kArmedPage);
+  if (!at)
+    return at.error();
+  // Its own armed page, as at create (private, wiped in fork children).
+  auto armed = run(t, pid, site, SYS_mmap,
+                   {*at, kArmedPage, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, ~0ull, 0},
+                   "mmap");
+  if (!armed)
+    return armed.error();
+  if (uint64_t(*armed) != *at)
+    return make_error(EEXIST, "the tracee mapped the armed page elsewhere");
+  if (auto r = run(t, pid, site, SYS_madvise, {*at, kArmedPage, MADV_WIPEONFORK}, "madvise"); !r)
+    return r.error();
+  static constexpr uint8_t kOne[] = {1, 0, 0, 0};
+  if (auto w = t.write_memory(pid, *at, kOne); !w || *w != sizeof kOne)
+    return make_error(EIO, "cannot arm the jump pad area");
+  const uint64_t view = *at + kArmedPage;
+  // The same pages again: mremap with old_size 0 duplicates a shared mapping,
+  // one mapping (one protection) at a time. The gap is free and every thread
+  // stopped, so MREMAP_FIXED replaces nothing.
+  const uint64_t parts[][2] = {
+      {0, kCodeOffset}, {kCodeOffset, kCodeSize}, {kRingOffset, size_ - kRingOffset}};
+  for (const auto& [offset, length] : parts) {
+    auto r =
+        run(t, pid, site, SYS_mremap,
+            {remote_ + offset, 0, length, MREMAP_MAYMOVE | MREMAP_FIXED, view + offset}, "mremap");
+    if (!r)
+      return r.error();
+    if (uint64_t(*r) != view + offset)
+      return make_error(EEXIST, "the tracee mapped the jump pad area's view elsewhere");
+  }
+  views_.push_back(view);
+  return view;
 }
 
 Result<uint32_t> Area::new_tp_slot() {
@@ -189,10 +233,10 @@ Result<uint32_t> Area::tsv_index(uint32_t number) {
   return i;
 }
 
-Result<uint64_t> Area::place_code(const std::vector<uint8_t>& code) {
+Result<uint64_t> Area::place_code(const std::vector<uint8_t>& code, uint64_t view) {
   if (code_used_ + code.size() > kCodeSize)
     return make_error(ENOSPC, "the jump pad area's code region is full");
-  uint64_t at = next_code();
+  uint64_t at = next_code(view);
   std::memcpy(local() + kCodeOffset + code_used_, code.data(), code.size());
   code_used_ += (code.size() + 15) & ~size_t(15);
   return at;

@@ -3,6 +3,12 @@
 // `run` and `attach`), mapped by the stub too so it writes pad code and
 // switches and reads the rings. jumppad_layout.h is its layout.
 //
+// A process whose sites lie further apart than a rel32 jump (an executable
+// and libc: ~40 TB apart) gets the area mapped again near the far sites
+// (`view_for`): the same pages (mremap of the shared mapping, no second
+// memfd), so tp slots, TSVs, rings and code are one; a pad is emitted for the
+// view its site reaches and addresses everything through it.
+//
 // The area is never unmapped from the tracee: a thread preempted inside a pad
 // at tstop, or holding a pad address in a signal frame, must find it there.
 // Pad code is bump-allocated and never overwritten; a tp slot serves one site
@@ -44,12 +50,14 @@ public:
 
   // Still the same mapping in the same process (a pid can be reused).
   bool still_mapped(Pid pid) const;
-  // Every byte within rel32 reach of SITE.
-  bool reaches(uint64_t site) const;
+  // The tracee address of a mapping of the area (a view) with every byte
+  // within rel32 reach of SITE: an existing one, or a new one mapped near SITE
+  // (every thread stopped; SITE lends two bytes for the injected syscalls).
+  Result<uint64_t> view_for(NativeTarget& target, Pid pid, uint64_t site);
+  size_t views() const { return views_.size(); }
 
-  uint64_t remote() const { return remote_; }
-  // The armed word: the first byte of the private page just below the area.
-  uint64_t armed() const { return remote_ - kArmedPage; }
+  // The armed word of VIEW: the first byte of the private page just below it.
+  static uint64_t armed(uint64_t view) { return view - kArmedPage; }
   static constexpr uint64_t kArmedPage = 4096;
   uint8_t* local() const { return static_cast<uint8_t*>(map_.get()); }
   uint32_t rings() const { return rings_; }
@@ -68,12 +76,9 @@ public:
     auto it = tsv_index_.find(number);
     return it == tsv_index_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
   }
-  // Copies CODE into the code region; returns its tracee address.
-  Result<uint64_t> place_code(const std::vector<uint8_t>& code);
-  uint64_t next_code() const { return remote_ + kCodeOffset + code_used_; }
-  bool in_code(uint64_t pc) const {
-    return pc >= remote_ + kCodeOffset && pc < remote_ + kCodeOffset + kCodeSize;
-  }
+  // Copies CODE into the code region; returns its tracee address in VIEW.
+  Result<uint64_t> place_code(const std::vector<uint8_t>& code, uint64_t view);
+  uint64_t next_code(uint64_t view) const { return view + kCodeOffset + code_used_; }
 
   std::vector<Record> take_records() {
     return jumppad::take_records(local() + kRingOffset, slots_, ring_shift_, tails_);
@@ -83,7 +88,9 @@ private:
   Area() = default;
   UniqueFd fd_;
   Mapping map_;
+  bool reaches(uint64_t view, uint64_t site) const;
   uint64_t remote_ = 0, size_ = 0;
+  std::vector<uint64_t> views_; // views_[0] == remote_, the mapping made at create
   uint32_t rings_ = 0, slots_ = 0, ring_shift_ = 0;
   uint64_t code_used_ = 0;
   uint32_t tp_slots_used_ = 0;

@@ -132,8 +132,6 @@ Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site) {
       return a.error();
     it = areas_.emplace(pid, ProcessArea{std::move(*a), {}, {}, {}}).first;
   }
-  if (!it->second.area->reaches(site))
-    return make_error(ERANGE, "the site is more than 2 GB from the process's jump pad area");
   return it->second.area.get();
 }
 
@@ -154,11 +152,11 @@ Result<uint64_t> JumppadCollector::pad_for(ProcessArea& pa, PadSpec& spec) {
     if (auto code = emit_pad(spec); code && *code == p.code)
       return p.address;
   }
-  spec.pad = pa.area->next_code();
+  spec.pad = pa.area->next_code(spec.area);
   auto code = emit_pad(spec);
   if (!code)
     return code.error();
-  auto pad = pa.area->place_code(*code);
+  auto pad = pa.area->place_code(*code, spec.area);
   if (pad)
     placed.push_back({*pad, std::move(*code)});
   return pad;
@@ -230,6 +228,9 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   if (!area)
     return area.error();
   Area& a = **area;
+  auto view = a.view_for(target_, pid, tp.address); // the mapping this site's jmp reaches
+  if (!view)
+    return view.error();
   ProcessArea& pa = areas_[pid];
   auto slot = slot_for(pa, tp.address, site.locations.size());
   if (!slot)
@@ -250,7 +251,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   site.locations.push_back(uint32_t(locations_.size() - 1));
 
   PadSpec spec{tp.address,     0,
-               a.remote(),     a.armed(),
+               *view,          Area::armed(*view),
                a.rings() - 1,  a.slots() - 1,
                a.ring_shift(), cpu_has_rdpid(),
                site.plan,      {}};
