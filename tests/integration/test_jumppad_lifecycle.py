@@ -27,85 +27,67 @@ def finish(tracee):
     return tracee.proc.returncode, out.decode()
 
 
+GETPPID = ["ftrace *getppid", "actions", "collect $rdi", "end"]
+
+
+def traced_while_running(args, tracepoints, buffer_size):
+    """mt_libc_calls ARGS started, attached while it runs, TRACEPOINTS (gdb lines) traced from
+    tstart to calls_done: (the gdb run, the program's exit status and output)."""
+    before = descendants()
+    tracee = Tracee(program("mt_libc_calls"), args=args)
+    try:
+        time.sleep(0.3)
+        with Server("attach", pid=tracee.pid) as server:
+            run = run_gdb([f"set trace-buffer-size {buffer_size}", "break calls_done", *tracepoints,
+                           "tstart", "continue", "tstop", "tstatus", "monitor gdbtrace status", "detach"],
+                          program="mt_libc_calls", server=server, timeout=120)
+        code, out = finish(tracee)
+        return run, code, out
+    finally:
+        tracee.kill()
+        kill_new_processes(before)
+
+
 @unittest.skipIf(is_stock_gdbserver(), "the jump pad is gdbtrace's collector; stock gdbserver's agent needs LD_PRELOAD")
 class JumpPadLifecycle(GdbTestCase):
     def test_attach_libc_function_hit_from_four_threads(self):
         # Attached while the program runs (its 4 threads started, idle until 1.5 s), `ftrace` on
         # libc's getppid (first instruction `mov $0x6e,%eax`): every call of the 10 s window is
         # a frame, as many as the program counted itself, and every result stays right.
-        before = descendants()
-        tracee = Tracee(program("mt_libc_calls"), args=(10, 4, 1500))
-        try:
-            time.sleep(0.3)
-            with Server("attach", pid=tracee.pid) as server:
-                run = run_gdb(["set trace-buffer-size 200000000", "break calls_done", "ftrace *getppid",
-                               "actions", "collect $rdi", "end", "tstart", "continue", "tstop",
-                               "tstatus", "monitor gdbtrace status", "detach"],
-                              program="mt_libc_calls", server=server, timeout=120)
-            code, out = finish(tracee)
-            self.assertEqual(backends(run), ["jumppad"], run.transcript())
-            calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
-            self.assertTrue(calls and int(calls.group(1)) > 10000, out)
-            self.assertEqual(len(re.findall(r"thread \d calls=[1-9]\d*", out)), 4, out)
-            self.assertOutput(run, rf"Collected {calls.group(1)} trace frames")
-            self.assertOutput(run, r"backend jumppad, hits \d+, frames \d+, drops 0,")
-            self.assertEqual(code, 0, out)
-        finally:
-            tracee.kill()
-            kill_new_processes(before)
-
+        run, code, out = traced_while_running((10, 4, 1500), GETPPID, 200000000)
+        self.assertEqual(backends(run), ["jumppad"], run.transcript())
+        calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
+        self.assertTrue(calls and int(calls.group(1)) > 10000, out)
+        self.assertEqual(len(re.findall(r"thread \d calls=[1-9]\d*", out)), 4, out)
+        self.assertOutput(run, rf"Collected {calls.group(1)} trace frames")
+        self.assertOutput(run, r"backend jumppad, hits \d+, frames \d+, drops 0,")
+        self.assertEqual(code, 0, out)
     def test_sustained_rate_loses_nothing(self):
-        # 4 threads at ~100 000 getppid calls per second each for 2 s: far more hits than the
-        # rings hold (16 384 records per CPU), so they must be emptied while the run goes on. A
-        # pad never enters the kernel, so nothing wakes the stub: it polls them. Before it did,
-        # only the engine's 1 s drain emptied them and most of these hits were drops.
-        before = descendants()
-        tracee = Tracee(program("mt_libc_calls"), args=(2, 4, 1500, 500))
-        try:
-            time.sleep(0.3)
-            with Server("attach", pid=tracee.pid) as server:
-                run = run_gdb(["set trace-buffer-size 400000000", "break calls_done", "ftrace *getppid",
-                               "actions", "collect $rdi", "end", "tstart", "continue", "tstop",
-                               "tstatus", "monitor gdbtrace status", "detach"],
-                              program="mt_libc_calls", server=server, timeout=120)
-            code, out = finish(tracee)
-            self.assertEqual(backends(run), ["jumppad"], run.transcript())
-            calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
-            self.assertTrue(calls and int(calls.group(1)) > 200000, out)
-            self.assertOutput(run, rf"Collected {calls.group(1)} trace frames")
-            self.assertOutput(run, rf"backend jumppad, hits {calls.group(1)}, frames {calls.group(1)}, drops 0,")
-            self.assertEqual(code, 0, out)
-        finally:
-            tracee.kill()
-            kill_new_processes(before)
-
+        # 4 threads at ~100 000 getppid calls per second each for 2 s, into a 400 MB buffer: far
+        # more hits than 4 MB rings hold between one-second drains (88 920 of 755 500 frames were
+        # kept so). A pad never enters the kernel, so nothing wakes the stub: it polls the rings
+        # every 10 ms, and sizes them from the buffer (64 MB per CPU here) for when it cannot run.
+        run, code, out = traced_while_running((2, 4, 1500, 500), GETPPID, 400000000)
+        self.assertEqual(backends(run), ["jumppad"], run.transcript())
+        calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
+        self.assertTrue(calls and int(calls.group(1)) > 200000, out)
+        self.assertOutput(run, rf"Collected {calls.group(1)} trace frames")
+        self.assertOutput(run, rf"backend jumppad, hits {calls.group(1)}, frames {calls.group(1)}, drops 0,")
+        self.assertEqual(code, 0, out)
     def test_sites_in_the_executable_and_in_libc(self):
         # The executable (PIE, ~0x55..) and libc (~0x7f..) are terabytes apart, beyond any rel32
         # jump: the area is mapped a second time near the second site (the same pages), and both
         # sites are the jump pad's, with one count.
-        before = descendants()
-        tracee = Tracee(program("mt_libc_calls"), args=(2, 2, 1500, 100))
-        try:
-            time.sleep(0.3)
-            with Server("attach", pid=tracee.pid) as server:
-                run = run_gdb(["set trace-buffer-size 200000000", "break calls_done", "ftrace *getppid",
-                               "actions", "collect $rdi", "end", "ftrace *mlc_site", "actions",
-                               "collect $rdi", "end", "tstart", "continue", "tstop", "tstatus",
-                               "monitor gdbtrace status", "detach"],
-                              program="mt_libc_calls", server=server, timeout=120)
-            code, out = finish(tracee)
-            self.assertEqual(backends(run), ["jumppad", "jumppad"], run.transcript())
-            calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
-            self.assertTrue(calls and int(calls.group(1)) > 1000, out)
-            n = int(calls.group(1))
-            self.assertOutput(run, rf"Collected {2 * n} trace frames")
-            self.assertEqual(len(re.findall(rf"backend jumppad, hits {n}, frames {n}, drops 0,", run.output)),
-                             2, run.transcript())
-            self.assertEqual(code, 0, out)
-        finally:
-            tracee.kill()
-            kill_new_processes(before)
-
+        run, code, out = traced_while_running(
+            (2, 2, 1500, 100), GETPPID + ["ftrace *mlc_site", "actions", "collect $rdi", "end"], 200000000)
+        self.assertEqual(backends(run), ["jumppad", "jumppad"], run.transcript())
+        calls = re.search(r"getppid calls=(\d+) wrong=0\n", out)
+        self.assertTrue(calls and int(calls.group(1)) > 1000, out)
+        n = int(calls.group(1))
+        self.assertOutput(run, rf"Collected {2 * n} trace frames")
+        self.assertEqual(len(re.findall(rf"backend jumppad, hits {n}, frames {n}, drops 0,", run.output)),
+                         2, run.transcript())
+        self.assertEqual(code, 0, out)
     def test_stub_killed_under_four_threads(self):
         # SIGKILL of the stub while 4 threads go through the jump: they run on to a right finish.
         before = descendants()

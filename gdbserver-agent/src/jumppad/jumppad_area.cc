@@ -18,7 +18,8 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kReach = (1ull << 31) - (16ull << 20); // rel32, with a margin
 constexpr uint64_t kLowest = 0x10000;                     // vm.mmap_min_addr's default
 constexpr uint64_t kHighest = 0x7ffffffff000;             // end of user space (4-level)
-constexpr uint32_t kSlotsPerRing = 16384;                 // 4 MB rings
+constexpr uint32_t kMinSlotsPerRing = 16384;  // 4 MB rings (gdb's default 5 MB buffer)
+constexpr uint32_t kMaxSlotsPerRing = 262144; // 64 MB rings
 
 uint32_t ring_count() {
   long cpus = sysconf(_SC_NPROCESSORS_CONF);
@@ -71,11 +72,24 @@ Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint
   return *best;
 }
 
-Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t site) {
+// Slots per ring for a run staging STAGING bytes over RINGS rings: a power of
+// two between 4 MB and 64 MB of ring per CPU, as the eBPF collector sizes its
+// rings from the buffer. A loop that only hits the pad (~20 ns a hit) fills any
+// ring between two polls; larger buffers ask for longer bursts.
+uint32_t slots_per_ring(size_t staging, uint32_t rings) {
+  uint64_t want = staging / rings / kSlotSize;
+  uint32_t slots = kMinSlotsPerRing;
+  while (slots < kMaxSlotsPerRing && uint64_t(slots) * 2 <= want)
+    slots *= 2;
+  return slots;
+}
+
+Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t site,
+                                           size_t staging) {
   std::unique_ptr<Area> a(new Area);
   a->rings_ = ring_count();
-  a->slots_ = kSlotsPerRing;
-  a->ring_shift_ = kSlotShift + uint32_t(__builtin_ctz(kSlotsPerRing));
+  a->slots_ = slots_per_ring(staging, a->rings_);
+  a->ring_shift_ = kSlotShift + uint32_t(__builtin_ctz(a->slots_));
   a->size_ = kRingOffset + (uint64_t(a->rings_) << a->ring_shift_);
 
   // The memfd's name goes on the stack of a stopped thread, well below its

@@ -46,7 +46,10 @@ class Area {
 public:
   // Creates the memfd in PID (every thread stopped), maps it near SITE, and
   // maps it here. SITE also lends two bytes of code for the injected syscalls.
-  static Result<std::unique_ptr<Area>> create(NativeTarget& target, Pid pid, uint64_t site);
+  // The rings are sized for a run that stages STAGING bytes (kept for the
+  // area's life: it is never unmapped).
+  static Result<std::unique_ptr<Area>> create(NativeTarget& target, Pid pid, uint64_t site,
+                                              size_t staging);
 
   // Still the same mapping in the same process (a pid can be reused).
   bool still_mapped(Pid pid) const;

@@ -100,7 +100,7 @@ private:
     std::map<uint64_t, std::vector<PlacedPad>> site_pads;
   };
 
-  Result<Area*> area_for(Pid pid, uint64_t site);
+  Result<Area*> area_for(Pid pid, uint64_t site, size_t staging);
   Result<uint32_t> slot_for(ProcessArea& pa, uint64_t address, size_t kth);
   Result<uint64_t> pad_for(ProcessArea& pa, PadSpec& spec);
   Result<void> write_site(Site& site, uint64_t address, uint64_t pad);
@@ -122,12 +122,12 @@ private:
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> records_;
 };
 
-Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site) {
+Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site, size_t staging) {
   auto it = areas_.find(pid);
   if (it != areas_.end() && !it->second.area->still_mapped(pid))
     it = areas_.erase(it); // the process exec'd, or the pid is another process now
   if (it == areas_.end()) {
-    auto a = Area::create(target_, pid, site);
+    auto a = Area::create(target_, pid, site, staging);
     if (!a)
       return a.error();
     it = areas_.emplace(pid, ProcessArea{std::move(*a), {}, {}, {}}).first;
@@ -224,7 +224,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     site.plan = std::move(*plan);
     std::copy_n(bytes, kJumpLen, site.original.begin());
   }
-  auto area = area_for(pid, tp.address);
+  auto area = area_for(pid, tp.address, ctx.staging_capacity());
   if (!area)
     return area.error();
   Area& a = **area;
