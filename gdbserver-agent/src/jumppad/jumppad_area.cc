@@ -18,8 +18,8 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kReach = (1ull << 31) - (16ull << 20); // rel32, with a margin
 constexpr uint64_t kLowest = 0x10000;                     // vm.mmap_min_addr's default
 constexpr uint64_t kHighest = 0x7ffffffff000;             // end of user space (4-level)
-constexpr uint32_t kMinSlotsPerRing = 16384;  // 4 MB rings (gdb's default 5 MB buffer)
-constexpr uint32_t kMaxSlotsPerRing = 262144; // 64 MB rings
+constexpr uint32_t kMinSlotsPerRing = 16384;              // 4 MB rings (gdb's default 5 MB buffer)
+constexpr uint32_t kMaxSlotsPerRing = 262144;             // 64 MB rings
 
 uint32_t ring_count() {
   long cpus = sysconf(_SC_NPROCESSORS_CONF);
