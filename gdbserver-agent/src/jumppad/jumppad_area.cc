@@ -40,6 +40,27 @@ Result<int64_t> run(NativeTarget& t, Pid pid, uint64_t code, long nr,
   return r;
 }
 
+// The private page just below a view of the area, its first word set to 1:
+// wiped in fork children (MADV_WIPEONFORK), whose pads then only run the
+// instruction.
+Result<void> map_armed_page(NativeTarget& t, Pid pid, uint64_t site, uint64_t at) {
+  auto armed = run(t, pid, site, SYS_mmap,
+                   {at, Area::kArmedPage, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, ~0ull, 0},
+                   "mmap");
+  if (!armed)
+    return armed.error();
+  if (uint64_t(*armed) != at)
+    return make_error(EEXIST, "the tracee mapped the armed page elsewhere");
+  if (auto r = run(t, pid, site, SYS_madvise, {at, Area::kArmedPage, MADV_WIPEONFORK}, "madvise");
+      !r)
+    return r.error();
+  static constexpr uint8_t kOne[] = {1, 0, 0, 0};
+  if (auto w = t.write_memory(pid, at, kOne); !w || *w != sizeof kOne)
+    return make_error(EIO, "cannot arm the jump pad area");
+  return ok();
+}
+
 } // namespace
 
 Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint64_t site,
@@ -136,22 +157,9 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
     return at.error();
   }
   // The armed page first: private, wiped in fork children, set here to 1.
-  auto armed = run(t, pid, site, SYS_mmap,
-                   {*at, kArmedPage, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, ~0ull, 0},
-                   "mmap");
-  if (!armed || uint64_t(*armed) != *at) {
-    close_remote();
-    return armed ? make_error(EEXIST, "the tracee mapped the armed page elsewhere") : armed.error();
-  }
-  if (auto r = run(t, pid, site, SYS_madvise, {*at, kArmedPage, MADV_WIPEONFORK}, "madvise"); !r) {
+  if (auto r = map_armed_page(t, pid, site, *at); !r) {
     close_remote();
     return r.error();
-  }
-  static constexpr uint8_t kOne[] = {1, 0, 0, 0};
-  if (auto w = t.write_memory(pid, *at, kOne); !w || *w != sizeof kOne) {
-    close_remote();
-    return make_error(EIO, "cannot arm the jump pad area");
   }
   *at += kArmedPage;
   auto mapped = run(t, pid, site, SYS_mmap,
@@ -198,20 +206,8 @@ Result<uint64_t> Area::view_for(NativeTarget& t, Pid pid, uint64_t site) {
   auto at = choose_address(*maps, site, size_ + kArmedPage);
   if (!at)
     return at.error();
-  // Its own armed page, as at create (private, wiped in fork children).
-  auto armed = run(t, pid, site, SYS_mmap,
-                   {*at, kArmedPage, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, ~0ull, 0},
-                   "mmap");
-  if (!armed)
-    return armed.error();
-  if (uint64_t(*armed) != *at)
-    return make_error(EEXIST, "the tracee mapped the armed page elsewhere");
-  if (auto r = run(t, pid, site, SYS_madvise, {*at, kArmedPage, MADV_WIPEONFORK}, "madvise"); !r)
+  if (auto r = map_armed_page(t, pid, site, *at); !r) // its own, as at create
     return r.error();
-  static constexpr uint8_t kOne[] = {1, 0, 0, 0};
-  if (auto w = t.write_memory(pid, *at, kOne); !w || *w != sizeof kOne)
-    return make_error(EIO, "cannot arm the jump pad area");
   const uint64_t view = *at + kArmedPage;
   // The same pages again: mremap with old_size 0 duplicates a shared mapping,
   // one mapping (one protection) at a time. The gap is free and every thread
