@@ -1,7 +1,7 @@
 """The drain off the traced threads' CPUs (issue 29): during a run the stub's drain thread (its
 io_context thread, the stub's main thread) runs on the CPUs the traced threads' affinity masks leave
 free, when there are any, and `monitor gdbtrace status` says where; after the run it is back on its
-own mask (processes the stub starts later inherit it).
+own mask, and a program it starts during the run gets the mask the stub was started with.
 
 The tracee (tests/programs/trace_loop.c) is pinned to CPU 0 with `taskset` once stopped at main; the
 stub's mask is then read from /proc/<stub>/task/<stub>/status (Cpus_allowed_list) during and after
@@ -56,6 +56,30 @@ class DrainPlacement(GdbTestCase):
         self.assertOutput(run, r"^drain: on CPUs \S+, off the traced threads' CPUs 0$")
         self.assertEqual(after, own, run.transcript())  # its own mask back after the run
         self.assertOutput(run, r"^drain \(last run\): on CPUs \S+, off the traced threads' CPUs 0$")
+
+    def test_program_started_during_the_run_gets_the_stubs_own_cpus(self):
+        # The drain moved the stub off CPU 0 for the run; a second program started meanwhile
+        # (another inferior) must get the CPUs the stub was started on, not the drain's.
+        own = os.sched_getaffinity(0)
+        require(self, 0 in own and len(own) >= 2, "needs CPU 0 and another CPU to move the drain to")
+        prog = program("trace_loop")
+        child_mask = ("python print('CHILD', open('/proc/%d/status' % gdb.selected_inferior().pid)"
+                      ".read().split('Cpus_allowed_list:')[1].split()[0])")
+        with Server("multi") as server:
+            pid = server.proc.pid
+            run = run_gdb([f"set remote exec-file {prog}", "set args 20", "break main", "run",
+                           f"shell taskset -a -p -c 0 $(pgrep -P {pid}) > /dev/null",
+                           f"monitor gdbtrace backend {auto_backend()}", "trace probe_me", "actions",
+                           "collect $rdi", "end", "tstart", mask_probe(pid, "DURING"),
+                           f"add-inferior -exec {prog}", "inferior 2", f"set remote exec-file {prog}",
+                           "set args 5", "run", child_mask, "kill inferiors 1 2"],
+                          program=prog, server=server, timeout=120)
+        self.assertRan(run)
+        during = re.search(r"^DURING Cpus_allowed_list:\s*(\S+)", run.output, re.M)
+        child = re.search(r"^CHILD (\S+)", run.output, re.M)
+        self.assertTrue(during and child, run.transcript())
+        self.assertNotIn(0, cpu_list(during.group(1)), run.transcript())  # the drain was moved
+        self.assertEqual(cpu_list(child.group(1)), own, run.transcript())
 
     def test_drain_stays_when_no_cpu_is_spare(self):
         own = os.sched_getaffinity(0)

@@ -12,6 +12,7 @@
 
 #include "common/debug_format.h"
 #include "common/open_file_limit.h"
+#include "common/startup_affinity.h"
 #include "rsp/connection.h"
 #include "rsp/transport.h"
 #include "server/cli.h"
@@ -257,7 +258,8 @@ private:
 
 // The server's whole life; TERMINATED_BY is set to the signal that ended it.
 int serve(int argc, char** argv, int& terminated_by) {
-  raise_open_file_limit(); // thousands of eBPF tracepoints hold an fd each
+  raise_open_file_limit();     // thousands of eBPF tracepoints hold an fd each
+  remember_startup_affinity(); // programs it starts get it back (the drain may move the stub)
   auto parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {
     if (!parsed.error().message.empty())

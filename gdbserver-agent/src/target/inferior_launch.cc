@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/open_file_limit.h"
+#include "common/startup_affinity.h"
 
 extern char** environ;
 
@@ -173,7 +174,8 @@ Result<pid_t> launch_inferior(const LaunchSpec& spec, const sigset_t& child_sigm
     if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0)
       child_fail(err_pipe[1], errno);
     sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
-    restore_open_file_limit(); // the stub raised its own (common/open_file_limit.h)
+    restore_open_file_limit();  // the stub raised its own (common/open_file_limit.h)
+    restore_startup_affinity(); // a run may have moved the stub (common/startup_affinity.h)
     execvpe(exec_path.c_str(), argv.data(), envp.data());
     child_fail(err_pipe[1], errno);
   }
