@@ -19,7 +19,7 @@ bench_row() { echo "ROW $*"; }
 bench_require() {
   local f
   for f in "$@"; do
-    [ -x "$f" ] || { echo "missing $f (build the server and tests/programs first)" >&2; exit 1; }
+    [ -x "$f" ] || { echo "missing $f (scripts/build.sh builds the server and tests/programs; scripts/setup.sh installs the packages)" >&2; exit 1; }
   done
 }
 

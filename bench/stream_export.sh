@@ -20,7 +20,7 @@ set -uo pipefail
 prog=$BENCH_PROGRAMS/plugin_demo
 source_file=$BENCH_REPO/tests/programs/plugin_demo.c
 plugin=$BENCH_REPO/gdb-plugin/gdbtrace.py
-bench_require "$prog" "$GDBTRACE_SERVER"
+bench_require "$prog" "$GDBTRACE_SERVER" /usr/bin/time # gdb's peak RSS
 n=$(bench_n 1000000 20000)
 gb=${STREAM_EXPORT_GB:-$(bench_n 10 0.05)}
 rss_limit_mb=256
