@@ -2,7 +2,7 @@
 ratios, writes results.json and results.md (matrix per workload, target PASS/MISS lines, every row).
 
 Usage: python3 _report.py ROWS_TXT OUT_DIR SMOKE(0|1) [HEADER_TEXT]
-Exit status: 0 when every target is PASS or informational; 3 when one is MISS; 4 when one measured
+Exit status: 0 when every target is PASS; 3 when one is MISS; 4 when one measured
 nothing (NA). bench/run.sh fails the run on either; --allow-miss accepts 3, never 4.
 """
 import json
@@ -149,10 +149,8 @@ if out_rows:
 # another script's rows (e.g. a module row of bench/tracepoints.sh) has no column target to judge.
 mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows if "column" in r))
 targets = _targets.judge(rows, mechanisms, reference, judged_rows)
-counts = {k: sum(1 for t in targets if t["result"] == k) for k in (_targets.PASS, _targets.MISS, _targets.NA,
-                                                                   _targets.INFO)}
-summary = (f"targets: {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['NA']} NA (not measured), "
-           f"{counts['INFO']} informational")
+counts = {k: sum(1 for t in targets if t["result"] == k) for k in (_targets.PASS, _targets.MISS, _targets.NA)}
+summary = f"targets: {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['NA']} NA (not measured)"
 if targets:
     lines += ["### targets", "", summary, ""] + [f"- **{t['result']}** {t['text']}" for t in targets] + [""]
 

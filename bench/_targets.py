@@ -1,8 +1,10 @@
 """The project's bench targets, judged by bench/_report.py: one table (TARGETS) of target name, the
 mechanisms (rows) it applies to, the rule that judges it, and its limit.
 
-A rule returns the lines it judged: (result, text) with result PASS, MISS, NA (nothing measured:
-the run fails, as a MISS does) or INFO (reported, not judged; the text says why). A rule returns no
+A rule returns the lines it judged: (result, text) with result PASS, MISS or NA (nothing measured:
+the run fails, as a MISS does). There is no "informational" result: a target the kernel under test
+cannot meet (e.g. no optimized nop5 uprobes before 6.18) is a MISS whose text says why, so no row
+hides a miss. A rule returns no
 line when its rows are absent from this run (e.g. the module's rows without bench/kmodule.sh). Ratio
 targets are met only when the median and the worst run (or round) both meet them, and a row with a
 failed run or round fails its target unless the row says why the round does not count.
@@ -10,7 +12,7 @@ failed run or round fails its target unless the row says why the round does not 
 import re
 import statistics
 
-PASS, MISS, NA, INFO = "PASS", "MISS", "NA", "INFO"
+PASS, MISS, NA = "PASS", "MISS", "NA"
 
 
 class Rows:
@@ -94,17 +96,17 @@ def kernel_at_least(release, major, minor):
 def nop5_optimized(t, m, limit):
     """Linux 6.18+ turns a uprobe on a 5-byte nop into a call to a uprobe trampoline: the raw floor
     there must cost < LIMIT x the trapping 1-byte nop's. Before 6.18 there is no such optimization:
-    reported, not judged."""
+    a MISS that says so (the target is the users', whatever kernel they run)."""
     f1, f5 = t.column("uprobe-tracefs", "regs", "workloads"), t.column("uprobe-tracefs", "nop5")
     if not (f1 and f5 and f1["ns_per_hit"] and f5["ns_per_hit"] is not None):
         return []
     optimized = f5["ns_per_hit"] < limit * f1["ns_per_hit"]
     expected = kernel_at_least(f5.get("kernel"), 6, 18)
     kernel = f5.get("kernel", "not recorded")
-    why = "" if optimized else ("; Linux 6.18+ optimizes it" if expected else "; informational before Linux 6.18")
+    why = "" if optimized else ("; Linux 6.18+ optimizes it" if expected else "; Linux < 6.18 has no nop5 optimization")
     text = (f"nop5 site: raw floor {fmt(f5['ns_per_hit'])} ns vs {fmt(f1['ns_per_hit'])} ns on the 1-byte nop "
             f"({'optimized: no trap' if optimized else 'not optimized'}; kernel {kernel}{why})")
-    return [(PASS if optimized else (MISS if expected else INFO), text)]
+    return [(PASS if optimized else MISS, text)]
 
 
 def cheaper_than_trap(t, m, limit):
@@ -135,24 +137,23 @@ def cheaper_than_trap(t, m, limit):
 
 def step_vs_emulated(t, m, limit):
     """The single-step site <= LIMIT x the emulated site. Where the eBPF program cannot write
-    pt_regs (kernel < 6.19) the kernel single-steps the instruction: the floor target above judges
-    that site (<= 1.1x), this line is informational."""
+    pt_regs (kernel < 6.19) the kernel single-steps the instruction: a MISS that says so."""
     emu, step = t.column(m, "regs"), t.column(m + "-emulating", "stepsite") or t.column(m, "stepsite")
     if not (emu and step and emu["ns_per_hit"] and step["ns_per_hit"] is not None):
         return []
     ratio = step["ns_per_hit"] / emu["ns_per_hit"]
     single_stepped = "ebpf" in m and not step["mechanism"].endswith("-emulating")
-    return [(INFO if single_stepped else (PASS if ratio <= limit else MISS),
+    return [(PASS if ratio <= limit else MISS,
              f"{step['mechanism']} single-step site <= {limit:g}x emulated site: {fmt(step['ns_per_hit'])} vs "
              f"{fmt(emu['ns_per_hit'])} ns = {ratio:.2f}x"
-             + (" (eBPF cannot write pt_regs on this kernel: the kernel single-steps; informational)"
+             + (" (eBPF cannot write pt_regs on this kernel: the kernel single-steps)"
                 if single_stepped else ""))]
 
 
 def guest_ebpf_step(t, m, limit):
     """In a guest beside the module: the eBPF collector's rip-load site <= LIMIT x the nop site the
     kernel emulates itself. From Linux 6.19 (the newest Debian kernel) the program emulates the
-    load; before, the kernel single-steps it (informational)."""
+    load; before, the kernel single-steps it: a MISS that says so."""
     r = t.column(m, "regs")
     if not (r and r.get("where") == "qemu-tcg-guest"):
         return []
@@ -163,8 +164,8 @@ def guest_ebpf_step(t, m, limit):
     ratio = load["ns_per_hit"] / nop["ns_per_hit"]
     writes = nop.get("kernel") == "newest"
     how = ("(BPF writes registers: the program emulates)" if writes
-           else "(kernel < 6.19: single-stepped, informational)")
-    return [((PASS if ratio <= limit else MISS) if writes else INFO,
+           else "(kernel < 6.19: BPF cannot write registers, the kernel single-steps)")
+    return [(PASS if ratio <= limit else MISS,
              f"{g} single-step site <= {limit}x the kernel-emulated site {how}: "
              f"{fmt(load['ns_per_hit'])} vs {fmt(nop['ns_per_hit'])} ns = {ratio:.2f}x")]
 
