@@ -4,7 +4,9 @@
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cpuid.h>
+#include <fstream>
 #include <map>
+#include <string>
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
@@ -31,6 +33,18 @@ bool cpu_has_rdpid() {
 bool cpu_has_rdtscp() {
   unsigned a, b, c, d;
   return __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+}
+
+// Whether the process runs with a CET shadow stack (Linux 6.6+ lists "shstk"
+// in /proc/PID/status's x86_Thread_features once glibc enables it): a call the
+// pad runs pushes the return address by hand, which the shadow stack would not
+// hold, so the callee's `ret` would fault.
+bool uses_shadow_stack(Pid pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("x86_Thread_features:"))
+      return line.find("shstk") != std::string::npos;
+  return false;
 }
 
 // How often the stub empties the rings while a run has pads. A pad never
@@ -221,6 +235,9 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     auto plan = plan_site({bytes, *n});
     if (!plan)
       return plan.error();
+    if (plan->pushes_return() && uses_shadow_stack(pid))
+      return make_error(EOPNOTSUPP, "the site is a call and the process uses a shadow stack: "
+                                    "the pad's call would not return");
     site.plan = std::move(*plan);
     std::copy_n(bytes, kJumpLen, site.original.begin());
   }

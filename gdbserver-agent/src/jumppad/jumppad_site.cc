@@ -8,6 +8,7 @@
 #include "jumppad/jumppad_layout.h"
 
 extern "C" {
+#include "x86/branch.h"
 #include "x86/emulate.h"
 }
 
@@ -342,13 +343,81 @@ Result<void> emit_condition(Code& c, const AgentExpr& e, uint64_t site, size_t* 
   return ok();
 }
 
+// jmp *0(%rip); .quad TARGET: reaches anywhere, touches no register or flag.
+void jmp_absolute(std::vector<uint8_t>& o, uint64_t target) {
+  o.insert(o.end(), {0xff, 0x25, 0, 0, 0, 0});
+  for (int i = 0; i < 8; ++i)
+    o.push_back(uint8_t(target >> (8 * i)));
+}
+
+// What a call pushes, without touching a register or a flag: lea -8(%rsp),%rsp;
+// movl $lo,(%rsp); movl $hi,4(%rsp).
+void push_return(std::vector<uint8_t>& o, uint64_t ret) {
+  o.insert(o.end(), {0x48, 0x8d, 0x64, 0x24, 0xf8, 0xc7, 0x04, 0x24});
+  for (int i = 0; i < 4; ++i)
+    o.push_back(uint8_t(ret >> (8 * i)));
+  o.insert(o.end(), {0xc7, 0x44, 0x24, 0x04});
+  for (int i = 4; i < 8; ++i)
+    o.push_back(uint8_t(ret >> (8 * i)));
+}
+
+// The site's branch run from AT: where it goes is computed from the site's
+// address; an indirect one reads the same pointer (a GOT entry lazy binding may
+// still rewrite), so that pointer must be within rel32 of the pad.
+Result<std::vector<uint8_t>> relocate_branch(const SitePlan& plan, uint64_t site, uint64_t at) {
+  int32_t disp = 0;
+  std::memcpy(&disp, plan.insn.data() + plan.insn.size() - 4, 4);
+  const uint64_t next = site + plan.insn.size();
+  const uint64_t target = next + int64_t(disp); // the destination, or where it is read from
+  std::vector<uint8_t> o;
+  if (plan.pushes_return())
+    push_return(o, next);
+  switch (plan.branch) {
+  case GT_BRANCH_CALL_REL:
+  case GT_BRANCH_JMP_REL:
+    jmp_absolute(o, target);
+    break;
+  case GT_BRANCH_JCC_REL: // jcc over the fall-through jump to the taken one
+    o.insert(o.end(), {uint8_t(0x70 | plan.cc), 14});
+    jmp_absolute(o, next);
+    jmp_absolute(o, target);
+    break;
+  case GT_BRANCH_CALL_RIP:
+  case GT_BRANCH_JMP_RIP: { // jmp *disp(%rip), the same pointer
+    const int64_t rel = int64_t(target - (at + o.size() + 6));
+    if (!fits_rel32(rel))
+      return refuse("the site's branch reads its target out of the pad's reach");
+    o.insert(o.end(), {0xff, 0x25});
+    for (int i = 0; i < 4; ++i)
+      o.push_back(uint8_t(uint32_t(int32_t(rel)) >> (8 * i)));
+    break;
+  }
+  default:
+    return refuse("unknown branch kind at the site");
+  }
+  return o;
+}
+
 } // namespace
 
+bool SitePlan::pushes_return() const {
+  return branch == GT_BRANCH_CALL_REL || branch == GT_BRANCH_CALL_RIP;
+}
+
 Result<SitePlan> plan_site(std::span<const uint8_t> bytes) {
+  gt_branch br{};
+  if (gt_branch_decode(bytes.data(), uint32_t(bytes.size()), &br) == 0) {
+    SitePlan plan;
+    plan.insn.assign(bytes.begin(), bytes.begin() + br.len);
+    plan.branch = br.kind;
+    plan.cc = br.cc;
+    return plan;
+  }
   gdbtrace_emu emu{};
   if (gt_emu_decode(bytes.data(), uint32_t(bytes.size()), &emu) != 0)
     return refuse("the instruction at the site is not one the jump pad relocates (mov/lea "
-                  "reg/imm/memory, add/sub imm: shared/x86 decoder)");
+                  "reg/imm/memory, add/sub imm, call/jmp/jcc rel32 or *[rip]: shared/x86 "
+                  "decoder)");
   if (emu.insn_len < kJumpLen)
     return refuse("the instruction at the site is " + std::to_string(emu.insn_len) +
                   " bytes; the jump needs " + std::to_string(kJumpLen));
@@ -368,6 +437,8 @@ Result<SitePlan> plan_site(std::span<const uint8_t> bytes) {
 }
 
 Result<std::vector<uint8_t>> relocate(const SitePlan& plan, uint64_t site, uint64_t at) {
+  if (plan.branch)
+    return relocate_branch(plan, site, at);
   std::vector<uint8_t> out = plan.insn;
   if (plan.disp_at < 0)
     return out;
@@ -418,7 +489,8 @@ Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
   if (!insn)
     return insn.error();
   c.append(insn->data(), insn->size());
-  ok &= c.rip({0xe9}, s.site + s.plan.insn.size()); // jmp back after the site
+  if (!s.plan.branch)
+    ok &= c.rip({0xe9}, s.site + s.plan.insn.size()); // jmp back after the site
   if (!ok)
     return refuse("the pad is out of rel32 reach of the site or its area");
   return c.take();

@@ -21,17 +21,25 @@ inline constexpr unsigned kJumpLen = 5; // e9 rel32
 struct SitePlan {
   std::vector<uint8_t> insn; // its bytes as found
   int disp_at = -1;          // offset of its rip-relative disp32 (-1: none)
+  // A call, jmp or jcc (shared/x86/branch.h gt_branch_kind; 0: none). The pad
+  // runs it as a sequence of its own that goes where the branch goes: a call
+  // pushes the site's return address (so the callee returns to the program,
+  // and unwinders and C++ exceptions see the program's frames), then jumps.
+  uint8_t branch = 0;
+  uint8_t cc = 0; // a jcc's condition
+  bool pushes_return() const;
 };
 
 // Decodes the instruction starting BYTES (read from the tracee's file mapping)
 // with the one x86 decoder (shared/x86) and says whether the pad can run it: at
-// least kJumpLen bytes, a form the decoder knows, no relative branch. The error
-// text is check()/install()'s reason.
+// least kJumpLen bytes, a form the decoder knows or a call/jmp/jcc with a rel32
+// or [rip+disp32] operand. The error text is check()/install()'s reason.
 Result<SitePlan> plan_site(std::span<const uint8_t> bytes);
 
 // The relocated instruction for AT (its address in the pad), given the site's
 // address: a rip-relative disp32 adjusted so it names the same byte; an error
-// when that is more than 2 GB away.
+// when that is more than 2 GB away. A branch becomes a sequence that ends by
+// jumping (the pad adds no jmp back after it).
 Result<std::vector<uint8_t>> relocate(const SitePlan& plan, uint64_t site, uint64_t at);
 
 // One tracepoint at the site, as the pad runs it: its counters and switch

@@ -46,12 +46,13 @@ protected:
   TpSlot& slot(uint32_t i) { return reinterpret_cast<TpSlot*>(base_ + kTpSlotsOffset)[i]; }
   int64_t tsv(uint32_t i) { return reinterpret_cast<int64_t*>(base_ + kTsvOffset)[i]; }
 
-  // Installs a pad for TPS over the site.
-  void patch(std::vector<PadTracepoint> tps) {
-    auto plan = plan_site({site_, 16});
+  // Installs a pad for TPS over the site (the function's first instruction, or AT).
+  void patch(std::vector<PadTracepoint> tps, uint8_t* at = nullptr) {
+    at = at ? at : site_;
+    auto plan = plan_site({at, 16});
     ASSERT_TRUE(plan) << plan.error().message;
     PadSpec spec;
-    spec.site = uint64_t(site_);
+    spec.site = uint64_t(at);
     spec.pad = uint64_t(base_ + kCodeOffset);
     spec.area = uint64_t(base_);
     spec.armed = uint64_t(&armed_ref());
@@ -64,11 +65,26 @@ protected:
     auto code = emit_pad(spec);
     ASSERT_TRUE(code) << code.error().message;
     std::memcpy(base_ + kCodeOffset, code->data(), code->size());
-    auto jmp = site_jump(uint64_t(site_), uint64_t(base_ + kCodeOffset));
+    auto jmp = site_jump(uint64_t(at), uint64_t(base_ + kCodeOffset));
     ASSERT_TRUE(jmp);
-    std::memcpy(site_, jmp->data(), jmp->size());
+    std::memcpy(at, jmp->data(), jmp->size());
   }
   long call(long x) { return reinterpret_cast<long (*)(long)>(site_)(x); }
+  // BYTES written at the site's function + AT (the function's first 64 bytes start as int3s).
+  void put(size_t at, std::initializer_list<uint8_t> bytes) {
+    if (!cleared_)
+      std::memset(site_, 0xcc, 64);
+    cleared_ = true;
+    std::memcpy(site_ + at, bytes.begin(), bytes.size());
+  }
+  bool cleared_ = false;
+  // Every record's rip is AT; returns how many there were.
+  size_t records_at(const uint8_t* at) {
+    auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+    for (const Record& r : records)
+      EXPECT_EQ(r.regs[17], uint64_t(at));
+    return records.size();
+  }
 
   static constexpr uint32_t kRings = 2;
   uint32_t slots_ = 16;
@@ -162,6 +178,58 @@ TEST_F(PadExec, AFullRingDropsAndCounts) {
   // Freed slots take records again.
   call(1);
   EXPECT_EQ(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size(), 1u);
+}
+
+// Branches at the site, run from the pad: each function's result says the
+// branch went where the original goes (and, for calls, came back after the site).
+TEST_F(PadExec, ACallSiteCallsAndReturnsAfterTheSite) {
+  slot(0).enabled = 1;
+  put(0, {0xe8, 0x1b, 0, 0, 0});                             // call +32
+  put(5, {0x48, 0x83, 0xc0, 0x01, 0xc3});                    // add $1,%rax; ret
+  put(32, {0x48, 0x8b, 0x04, 0x24, 0x48, 0x01, 0xf8, 0xc3}); // mov (%rsp),%rax; add %rdi,%rax; ret
+  patch({PadTracepoint{0, {}, true}});
+  for (long i = 0; i < 8; ++i)
+    ASSERT_EQ(call(i), long(site_) + 5 + i + 1); // returned to site+5, not into the pad
+  EXPECT_EQ(records_at(site_), 8u);
+}
+
+TEST_F(PadExec, AJccSiteTakesBothWaysWithTheProgramsFlags) {
+  slot(0).enabled = 1;
+  put(0, {0x48, 0x85, 0xff});                       // test %rdi,%rdi
+  put(3, {0x0f, 0x84, 0x0b, 0, 0, 0});              // je +20
+  put(9, {0x48, 0xc7, 0xc0, 0x07, 0, 0, 0, 0xc3});  // mov $7,%rax; ret
+  put(20, {0x48, 0xc7, 0xc0, 0x09, 0, 0, 0, 0xc3}); // mov $9,%rax; ret
+  patch({PadTracepoint{0, {}, true}}, site_ + 3);
+  for (long i = 0; i < 6; ++i)
+    ASSERT_EQ(call(i % 2), i % 2 ? 7 : 9); // the flags of `test` survive the pad
+  EXPECT_EQ(records_at(site_ + 3), 6u);
+}
+
+TEST_F(PadExec, AJmpSiteJumps) {
+  slot(0).enabled = 1;
+  put(0, {0xe9, 0x0b, 0, 0, 0, 0x0f, 0x0b}); // jmp +16; ud2
+  put(16, {0x48, 0x8d, 0x47, 0x05, 0xc3});   // lea 5(%rdi),%rax; ret
+  patch({PadTracepoint{0, {}, true}});
+  for (long i = 0; i < 4; ++i)
+    ASSERT_EQ(call(i), i + 5);
+  EXPECT_EQ(records_at(site_), 4u);
+}
+
+TEST_F(PadExec, AnIndirectCallReadsItsPointerAtEachCall) {
+  // Lazy binding rewrites a GOT entry after the first call: the pad must call
+  // through the same pointer, not a copy of its value at install.
+  slot(0).enabled = 1;
+  put(0, {0xff, 0x15, 0x22, 0, 0, 0});     // call *+40
+  put(6, {0x48, 0x83, 0xc0, 0x01, 0xc3});  // add $1,%rax; ret
+  put(32, {0x48, 0x8d, 0x04, 0x3f, 0xc3}); // lea (%rdi,%rdi),%rax; ret
+  put(48, {0x48, 0x8d, 0x47, 0x0a, 0xc3}); // lea 10(%rdi),%rax; ret
+  uint64_t first = uint64_t(site_ + 32), second = uint64_t(site_ + 48);
+  std::memcpy(site_ + 40, &first, 8);
+  patch({PadTracepoint{0, {}, true}});
+  ASSERT_EQ(call(3), 7);
+  std::memcpy(site_ + 40, &second, 8);
+  ASSERT_EQ(call(3), 14);
+  EXPECT_EQ(records_at(site_), 2u);
 }
 
 TEST_F(PadExec, ThreadsShareRingsWithoutLosingRecords) {

@@ -55,12 +55,64 @@ TEST(JumppadSite, RefusesShortAndUnknownInstructions) {
   auto e = plan_site(endbr);
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("4 bytes; the jump needs 5"), std::string::npos);
-  const uint8_t call[] = {0xe8, 0x00, 0x00, 0x00, 0x00}; // call rel32: not relocated
-  EXPECT_FALSE(plan_site(call));
-  const uint8_t jmp[] = {0xe9, 0x00, 0x00, 0x00, 0x00};
-  EXPECT_FALSE(plan_site(jmp));
+  const uint8_t jmp8[] = {0xeb, 0x10, 0x90, 0x90, 0x90}; // jmp rel8: 2 bytes
+  EXPECT_FALSE(plan_site(jmp8));
+  const uint8_t notrack[] = {0x3e, 0xff, 0x25, 0, 0, 0, 0}; // notrack jmp *(%rip): a prefix
+  EXPECT_FALSE(plan_site(notrack));
   const uint8_t fs_load[] = {0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0}; // mov %fs:0x28,%rax
   EXPECT_FALSE(plan_site(fs_load));
+}
+
+// A branch at the site becomes a sequence in the pad that goes where the branch
+// goes, from anywhere: targets are absolute (jmp *0(%rip); .quad T).
+uint64_t quad_at(const std::vector<uint8_t>& v, size_t at) {
+  uint64_t q;
+  std::memcpy(&q, v.data() + at, 8);
+  return q;
+}
+
+TEST(JumppadSite, CallPushesTheSitesReturnAddressThenJumps) {
+  const uint8_t call[] = {0xe8, 0x10, 0x00, 0x00, 0x00}; // call site+5+0x10
+  auto plan = plan_site(call);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_TRUE(plan->pushes_return());
+  auto seq = relocate(*plan, 0x400000, 0x7f0000000000); // terabytes away: still reaches
+  ASSERT_TRUE(seq);
+  ASSERT_EQ(seq->size(), 20u + 14u);
+  uint32_t lo, hi;
+  std::memcpy(&lo, seq->data() + 8, 4);
+  std::memcpy(&hi, seq->data() + 16, 4);
+  EXPECT_EQ(uint64_t(hi) << 32 | lo, 0x400005u); // the return address: after the site's call
+  EXPECT_EQ((*seq)[20], 0xff);
+  EXPECT_EQ((*seq)[21], 0x25);
+  EXPECT_EQ(quad_at(*seq, 26), 0x400015u);
+}
+
+TEST(JumppadSite, JccTakesBothWays) {
+  const uint8_t jne[] = {0x0f, 0x85, 0xfa, 0xff, 0xff, 0xff}; // jne site+6-6 (a loop back)
+  auto plan = plan_site(jne);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->pushes_return());
+  auto seq = relocate(*plan, 0x400000, 0x500000);
+  ASSERT_TRUE(seq);
+  ASSERT_EQ(seq->size(), 2u + 14u + 14u);
+  EXPECT_EQ((*seq)[0], 0x75); // jne rel8 over the fall-through jump
+  EXPECT_EQ((*seq)[1], 14);
+  EXPECT_EQ(quad_at(*seq, 8), 0x400006u);  // not taken: after the site
+  EXPECT_EQ(quad_at(*seq, 22), 0x400000u); // taken
+}
+
+TEST(JumppadSite, IndirectCallReadsTheSamePointer) {
+  const uint8_t call[] = {0xff, 0x15, 0x00, 0x10, 0x00, 0x00}; // call *0x1000(%rip)
+  auto plan = plan_site(call);
+  ASSERT_TRUE(plan);
+  auto seq = relocate(*plan, 0x400000, 0x410000);
+  ASSERT_TRUE(seq);
+  ASSERT_EQ(seq->size(), 20u + 6u);
+  int32_t disp;
+  std::memcpy(&disp, seq->data() + 22, 4);
+  EXPECT_EQ(0x410000 + 26 + int64_t(disp), 0x400006 + 0x1000);      // the GOT entry itself
+  EXPECT_FALSE(relocate(*plan, 0x400000, 0x400000 + (3ull << 30))); // its pointer out of reach
 }
 
 TEST(JumppadSite, RelocationOutOfReachIsAnError) {
