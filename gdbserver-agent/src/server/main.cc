@@ -331,6 +331,10 @@ int serve(int argc, char** argv, int& terminated_by) {
   hooks.before_kernel_probe = [&server_ptr](Pid pid, uint64_t address) -> Result<void> {
     return server_ptr ? server_ptr->make_room_for_kernel_probe(pid, address) : ok();
   };
+  if (opts.debug)
+    hooks.debug = [](const std::string& line) {
+      std::fprintf(stderr, "[gdbtrace] %s\n", line.c_str());
+    };
   TraceEngine engine(io, *target, hooks);
   add_collectors(engine, *target, io, opts.debug);
 

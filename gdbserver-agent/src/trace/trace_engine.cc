@@ -290,6 +290,13 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
               "\n");
     entry.collector_note =
         breakpoint_note + (breakpoint_note.empty() || fast_note.empty() ? "" : "; ") + fast_note;
+    if (hooks.debug)
+      hooks.debug(
+          "tracepoint " + std::to_string(tp.number) + " at 0x" + hex::u64(tp.address) +
+          (tp.fast ? " (ftrace)" : "") + ": " + c->name() +
+          (entry.collector_note.empty() && why_not.empty()
+               ? ""
+               : " (" + entry.collector_note + (why_not.empty() ? "" : "; ") + why_not + ")"));
     entry.collector = c.get();
     entry.installed = true;
     return ok;

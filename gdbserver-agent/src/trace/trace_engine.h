@@ -100,6 +100,10 @@ public:
     // always-inserted on`) must leave its int3, which the kernel's uprobe would
     // adopt and consume; an error keeps the tracepoint off in-kernel collectors.
     std::function<Result<void>(Pid, uint64_t)> before_kernel_probe;
+    // Optional: the stub's --debug log. The engine says there which collector
+    // took each tracepoint and why the ones before it declined (what gdb's own
+    // testsuite runs cannot ask `monitor gdbtrace status`).
+    std::function<void(const std::string&)> debug;
   };
 
   TraceEngine(asio::io_context& io, NativeTarget& target, Hooks hooks);
