@@ -5,10 +5,12 @@ the pad: every hit is a frame, the program's results are unchanged (both ways of
 pointer read at each call), and a backtrace from the called function shows the program's own
 frames (the pad pushes the site's return address, as the call would)."""
 
+import os
 import re
+import tempfile
 import unittest
 
-from gdbtest import GdbTestCase, run_gdb
+from gdbtest import GdbTestCase, Server, run_gdb
 
 PROG = "jumppad_branches"
 SITES = ("jp_call_site", "jp_jcc_site", "jp_got_site", "jp_jmp_site")
@@ -49,6 +51,24 @@ class JumpPadBranches(GdbTestCase):
         self.assertOrdered(run, [r"#0 .*jp_leaf", r"#1 .*jp_branches", r"#2 .*main",
                                  r"Value returned is \$1 = 0", r"\$2 = 1"])
         self.assertIn(f"BRANCHES n=4 sum={expected_sum(4)}", run.server_log)
+
+    def test_debug_file_names_each_collector_even_when_killed(self):
+        # `--debug --debug-file=F` says which collector took each tracepoint (what gdb's testsuite
+        # runs cannot ask `monitor gdbtrace status`), line by line: a stub killed mid-run (as
+        # DejaGnu ends it) leaves the lines written so far.
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "debug.log")
+            with Server("multi", server_args=("--debug", f"--debug-file={log}")) as server:
+                run_gdb(["break main", "run", "ftrace *jp_call_site", "trace jp_leaf", "tstart",
+                         f"shell kill -9 {server.proc.pid}"],
+                        program=PROG, args=(3,), server=server, mode="multi")
+                server.proc.wait(timeout=10)
+            with open(log) as f:
+                text = f.read()
+        # Tracepoints 2 and 3 (gdb's breakpoint at main is 1). "Listening on port" stays on stderr.
+        self.assertRegex(text, r"\[gdbtrace\] tracepoint 2 at 0x[0-9a-f]+ \(ftrace\): jumppad\n")
+        self.assertRegex(text, r"\[gdbtrace\] tracepoint 3 at 0x[0-9a-f]+: (ebpf|module|ptrace)")
+        self.assertNotIn("Listening on port", text)
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ void Connection::close() {
 
 void Connection::log(const std::string& line) const {
   if (log_)
-    std::fprintf(stderr, "%s[remote] %s\n", debug_line_prefix().c_str(), line.c_str());
+    debug_line("remote", line);
 }
 
 } // namespace gdbtrace::rsp

@@ -36,7 +36,7 @@ GdbServer::~GdbServer() {
 
 void GdbServer::debug(const std::string& text) const {
   if (options_.debug)
-    std::fprintf(stderr, "%s[gdbtrace] %s\n", debug_line_prefix().c_str(), text.c_str());
+    debug_line("gdbtrace", text);
 }
 
 Result<Pid> GdbServer::start_program() {

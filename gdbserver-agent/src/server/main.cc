@@ -52,7 +52,7 @@ void add_collectors(TraceEngine& engine, NativeTarget& target, asio::io_context&
   auto skipped = [debug, &engine](const char* name, const Error& e) {
     engine.note_unavailable_collector(name, e.message);
     if (debug)
-      std::fprintf(stderr, "[gdbtrace] %s collector unavailable: %s\n", name, e.message.c_str());
+      debug_line("gdbtrace", std::string(name) + " collector unavailable: " + e.message);
   };
 #ifdef GDBTRACE_HAVE_JUMPPAD
   // First: it takes only `ftrace` tracepoints, and those it can serve it serves
@@ -282,9 +282,13 @@ int serve(int argc, char** argv, int& terminated_by) {
     std::fputs(version_text().c_str(), stdout);
     return 0;
   }
-  if (!opts.debug_file.empty() && !std::freopen(opts.debug_file.c_str(), "a", stderr)) {
-    std::perror(opts.debug_file.c_str());
-    return 1;
+  if (!opts.debug_file.empty()) {
+    FILE* f = std::fopen(opts.debug_file.c_str(), "ae"); // O_CLOEXEC: not the inferior's
+    if (!f) {
+      std::perror(opts.debug_file.c_str());
+      return 1;
+    }
+    debug_stream() = f;
   }
   install_noop_handler(SIGPIPE); // a vanished gdb must not kill us mid-write
   crash_cleanup::install_handlers();
@@ -332,9 +336,7 @@ int serve(int argc, char** argv, int& terminated_by) {
     return server_ptr ? server_ptr->make_room_for_kernel_probe(pid, address) : ok();
   };
   if (opts.debug)
-    hooks.debug = [](const std::string& line) {
-      std::fprintf(stderr, "[gdbtrace] %s\n", line.c_str());
-    };
+    hooks.debug = [](const std::string& line) { debug_line("gdbtrace", line); };
   TraceEngine engine(io, *target, hooks);
   add_collectors(engine, *target, io, opts.debug);
 
