@@ -72,6 +72,19 @@ class JumpPad(GdbTestCase):
         self.assertNotRegex(run.output, r"jumppad: ")
         self.assertOutput(run, r"Collected 5 trace frames")
 
+    def test_plain_trace_beside_an_ftrace_shares_the_pad(self):
+        # gdb's trace-break.exp: `ftrace X` then `trace X`. The jmp covers the site's bytes, so no
+        # int3 may go there: the plain tracepoint joins the pad, and both collect every hit.
+        n = 6
+        run = run_gdb(["break jp_done", "ftrace *jp_probe", "actions", "collect $rdi", "end",
+                       "trace *jp_probe", "actions", "collect $rsi", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "tstop", "tstatus", "tfind tracepoint 3",
+                       "print $rdi"], program=PROG, args=(n,))
+        self.assertEqual(backends(run), ["jumppad", "jumppad"], run.transcript())
+        self.assertOutput(run, rf"Collected {2 * n} trace frames")
+        self.assertOrdered(run, [r"Found trace frame \d+, tracepoint 3", r"\$1 = 0"])
+        self.assertIn(f"BENCH jumppad calls={n} sum={sum(range(n)) + 3 * n} ", run.server_log)
+
     def test_unpatchable_site_falls_back_with_the_reason(self):
         # jp_done is a 1-byte `ret` (0xc3) at -O2.
         run = run_gdb(["break jp_probe", "ftrace *jp_done", "actions", "collect $rdi", "end",

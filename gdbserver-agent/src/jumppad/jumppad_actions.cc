@@ -118,8 +118,6 @@ Result<TsvIncrement> tsv_increment(const AgentExpr& e) {
 }
 
 Result<PadActions> plan_actions(const Tracepoint& tp) {
-  if (!tp.fast)
-    return refuse("not an ftrace tracepoint (the jump pad serves only `ftrace`)");
   if (tp.step_count)
     return refuse("while-stepping needs the ptrace collector");
   PadActions out;

@@ -241,8 +241,15 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
     if (c->caps() & exclude)
       continue;
     const bool fast_only = c->caps() & Collector::kFastOnly;
-    if (fast_only && !tp.fast && preferred_backend.empty())
-      continue;
+    // A plain `trace` goes to a fast-only collector (the jump pad) only where
+    // that collector's patch already is (gdb's trace-break.exp: `ftrace X`
+    // then `trace X`): nothing else may probe the bytes under the jmp, and
+    // the pad collects a `trace` exactly as an `ftrace`.
+    if (fast_only && !tp.fast && preferred_backend.empty()) {
+      const TracepointEntry* there = installed_at(tp.address, &entry);
+      if (!there || there->collector != c.get())
+        continue;
+    }
     if (register_layout().i386() && !(c->caps() & Collector::kI386Processes)) {
       why_not += (why_not.empty() ? "" : "; ") + c->name() +
                  ": cannot collect from an i386 (32-bit) process";
