@@ -52,6 +52,20 @@ class JumpPadBranches(GdbTestCase):
                                  r"Value returned is \$1 = 0", r"\$2 = 1"])
         self.assertIn(f"BRANCHES n=4 sum={expected_sum(4)}", run.server_log)
 
+    def test_stepi_over_a_patched_site_takes_its_instruction(self):
+        # gdb single-steps onto the patched call and over it: the step goes through the pad (which
+        # records the hit) and stops where the call goes, never inside the pad ("?? ()"), as
+        # gdbserver moves threads out of its jump pads (gdb's range-stepping.exp does this).
+        run = run_gdb(["break *jp_branches", "ftrace *jp_call_site", "actions", "collect $rbx", "end",
+                       "tstart", "continue", "stepi 4", "print $pc == (long)&jp_call_site", "stepi",
+                       "print $pc == (long)&jp_leaf", "print *(long *)$sp == (long)&jp_call_site + 5",
+                       "delete", "break jp_done", "continue", "tstop", "tstatus"],
+                      program=PROG, args=(3,))
+        self.assertEqual(backends(run) or ["jumppad"], ["jumppad"], run.transcript())
+        self.assertOrdered(run, [r"\$1 = 1", r"\$2 = 1", r"\$3 = 1"])
+        self.assertOutput(run, r"Collected 3 trace frames")
+        self.assertIn(f"BRANCHES n=3 sum={expected_sum(3)}", run.server_log)
+
     def test_debug_file_names_each_collector_even_when_killed(self):
         # `--debug --debug-file=F` says which collector took each tracepoint (what gdb's testsuite
         # runs cannot ask `monitor gdbtrace status`), line by line: a stub killed mid-run (as

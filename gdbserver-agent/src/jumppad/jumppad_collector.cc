@@ -248,6 +248,8 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   auto view = a.view_for(target_, pid, tp.address); // the mapping this site's jmp reaches
   if (!view)
     return view.error();
+  // gdb's single steps over the site go through the pad without stopping in it.
+  target_.add_step_through(pid, *view + kCodeOffset, *view + kCodeOffset + kCodeSize);
   ProcessArea& pa = areas_[pid];
   auto slot = slot_for(pa, tp.address, site.locations.size());
   if (!slot)

@@ -96,6 +96,8 @@ struct Process {
   std::unique_ptr<ThreadDb> thread_db; // loaded on the first TLS request
   // From the executable's ELF header, at creation, attach and exec.
   RegisterArch arch = RegisterArch::Amd64;
+  // Collector code a step never stops in (NativeTarget::add_step_through): start -> end.
+  std::map<uint64_t, uint64_t> step_through;
 };
 
 // The architecture of PID's executable (amd64 when it cannot be read).
@@ -149,6 +151,7 @@ public:
   Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) override;
   StepOverStats step_over_stats() const override { return step_over_stats_; }
   std::optional<uint64_t> stopped_epoch(Pid pid) const override;
+  void add_step_through(Pid pid, uint64_t start, uint64_t end) override;
   Result<int64_t> inject_syscall(Pid pid, uint64_t code_address, long number,
                                  std::span<const uint64_t> args) override; // inject_syscall.cc
 

@@ -22,6 +22,15 @@ namespace gdbtrace {
 
 using namespace linux_target_detail;
 
+namespace {
+
+bool in_step_through(const Process& p, uint64_t pc) {
+  auto it = p.step_through.upper_bound(pc);
+  return it != p.step_through.begin() && pc < std::prev(it)->second;
+}
+
+} // namespace
+
 // --- interpreting one status ---
 
 std::optional<StopEvent> LinuxTarget::interpret(Process& p, Lwp& l) {
@@ -196,6 +205,7 @@ std::optional<StopEvent> LinuxTarget::on_exec(Process& p, Lwp& l) {
   p.lwps[pid] = keep;
   p.breakpoints.clear(); // the old image (and its int3s) is gone
   p.removed_breakpoints.clear();
+  p.step_through.clear(); // and the jump pads with it
   p.debug_regs = DebugRegisters{};
   p.vfork_breakpoints_lifted = false;
   p.thread_db.reset(); // bound to the old image's libc
@@ -290,12 +300,12 @@ std::optional<StopEvent> LinuxTarget::on_trap(Process& p, Lwp& l) {
       resume_lwp(p, l);
       return std::nullopt;
     }
-    if (l.kind == ResumeKind::RangeStep) {
-      auto pc = x86::read_pc(tid);
-      if (pc && *pc >= l.range_start && *pc < l.range_end) {
-        resume_lwp(p, l);
-        return std::nullopt;
-      }
+    if (auto pc = x86::read_pc(tid); pc && in_step_through(p, *pc)) {
+      resume_lwp(p, l); // inside a jump pad: step on until the site's instruction is done
+      return std::nullopt;
+    } else if (l.kind == ResumeKind::RangeStep && pc && *pc >= l.range_start && *pc < l.range_end) {
+      resume_lwp(p, l);
+      return std::nullopt;
     }
     return signal_event(pid, tid, SIGTRAP, StopReason::SingleStep);
   default:

@@ -209,6 +209,13 @@ public:
   // knows PID has not run since. nullopt while any thread runs (or unknown).
   virtual std::optional<uint64_t> stopped_epoch(Pid) const { return std::nullopt; }
 
+  // Code a collector put in PID (the jump pad's pads, [start, end)) that a step
+  // gdb asks for must never stop in: a thread single-stepped into it is
+  // stepped on until it leaves, so gdb's step (or range step) over a patched
+  // site takes the site's instruction, as gdbserver moves threads out of its
+  // jump pads. Kept for the process's life (the pads are never unmapped).
+  virtual void add_step_through(Pid pid, uint64_t start, uint64_t end) {}
+
   // Makes a thread of PID (every thread stopped) run system call NUMBER with
   // ARGS (at most 6) and returns its raw result (-errno on failure), leaving
   // the thread's registers and the code as they were. CODE_ADDRESS: two bytes
