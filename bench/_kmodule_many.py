@@ -78,11 +78,15 @@ def floor_rows(kernel, release, floor):
 
 def beyond_floor(kernel, t, hits, one, floor):
     """(ours / floor) at T sites vs at one, per round (bench/README.md: the kernel's own growth
-    with the number of uprobes taken out). The floor's rounds ran after the gdb sessions, in the
-    same boot: round R of each is paired."""
+    with the number of uprobes taken out). The floor ran after the gdb sessions, in the same boot:
+    round R of each is paired, or the floor's median where it has no round R (by default it has
+    one round: gt_many_floor.sh says why)."""
+    def fl(n, r):
+        got = floor.get(n, {})
+        return got.get(r, statistics.median(got.values()) if got else None)
     ratios = []
     for r in sorted(hits.get(t, {})):
-        f_t, f_1 = floor.get(t, {}).get(r), floor.get(1, {}).get(r)
+        f_t, f_1 = fl(t, r), fl(1, r)
         if one.get(r) and f_t and f_1:
             ratios.append((hits[t][r] / f_t) / (one[r] / f_1))
     growth = [floor[t][r] / floor[1][r] for r in sorted(floor.get(t, {})) if floor.get(1, {}).get(r)]

@@ -23,7 +23,8 @@
 #                program) on the module through the host gdb (gdb_many.sh; GT_MANY_BACKEND,
 #                GT_MANY_ROUNDS); give it QEMU_TIMEOUT=3000 for N=10000,
 #              GT_MANY_BENCH=ROUNDS (with GT_MANY=N): gdb_many_bench.sh instead, 1, 1 000 and N
-#                tracepoints against none, ROUNDS rounds in this boot (bench/kmodule.sh many),
+#                tracepoints against none, ROUNDS rounds in this boot (bench/kmodule.sh many), and
+#                the guest's tracefs floor at the same sites (GT_MANY_FLOOR_ROUNDS, default 1),
 #              CI=true or GDBTRACE_STRICT=1: a missing kernel, a failed fetch or a skipped gdb
 #                session is a failure.
 set -uo pipefail
@@ -178,7 +179,7 @@ run_series() {
       gcc -O1 -g -fno-inline -static -o "$root/bin/many" "$work/$s/many.c" || return 1
     echo "$GT_MANY" >"$root/etc/gt_many" # the guest waits longer for the server
     if [ -n "${GT_MANY_BENCH:-}" ]; then # gt_many_floor.sh: a tracefs uprobe on each function
-      cp "$here/guest/gt_many_floor.sh" "$root/bin/" && echo "$GT_MANY_BENCH" >"$root/etc/gt_many_floor"
+      cp "$here/guest/gt_many_floor.sh" "$root/bin/" && echo "${GT_MANY_FLOOR_ROUNDS:-1}" >"$root/etc/gt_many_floor"
       # File offset = address - (the text segment's address - its offset): /bin/many is static.
       read -r off vaddr < <(readelf -lW "$root/bin/many" | awk '$1 == "LOAD" && / E / {print $2, $3; exit}')
       delta=$((vaddr - off))
