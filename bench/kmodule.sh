@@ -8,8 +8,27 @@
 # ns/hit = traced ns/iter - untraced ns/iter (one run; compare ratios, not
 # absolute numbers: TCG is slow and noisy).
 #   bench/kmodule.sh [6.1|6.12|newest|all] [N]    (default all, N=20000)
+# `many`: thousands of tracepoints instead (issue 30, the module half of bench/tracepoints.sh's
+# table): 1, 1 000 and 10 000 tracepoints against none, KMOD_MANY_ROUNDS (default 3) rounds in one
+# boot per kernel (tests/qemu/gdb_many_bench.sh), rows and judged targets by bench/_kmodule_many.py;
+# about 10 minutes per kernel under TCG. Exits 3 on a missed target.
+#   bench/kmodule.sh many [6.1|6.12|newest|...]   (default 6.1)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = many ]; then
+  mkdir -p "$here/results"
+  out=$here/results/kmodule-many-$(date -u +%Y%m%dT%H%M%SZ).log
+  GT_MANY=10000 GT_MANY_BENCH=${KMOD_MANY_ROUNDS:-3} QEMU_TIMEOUT=${QEMU_TIMEOUT:-3000} \
+    GDBTRACE_BUILD=${GDBTRACE_BUILD:-${BENCH_BUILD:-$here/../build}} "$here/../tests/qemu/run.sh" "${2:-6.1}" >"$out" 2>&1
+  rc=$?
+  grep -E "^(MANYROW|RESULT|ok gdb_many|FAIL gdb_many)" "$out" >&2
+  echo "full log: $out" >&2
+  python3 "$here/_kmodule_many.py" <"$out"
+  judged=$?
+  # The harness failing is this script failing (1); a missed target is 3 (bench/README.md).
+  [ $rc != 0 ] && exit 1
+  exit $judged
+fi
 series=${1:-all}
 n=${2:-20000}
 mkdir -p "$here/results"

@@ -5,16 +5,18 @@ and a gdb script with `trace fK` + `collect v` per function.
 
     many_functions.py N PROGRAM.c [SCRIPT.gdb]
 
-The program (`PROGRAM ROUNDS`) calls every function ROUNDS times (default 1), then done() (a place
-for a breakpoint), and prints `BENCH many_functions functions=N rounds=R ns_per_call=X` (the loop's
-wall time over N*R calls). Used by tests/integration/test_bpf_many_tracepoints.py and
+The program (`PROGRAM ROUNDS [SPAN]`) calls each of the first SPAN functions (default all N) ROUNDS
+times (default 1), then done() (a place for a breakpoint), and prints `BENCH many_functions
+functions=SPAN rounds=R ns_per_call=X` (the loop's wall time over SPAN*R calls), also left in the
+global `bench_ns_per_call` for a debugger stopped in done(). Used by tests/integration/test_bpf_many_tracepoints.py and
 tests/qemu/gdb_many.sh; build it with `gcc -O1 -g -fno-inline` (-static for the QEMU guest)."""
 
 import sys
 
 
 def program_source(functions: int) -> str:
-    lines = ["#include <stdio.h>", "#include <stdlib.h>", "#include <time.h>", "volatile long v;"]
+    lines = ["#include <stdio.h>", "#include <stdlib.h>", "#include <time.h>", "volatile long v;",
+             "double bench_ns_per_call;"]
     for k in range(functions):
         lines.append(f'__attribute__((noinline)) void f{k}(void) {{ __asm__ volatile("nop"); v += {k}; }}')
     lines += [
@@ -22,14 +24,16 @@ def program_source(functions: int) -> str:
         "static void (*const fns[])(void) = {" + ", ".join(f"f{k}" for k in range(functions)) + "};",
         "int main(int argc, char **argv) {",
         "  long rounds = argc > 1 ? atol(argv[1]) : 1, n = sizeof fns / sizeof fns[0];",
+        "  if (argc > 2 && atol(argv[2]) > 0 && atol(argv[2]) < n) n = atol(argv[2]);",
         "  struct timespec a, b;",
         "  clock_gettime(CLOCK_MONOTONIC, &a);",
         "  for (long r = 0; r < rounds; r++)",
         "    for (long k = 0; k < n; k++) fns[k]();",
         "  clock_gettime(CLOCK_MONOTONIC, &b);",
         "  double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);",
+        "  bench_ns_per_call = rounds ? ns / (n * rounds) : 0.0;",
         '  printf("BENCH many_functions functions=%ld rounds=%ld ns_per_call=%.0f\\n", n, rounds,',
-        "         rounds ? ns / (n * rounds) : 0.0);",
+        "         bench_ns_per_call);",
         "  fflush(stdout);",
         "  done();",
         "  return 0;",

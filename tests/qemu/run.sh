@@ -22,6 +22,9 @@
 #              GT_MANY=N: before the gdb session, N tracepoints (one per function of a generated
 #                program) on the module through the host gdb (gdb_many.sh; GT_MANY_BACKEND,
 #                GT_MANY_ROUNDS); give it QEMU_TIMEOUT=3000 for N=10000,
+#              GT_MANY_BENCH=ROUNDS (with GT_MANY=N): gdb_many_bench.sh instead, 1, 1 000 and N
+#                tracepoints against none, ROUNDS rounds in this boot (bench/kmodule.sh many), and
+#                the guest's tracefs floor at the same sites (GT_MANY_FLOOR_ROUNDS, default 1),
 #              CI=true or GDBTRACE_STRICT=1: a missing kernel, a failed fetch or a skipped gdb
 #                session is a failure.
 set -uo pipefail
@@ -175,6 +178,15 @@ run_series() {
     python3 "$repo/tests/programs/many_functions.py" "$GT_MANY" "$work/$s/many.c" "$work/$s/many.gdb" &&
       gcc -O1 -g -fno-inline -static -o "$root/bin/many" "$work/$s/many.c" || return 1
     echo "$GT_MANY" >"$root/etc/gt_many" # the guest waits longer for the server
+    if [ -n "${GT_MANY_BENCH:-}" ]; then # gt_many_floor.sh: a tracefs uprobe on each function
+      cp "$here/guest/gt_many_floor.sh" "$root/bin/" && echo "${GT_MANY_FLOOR_ROUNDS:-1}" >"$root/etc/gt_many_floor"
+      # File offset = address - (the text segment's address - its offset): /bin/many is static.
+      read -r off vaddr < <(readelf -lW "$root/bin/many" | awk '$1 == "LOAD" && / E / {print $2, $3; exit}')
+      delta=$((vaddr - off))
+      nm "$root/bin/many" | awk '$3 ~ /^f[0-9]+$/ {printf "%d %s\n", substr($3, 2), $1}' |
+        sort -n | while read -r k a; do printf 'p:gtmany/f%d /bin/many:0x%x\n' "$k" $((0x$a - delta)); done \
+        >"$root/etc/gt_many_events"
+    fi
   fi
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/$s/initramfs.gz"
 
@@ -203,7 +215,10 @@ print(*(s.getsockname()[1] for s in ss))')
   if [ -x "$server" ] && [ -x "$gdbscript" ]; then
     if wait_console "$log" $qpid "GT-SERVER-READY root"; then
       [ -n "${GT_BENCH:-}" ] && "$here/gdb_bench.sh" "$port" "$work/$s" "$root" "${GT_BENCH_GDB_N:-2000}" >"$work/$s/gdb-bench.log" 2>&1
-      [ -n "${GT_MANY:-}" ] && "$here/gdb_many.sh" "$port" "$work/$s" "$root" "$GT_MANY" >"$work/$s/gdb-many.log" 2>&1
+      if [ -n "${GT_MANY:-}" ]; then
+        many=gdb_many.sh; [ -n "${GT_MANY_BENCH:-}" ] && many=gdb_many_bench.sh
+        "$here/$many" "$port" "$work/$s" "$root" "$GT_MANY" >"$work/$s/gdb-many.log" 2>&1
+      fi
       "$gdbscript" "$port" "$work/$s" "$root" >"$work/$s/gdb.log" 2>&1
       echo "gdb session exit $?" >>"$work/$s/gdb.log"
       # The unprivileged stub, then the same in a rootless container (guest/init.sh's phases).
@@ -226,7 +241,7 @@ print(*(s.getsockname()[1] for s in ss))')
   wait $qpid
   local qrc=$?
   echo "boot+tests: $((SECONDS - start)) s (qemu exit $qrc)"
-  sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|gt_limits\|gt_memcg\|gt_latency\|gt_pidns\|SKIP\|BENCH\)/p' "$log"
+  sed -n 's/\r$//; /^\(ok\|FAIL\|GT-\|gt_test\|gt_safety\|gt_limits\|gt_memcg\|gt_latency\|gt_pidns\|SKIP\|BENCH\|MANYFLOOR\)/p' "$log"
   [ -f "$work/$s/gdb.log" ] && sed -n '/^\(ok\|FAIL\|SKIP\|gdb session\)/p' "$work/$s/gdb.log"
   [ -n "${GT_MANY:-}" ] && cat "$work/$s/gdb-many.log"
   [ -n "${GT_BENCH:-}" ] && [ -f "$work/$s/gdb-bench.log" ] && cat "$work/$s/gdb-bench.log"

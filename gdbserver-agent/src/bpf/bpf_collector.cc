@@ -266,7 +266,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
   if (!probe)
     return probe.error();
   probes_.push_back(std::move(*probe));
-  index_probe(probes_.size() - 1);
+  index_.add(keys_of(probes_.back()));
   if (!batch_) {
     keep_definition_order(probes_.back(), ctx);
     set_emulating_probes();

@@ -33,6 +33,7 @@
 #include "bpf/bpf_codegen.h"
 #include "bpf/bpf_collector.h"
 #include "bpf/bpf_layout.h"
+#include "bpf/bpf_probe_index.h"
 #include "bpf/bpf_rings.h"
 #include "bpf/bpf_support.h"
 #include "common/unique_fd.h"
@@ -133,8 +134,12 @@ private:
   void add_cpu_drops(uint32_t slot, std::vector<uint64_t>& out) const;
   CollectorStats probe_stats(const Probe& p) const;
   Probe* find_slot(uint32_t slot);
+  static ProbeKeys keys_of(const Probe& p);
   void reindex();
-  void index_probe(size_t i);
+  // Probe I leaves the list (its link closes: the uprobe leaves the tracee); the last probe takes
+  // its position.
+  void remove_probe(size_t i);
+  void set_emulating_at(Pid pid, uint64_t address);
   void retire_stats();
 
   asio::io_context& io_;
@@ -147,15 +152,13 @@ private:
 
   TraceContext* ctx_ = nullptr;
   std::vector<Probe> probes_;
-  // Positions in probes_ by slot (a lookup per record) and by location (per
-  // status row): reindex() after every change of probes_.
-  // by_slot_ is dense (slots are small numbers, below kMaxProbes): one load per
+  // Positions in probes_ by slot (a lookup per record), by location (per
+  // status row), by site, and those with a pass count: kept with every change of
+  // probes_ (push_back + index_.add, remove_probe, or reindex()).
+  // The slot table is dense (slots are small numbers, below kMaxProbes): one load per
   // record instead of a hash lookup, which at 10 000 probes missed the cache.
-  static constexpr uint32_t kNoProbe = UINT32_MAX;
-  std::vector<uint32_t> by_slot_;
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> by_location_;
-  std::vector<size_t> pass_counted_; // positions of probes whose tracepoint has a pass count
-  uint64_t drops_seen_ = 0;          // the run's drop count (global slot) account_drops last saw
+  ProbeIndex index_;
+  uint64_t drops_seen_ = 0; // the run's drop count (global slot) account_drops last saw
   std::map<uint32_t, uint32_t> tsv_slots_; // TSV number -> index in the tsv map
   uint32_t next_slot_ = 0;
   bool run_active_ = false;

@@ -5,28 +5,25 @@
 namespace gdbtrace::bpf_collector_internal {
 
 Probe* BpfCollector::find_slot(uint32_t slot) {
-  if (slot >= by_slot_.size() || by_slot_[slot] == kNoProbe)
-    return nullptr;
-  return &probes_[by_slot_[slot]];
+  uint32_t i = index_.at_slot(slot);
+  return i == ProbeIndex::kNoProbe ? nullptr : &probes_[i];
 }
 
-// Probe I in the indexes (the records' slots, the locations, pass counts).
-void BpfCollector::index_probe(size_t i) {
-  const Probe& p = probes_[i];
-  if (p.slot >= by_slot_.size())
-    by_slot_.resize(p.slot + 1, kNoProbe);
-  by_slot_[p.slot] = uint32_t(i);
-  by_location_[{p.tp, p.address}].push_back(i);
-  if (p.def && p.def->pass_count)
-    pass_counted_.push_back(i);
+ProbeKeys BpfCollector::keys_of(const Probe& p) {
+  return {p.slot, p.tp, p.address, p.pid, p.def && p.def->pass_count};
 }
 
 void BpfCollector::reindex() {
-  by_slot_.clear();
-  by_location_.clear();
-  pass_counted_.clear();
-  for (size_t i = 0; i < probes_.size(); i++)
-    index_probe(i);
+  index_.clear();
+  for (const auto& p : probes_)
+    index_.add(keys_of(p));
+}
+
+void BpfCollector::remove_probe(size_t i) {
+  if (i != probes_.size() - 1)
+    std::swap(probes_[i], probes_.back());
+  probes_.pop_back(); // closing its link removes the uprobe from the tracee
+  index_.remove(i);
 }
 
 Result<void> BpfCollector::set_enabled(uint32_t tp_number, uint64_t address, bool enabled) {
@@ -68,7 +65,7 @@ void BpfCollector::remove_all() {
   }
   retire_stats();
   probes_.clear();
-  reindex();
+  index_.clear();
   shared_programs_.clear();
   run_active_ = false;
   // Whatever is left is stale.
@@ -188,8 +185,9 @@ void BpfCollector::account_drops() {
   if (total == drops_seen_)
     return;
   drops_seen_ = total;
-  for (size_t k = 0; k < pass_counted_.size() && run_active_; k++) {
-    size_t i = pass_counted_[k];
+  const auto& counted = index_.pass_counted();
+  for (size_t k = 0; k < counted.size() && run_active_; k++) {
+    size_t i = counted[k];
     uint64_t drops = __atomic_load_n(&control(probes_[i].slot).drops, __ATOMIC_ACQUIRE);
     uint32_t tp = probes_[i].tp;
     while (run_active_ && ctx_->collecting() && i < probes_.size() &&
@@ -220,17 +218,18 @@ Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t addr
     drain(); // its frames so far, and its drops counted toward the pass count
   CollectorStats removed;
   bool found = false;
-  for (auto it = probes_.begin(); it != probes_.end();) {
-    if (it->tp != tp_number || it->address != address) {
-      ++it;
-      continue;
-    }
-    __atomic_store_n(&control(it->slot).enabled, 0, __ATOMIC_RELEASE);
-    removed += probe_stats(*it);
+  // O(log n) each (bpf_probe_index.h): removing thousands during a run stays linear.
+  for (auto at = index_.at_location(tp_number, address); !at.empty();
+       at = index_.at_location(tp_number, address)) {
+    size_t i = at.front();
+    Probe& p = probes_[i];
+    __atomic_store_n(&control(p.slot).enabled, 0, __ATOMIC_RELEASE);
+    removed += probe_stats(p);
     found = true;
-    it = probes_.erase(it); // closing its link removes the uprobe from the tracee
+    Pid pid = p.pid;
+    remove_probe(i);
+    set_emulating_at(pid, address); // the probe that emulated the instruction may be gone
   }
-  reindex();
   if (!found)
     return make_error(ENOENT,
                       "tracepoint " + std::to_string(tp_number) + " has no eBPF probe there");
@@ -239,7 +238,6 @@ Result<CollectorStats> BpfCollector::uninstall(uint32_t tp_number, uint64_t addr
     removed += r->second;
     replaced_stats_.erase(r);
   }
-  set_emulating_probes(); // the probe that emulated the instruction may be gone
   return removed;
 }
 
@@ -263,9 +261,8 @@ CollectorStats BpfCollector::stats(uint32_t tp_number, uint64_t address) const {
   CollectorStats sum;
   if (auto it = replaced_stats_.find({tp_number, address}); it != replaced_stats_.end())
     sum = it->second;
-  if (auto it = by_location_.find({tp_number, address}); it != by_location_.end())
-    for (size_t i : it->second)
-      sum += probe_stats(probes_[i]);
+  for (size_t i : index_.at_location(tp_number, address))
+    sum += probe_stats(probes_[i]);
   return sum;
 }
 

@@ -50,6 +50,19 @@ void BpfCollector::set_emulating_probes() {
       __atomic_store_n(&control(p.slot).emulate, 1, __ATOMIC_RELEASE);
 }
 
+// set_emulating_probes() for the probes of one site (after a removal there).
+void BpfCollector::set_emulating_at(Pid pid, uint64_t address) {
+  const Probe* first = nullptr;
+  for (size_t i : index_.at_site(pid, address))
+    if (probes_[i].attached_at && (!first || probes_[i].attached_at < first->attached_at))
+      first = &probes_[i];
+  for (size_t i : index_.at_site(pid, address))
+    if (&probes_[i] != first || !first->emulates)
+      __atomic_store_n(&control(probes_[i].slot).emulate, 0, __ATOMIC_RELEASE);
+  if (first && first->emulates)
+    __atomic_store_n(&control(first->slot).emulate, 1, __ATOMIC_RELEASE);
+}
+
 // The kernel runs the consumers of one uprobe newest first; gdbserver collects
 // the tracepoints at one address in definition order, and gdb relies on it
 // (`tfind tracepoint N` searches forward from the current frame). So when a

@@ -84,6 +84,8 @@ if [ -x /bin/gdbtrace-server ]; then
 fi
 
 if [ -f /etc/gt_bench ] && [ -x /bin/gt_bench.sh ]; then /bin/gt_bench.sh; fi
+# bench/kmodule.sh many: the kernel's floor at many uprobe sites, after the gdb sessions (minutes).
+if [ -f /etc/gt_many_events ] && [ -x /bin/gt_many_floor.sh ]; then /bin/gt_many_floor.sh; fi
 
 sleep 0.2
 rmmod gdbtrace || note_fail "rmmod"
