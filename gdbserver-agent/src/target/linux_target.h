@@ -149,6 +149,7 @@ public:
   Result<void> remove_trace_breakpoint(Pid pid, uint64_t address) override;
   StepOverStats step_over_stats() const override { return step_over_stats_; }
   std::optional<uint64_t> stopped_epoch(Pid pid) const override;
+  void set_fault_fixup(FaultFixup fixup) override { fault_fixup_ = std::move(fixup); }
   Result<int64_t> inject_syscall(Pid pid, uint64_t code_address, long number,
                                  std::span<const uint64_t> args) override; // inject_syscall.cc
 
@@ -206,6 +207,7 @@ private:
   std::optional<StopEvent> on_exec(Process& p, Lwp& l);
   std::optional<StopEvent> on_syscall_stop(Process& p, Lwp& l);
   std::optional<StopEvent> on_trap(Process& p, Lwp& l);
+  bool fixed_up_fault(Process& p, Lwp& l, int sig); // set_fault_fixup's recovery
   enum class TraceOutcome { Continue, Report, EventPending, Gone };
   // *REGS: the thread's general registers when it returns Continue, as read last (the
   // callback only reads), if that read worked.
@@ -276,6 +278,7 @@ private:
   bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;
   StepOverStats step_over_stats_;
   uint64_t run_epoch_ = 0; // counts thread resumes (stopped_epoch)
+  FaultFixup fault_fixup_;
 };
 
 } // namespace gdbtrace
