@@ -12,7 +12,7 @@ namespace {
 // thread changes it; the fatal-signal handler and the kernel only walk it, so
 // an entry is linked by one pointer store after it is complete.
 robust_list_head head = {{&head.list}, kEntryToWord, nullptr};
-bool registered = false;
+pid_t registered_tid = 0; // the thread whose robust list is `head`
 
 uint32_t* word_of(robust_list* entry) {
   return reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(entry) + kEntryToWord);
@@ -29,10 +29,12 @@ void store(uint32_t* word, uint32_t v) {
 } // namespace
 
 bool arm(uint32_t* word) {
-  if (!registered)
-    registered = syscall(SYS_set_robust_list, &head, sizeof head) == 0;
-  if (!registered)
-    return false;
+  const pid_t tid = pid_t(syscall(SYS_gettid));
+  if (registered_tid != tid) { // the word must hold the tid of a thread listing it
+    if (syscall(SYS_set_robust_list, &head, sizeof head) != 0)
+      return false;
+    registered_tid = tid;
+  }
   robust_list* e = entry_of(word);
   bool listed = false;
   for (robust_list* p = head.list.next; p != &head.list; p = p->next)
@@ -41,7 +43,7 @@ bool arm(uint32_t* word) {
     e->next = head.list.next;
     std::atomic_ref<robust_list*>(head.list.next).store(e, std::memory_order_release);
   }
-  store(word, uint32_t(syscall(SYS_gettid)) & kTidMask);
+  store(word, uint32_t(tid) & kTidMask);
   return true;
 }
 
