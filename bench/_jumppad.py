@@ -6,7 +6,8 @@ the PIE build, stock gdbserver + LD_PRELOAD=/usr/lib/libinproctrace.so (the in-p
 non-PIE twin, which is the only one it serves. Columns:
   $rdi+tsv   `collect $rdi` + `teval $hits = $hits + 1` (an argument and a TSV increment)
   $regs      `collect $regs`
-  sink       `collect sink` (memory): the agent's; the pad refuses memory collects (this version)
+  sink       `collect sink` (memory: a global, gdb's absolute range): copied into the pad's record
+             by a read the stub's fault table makes safe (docs/collectors.md "Jump pad": memory)
   never_true `if i < 0` (never true; i in a register at -O2): compiled into the pad
 plus one system call (tests/programs/bench_syscall.c, getppid) and the raw tracefs uprobe on the same
 site, and 1/2/4 threads on one `ftrace` (bench_threads.c's t_site+1, `collect $regs`) against the

@@ -2,7 +2,7 @@
 libc function (frames = the program's own count of its calls, at a low and at a sustained rate), the stub SIGKILLed under four
 threads, 1 000 install/remove cycles under a thread looping through the site (each result checked
 by the program), a fork child that inherits the jump, and `collect *p` with bad pointers on an
-`ftrace` under `auto` (the pad refuses memory collects: the tracepoint falls back, the bad reads are
+`ftrace` under `auto` (the pad does not compile reads through pointers yet: the tracepoint falls back, the bad reads are
 errors, the program runs on). Real gdb against the real stub; gdbtrace-only (stock gdbserver has no
 jump pad without LD_PRELOAD of its agent, which cannot attach)."""
 
@@ -140,8 +140,8 @@ class JumpPadLifecycle(GdbTestCase):
         self.assertOutput(run, r"exited normally")
 
     def test_bad_pointers_under_auto(self):
-        # `collect *p` is refused by the pad (a bad p must never crash the tracee, and the pad has
-        # no checked read yet): under auto the tracepoint falls back and says why in the status
+        # `collect *p` is refused by the pad (it copies memory ranges, but does not compile reads
+        # through a pointer in an expression yet): under auto the tracepoint falls back and says why in the status
         # row. The read through NULL or an unmapped page is an error that stops the trace, as
         # stock gdbserver stops on an action's error: the good frame stays, no frame holds a value
         # for the bad pointer, and the program computes and finishes as untraced.
@@ -153,7 +153,7 @@ class JumpPadLifecycle(GdbTestCase):
             found = backends(run)
             self.assertTrue(found and "jumppad" not in found, run.transcript())
             self.assertOutput(run, r"backend \w+, hits 2, frames 1, .*errors 1 \(jumppad: memory "
-                                   r"collection is not done by the jump pad")
+                                   r"reads in expressions \(`collect \*p`\) are not compiled")
             self.assertOutput(run, r"Trace stopped by an error \(tracepoint 2: memory unreadable")
             self.assertOutput(run, r"Collected 1 trace frames")
             self.assertOrdered(run, [r"Found trace frame 0, tracepoint 2", r"\$1 = 0x1234567",
@@ -163,7 +163,7 @@ class JumpPadLifecycle(GdbTestCase):
             self.assertOutput(run, r"exited normally")
         forced = run_gdb(["monitor gdbtrace backend jumppad", "break deref_done", "ftrace *jp_deref",
                           "actions", "collect *p", "end", "tstart"], program="jp_deref")
-        self.assertOutput(forced, r"jumppad: memory collection is not done by the jump pad")
+        self.assertOutput(forced, r"jumppad: memory reads in expressions")
 
 
 if __name__ == "__main__":

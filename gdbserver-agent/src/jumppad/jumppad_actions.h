@@ -2,7 +2,8 @@
 // from the verified bytecode (AgentExpr) without generating anything: it
 // compiles conditions over registers and constants (jumppad_site.h
 // check_condition), `collect` of registers ($regs, arguments and locals that
-// live in registers) and `$tsv = $tsv + K` (one lock add in the shared area).
+// live in registers), memory ranges (gdb's 'M' actions: globals, locals on the
+// stack) that fit in the record and `$tsv = $tsv + K` (one lock add in the shared area).
 // Everything else is refused with the reason, and the engine gives the
 // tracepoint to the next collector.
 #pragma once
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "jumppad/jumppad_site.h"
 #include "trace/tracepoint.h"
 
 namespace gdbtrace::jumppad {
@@ -25,6 +27,7 @@ struct PadActions {
   std::optional<AgentExpr> condition; // compiled into the pad
   bool registers = false;             // an 'R' action: the frame gets the register block
   std::vector<TsvIncrement> tsv_adds;
+  std::vector<MemRange> memory; // 'M' actions, copied into the record by checked reads
 };
 
 // Recognises `getv N; const K; add; [ext 64;] setv N; [pop;] end` (gdb's

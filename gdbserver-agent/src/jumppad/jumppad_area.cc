@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/hex.h"
+#include "jumppad/jumppad_guard.h"
 
 namespace gdbtrace::jumppad {
 namespace {
@@ -136,13 +137,25 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
     close_remote();
     return make_error(e, std::string("cannot open the tracee's memfd: ") + std::strerror(e));
   }
-  void* p = mmap(nullptr, a->size_, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd_.get(), 0);
+  // A private page, then the area over the rest of the reservation: the page
+  // holds the guard word's robust-list entry (jumppad_guard.h), kept out of
+  // the memory the tracee can write.
+  void* below = mmap(nullptr, kPage + a->size_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = below == MAP_FAILED
+                ? MAP_FAILED
+                : mmap(static_cast<uint8_t*>(below) + kPage, a->size_, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_FIXED, a->fd_.get(), 0);
   if (p == MAP_FAILED) {
     int e = errno;
+    if (below != MAP_FAILED)
+      munmap(below, kPage + a->size_);
     close_remote();
     return make_error(e, std::string("mmap of the jump pad area: ") + std::strerror(e));
   }
+  a->below_ = Mapping(below, kPage);
   a->map_ = Mapping(p, a->size_);
+  static_assert(kGuardOffset < guard::kEntryToWord && guard::kEntryToWord - kGuardOffset <= kPage);
   init_rings(a->local() + kRingOffset, a->rings_, a->slots_, a->ring_shift_);
   a->tails_.assign(a->rings_, 0);
 
@@ -180,6 +193,11 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
       !r)
     return r.error(); // mapped, no code in it yet: harmless, left in place
   return a;
+}
+
+Area::~Area() {
+  if (map_.get())
+    guard::forget(guard());
 }
 
 bool Area::still_mapped(Pid pid) const {

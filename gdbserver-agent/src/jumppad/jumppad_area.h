@@ -70,6 +70,8 @@ public:
   TpSlot& tp_slot(uint32_t i) const {
     return reinterpret_cast<TpSlot*>(local() + kTpSlotsOffset)[i];
   }
+  // The guard word (jumppad_guard.h), in the stub's mapping.
+  uint32_t* guard() const { return reinterpret_cast<uint32_t*>(local() + kGuardOffset); }
   int64_t& tsv(uint32_t i) const { return reinterpret_cast<int64_t*>(local() + kTsvOffset)[i]; }
   Result<uint32_t> new_tp_slot();
   uint32_t tp_slots_used() const { return tp_slots_used_; }
@@ -89,7 +91,13 @@ public:
 
 private:
   Area() = default;
+
+public:
+  ~Area();
+
+private:
   UniqueFd fd_;
+  Mapping below_; // the private page under map_: the guard word's robust-list entry
   Mapping map_;
   bool reaches(uint64_t view, uint64_t site) const;
   uint64_t remote_ = 0, size_ = 0;

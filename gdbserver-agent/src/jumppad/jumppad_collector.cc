@@ -12,7 +12,9 @@
 #include "common/hex.h"
 #include "jumppad/jumppad_actions.h"
 #include "jumppad/jumppad_area.h"
+#include "jumppad/jumppad_guard.h"
 #include "jumppad/jumppad_site.h"
+#include "target/crash_cleanup.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -56,8 +58,14 @@ constexpr auto kPollPeriod = std::chrono::milliseconds(10);
 
 class JumppadCollector final : public Collector {
 public:
-  JumppadCollector(NativeTarget& target, asio::io_context& io) : target_(target), poll_(io) {}
-  ~JumppadCollector() override { remove_all(); }
+  JumppadCollector(NativeTarget& target, asio::io_context& io) : target_(target), poll_(io) {
+    target_.set_fault_fixup([this](Pid pid, uint64_t pc) { return recovery_for(pid, pc); });
+    crash_cleanup::set_before_detach(guard::disarm_all);
+  }
+  ~JumppadCollector() override {
+    remove_all();
+    target_.set_fault_fixup({});
+  }
 
   std::string name() const override { return "jumppad"; }
   unsigned caps() const override { return kPatchesCode | kFastOnly; }
@@ -90,6 +98,7 @@ private:
     bool registers = false;
     std::vector<TsvIncrement> tsv_adds;
     std::optional<AgentExpr> condition;
+    std::vector<MemRange> memory;
   };
   struct Site {
     Pid pid = 0;
@@ -112,6 +121,9 @@ private:
     // same address, safe for a thread still inside it).
     std::map<uint64_t, std::vector<uint32_t>> site_slots;
     std::map<uint64_t, std::vector<PlacedPad>> site_pads;
+    // Every placed pad's memory reads: faulting pc -> recovery pc (pads are
+    // never rewritten nor unmapped, so entries stay true for the area's life).
+    std::map<uint64_t, uint64_t> fixups;
   };
 
   Result<Area*> area_for(Pid pid, uint64_t site, size_t staging);
@@ -120,6 +132,8 @@ private:
   Result<void> write_site(Site& site, uint64_t address, uint64_t pad);
   Result<void> no_thread_inside(Pid pid, uint64_t address) const;
   void frame_from(const Record& r, const Location& loc);
+  void add_memory_blocks(FrameBuilder& frame, const Record& r, const Location& loc);
+  std::optional<uint64_t> recovery_for(Pid pid, uint64_t pc) const;
   void arm_poll();
 
   NativeTarget& target_;
@@ -144,7 +158,7 @@ Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site, size_t staging)
     auto a = Area::create(target_, pid, site, staging);
     if (!a)
       return a.error();
-    it = areas_.emplace(pid, ProcessArea{std::move(*a), {}, {}, {}}).first;
+    it = areas_.emplace(pid, ProcessArea{std::move(*a), {}, {}, {}, {}}).first;
   }
   return it->second.area.get();
 }
@@ -167,12 +181,16 @@ Result<uint64_t> JumppadCollector::pad_for(ProcessArea& pa, PadSpec& spec) {
       return p.address;
   }
   spec.pad = pa.area->next_code(spec.area);
-  auto code = emit_pad(spec);
+  std::vector<FaultFixup> fixups;
+  auto code = emit_pad(spec, &fixups);
   if (!code)
     return code.error();
   auto pad = pa.area->place_code(*code, spec.area);
-  if (pad)
-    placed.push_back({*pad, std::move(*code)});
+  if (!pad)
+    return pad;
+  placed.push_back({*pad, std::move(*code)});
+  for (const FaultFixup& f : fixups)
+    pa.fixups[*pad + f.fault] = *pad + f.recovery;
   return pad;
 }
 
@@ -254,7 +272,14 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   auto slot = slot_for(pa, tp.address, site.locations.size());
   if (!slot)
     return slot.error();
-  Location loc{pid, tp.number, tp.address, *slot, acts->registers, acts->tsv_adds, acts->condition};
+  Location loc{
+      pid,         tp.number, tp.address, *slot, acts->registers, acts->tsv_adds, acts->condition,
+      acts->memory};
+  // Reads only while this thread, the ptracer, can fix a fault up: the guard
+  // word clears when it dies (jumppad_guard.h).
+  if (!loc.memory.empty() && !guard::arm(a.guard()))
+    return make_error(ENOTSUP, "the kernel refused the stub's robust futex list, which keeps "
+                               "memory-reading pads safe once the stub is gone");
   auto& inited = pa.tsvs_initialised;
   for (const TsvIncrement& inc : loc.tsv_adds) {
     auto idx = a.tsv_index(inc.number);
@@ -276,7 +301,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
                site.plan,      {}};
   for (uint32_t li : site.locations) {
     const Location& l = locations_[li];
-    PadTracepoint pt{l.tp_slot, {}, true, l.condition};
+    PadTracepoint pt{l.tp_slot, {}, true, l.condition, l.memory};
     for (const TsvIncrement& inc : l.tsv_adds)
       pt.tsv_adds.push_back({*a.tsv_index(inc.number), inc.k});
     spec.tps.push_back(std::move(pt));
@@ -321,6 +346,8 @@ void JumppadCollector::remove_all() {
   if (sites_.empty())
     return;
   drain();
+  for (auto& [pid, pa] : areas_)
+    guard::disarm(pa.area->guard()); // before the detach that may follow
   for (const Location& l : locations_)
     if (auto it = areas_.find(l.pid); it != areas_.end()) {
       Area& a = *it->second.area;
@@ -360,8 +387,42 @@ void JumppadCollector::frame_from(const Record& r, const Location& loc) {
       block.set_u64(kRecordRegs[i], r.regs[i]);
     frame.add_registers({block.bytes.data(), ctx_->register_block_size()});
   }
+  add_memory_blocks(frame, r, loc);
   ctx_->append_frame(frame.finish(), loc.address);
   ctx_->record_hit(loc.number);
+}
+
+// The record's copies of the location's ranges, an 'M' block each. A range
+// whose read faulted (the fixup set its bit) is left out, so gdb shows it
+// `<unavailable>`, and counted as an error, as the ptrace collector and
+// gdbserver skip an unreadable range.
+void JumppadCollector::add_memory_blocks(FrameBuilder& frame, const Record& r,
+                                         const Location& loc) {
+  size_t at = 0;
+  for (size_t i = 0; i < loc.memory.size(); ++i) {
+    const MemRange& m = loc.memory[i];
+    if (r.mem_unreadable & (1u << i)) {
+      stats_[{loc.number, loc.address}].errors++;
+    } else {
+      uint64_t address = m.address;
+      if (m.basereg >= 0) // the base register's value is in the record too
+        for (unsigned k = 0; k < 18; ++k)
+          if (kRecordRegs[k] == unsigned(m.basereg))
+            address += r.regs[k];
+      frame.add_memory(address, {r.mem + at, m.length});
+    }
+    at += m.length; // plan_actions kept the sum within Record::mem
+  }
+}
+
+std::optional<uint64_t> JumppadCollector::recovery_for(Pid pid, uint64_t pc) const {
+  auto a = areas_.find(pid);
+  if (a == areas_.end())
+    return std::nullopt;
+  auto f = a->second.fixups.find(pc);
+  if (f == a->second.fixups.end())
+    return std::nullopt;
+  return f->second;
 }
 
 // Records are untrusted input (the tracee can write anything there): a record

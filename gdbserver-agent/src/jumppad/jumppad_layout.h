@@ -61,12 +61,26 @@ struct Record {
   uint64_t seq;
   uint64_t stamp;   // rdtscp's TSC: orders records of different rings
   uint32_t tp_slot; // index into the TpSlot table
-  uint32_t reserved;
+  // Bit i set: the tracepoint's i-th memory range could not be read (the read
+  // faulted and the stub's fault fixup sent the pad to its recovery code).
+  uint32_t mem_unreadable;
   // The registers at the site, in push order: r15 r14 r13 r12 r11 r10 r9 r8
   // rbp rdi rsi rdx rcx rbx rax rflags, then rsp and rip.
   uint64_t regs[18];
+  // The tracepoint's memory ranges, packed in action order (emit_memory_block).
+  uint8_t mem[kSlotSize - 24 - 8 * 18];
 };
-static_assert(sizeof(Record) <= kSlotSize);
+static_assert(sizeof(Record) == kSlotSize);
 inline constexpr size_t kRecordRegsOffset = offsetof(Record, regs);
+inline constexpr size_t kRecordMemOffset = offsetof(Record, mem);
+inline constexpr size_t kRecordMemBytes = sizeof(Record::mem);
+inline constexpr uint32_t kMaxMemRanges = 32; // bits of mem_unreadable
+
+// The area's guard word (offset kGuardOffset): nonzero only while the stub,
+// the tracee's ptracer, lives to fix up a pad's faulting read. Memory-reading
+// pads read nothing when it is 0. The kernel zeroes it when the stub's tracer
+// thread exits, whatever kills it (it is that thread's clear_child_tid), before
+// it detaches the tracees (docs/collectors.md "Jump pad": stub death).
+inline constexpr uint64_t kGuardOffset = 0x800;
 
 } // namespace gdbtrace::jumppad

@@ -5,6 +5,7 @@
 
 #include "abi/amd64_regs.h"
 #include "abi/ax_opcodes.h"
+#include "jumppad/jumppad_guard.h"
 #include "jumppad/jumppad_layout.h"
 
 extern "C" {
@@ -62,6 +63,7 @@ public:
     out_.insert(out_.end(), b, b + n);
   }
   std::vector<uint8_t> take() { return std::move(out_); }
+  std::vector<FaultFixup> faults; // emit_memory_block's reads, for the stub's fixup table
 
 private:
   uint64_t base_;
@@ -87,6 +89,8 @@ void restore_registers(Code& c) {
   c.bytes({0x9d});                                           // popfq
   c.bytes({0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00}); // lea 128(%rsp),%rsp
 }
+
+void emit_memory_block(Code& c, const PadSpec& s, const PadTracepoint& tp);
 
 // Reserves a slot in this CPU's ring and writes the record; a full ring
 // counts a drop. Clobbers rax rcx rdx rsi rdi r8-r11 (all saved).
@@ -137,10 +141,13 @@ bool emit_record(Code& c, const PadSpec& s, const PadTracepoint& tp) {
   c.bytes({0x48, 0x89, 0x37});                             // mov %rsi,(%rdi)         regs[16]
   c.bytes({0x48, 0xbe}), c.u64(s.site);                    // movabs $site,%rsi
   c.bytes({0x48, 0x89, 0x77, 0x08});                       // mov %rsi,8(%rdi)        regs[17]
-  c.bytes({0x48, 0x89, 0x02}); // mov %rax,(%rdx)         commit: seq = pos + 1
+  if (!tp.memory.empty())
+    emit_memory_block(c, s, tp); // keeps rax (pos + 1) and rdx (the slot)
+  c.bytes({0x48, 0x89, 0x02});   // mov %rax,(%rdx)         commit: seq = pos + 1
   // The next slot's lines, for the next hit: its seq load would otherwise miss
   // to memory (a ring is larger than the caches), ~100 ns on this path.
-  for (uint32_t line = 0; line < sizeof(Record); line += 64)
+  const size_t used = tp.memory.empty() ? kRecordMemOffset : sizeof(Record);
+  for (uint32_t line = 0; line < used; line += 64)
     c.bytes({0x0f, 0x0d, 0x8a}), c.u32(kSlotSize + line); // prefetchw slot+256+line(%rdx)
   size_t to_done = c.jump({0xe9});
   c.land(to_full);
@@ -172,6 +179,81 @@ int saved_index(uint32_t regno) {
   default:
     return regno >= GT_R8 && regno <= GT_R15 ? int(7 - (regno - GT_R8)) : -1;
   }
+}
+
+// %rsi = where range R starts: its absolute address, or its base register's
+// value at the site (saved block at rbx, rsp = rbx + 256, rip = the site) plus
+// its offset. Only registers the pad saves get here (plan_actions refuses others).
+void emit_range_address(Code& c, const PadSpec& s, const MemRange& r) {
+  if (r.basereg < 0) {
+    c.bytes({0x48, 0xbe}), c.u64(r.address); // movabs $address,%rsi
+    return;
+  }
+  if (r.basereg == GT_RSP)
+    c.bytes({0x48, 0x8d, 0xb3}), c.u32(256); // lea 256(%rbx),%rsi
+  else if (r.basereg == GT_RIP)
+    c.bytes({0x48, 0xbe}), c.u64(s.site); // movabs $site,%rsi
+  else
+    c.bytes({0x48, 0x8b, 0x73, uint8_t(8 * saved_index(uint32_t(r.basereg)))}); // mov 8i(%rbx),%rsi
+  c.bytes({0x48, 0xb9}), c.u64(r.address); // movabs $offset,%rcx
+  c.bytes({0x48, 0x01, 0xce});             // add %rcx,%rsi
+}
+
+// Copies R (its length in bytes, at %rsi) to the record's mem + AT, in
+// 8/4/2/1-byte loads through %rcx; LOADS gets each load's offset (a fault
+// site, listed by the caller with the range's recovery).
+void emit_range_copy(Code& c, const MemRange& r, uint32_t at, std::vector<size_t>& loads) {
+  for (uint32_t k = 0; k < r.length;) {
+    const uint32_t n = r.length - k >= 8 ? 8 : r.length - k >= 4 ? 4 : r.length - k >= 2 ? 2 : 1;
+    const uint32_t dst = uint32_t(kRecordMemOffset) + at + k;
+    loads.push_back(c.size());
+    switch (n) { // mov k(%rsi),%rcx/%ecx/%cx/%cl; mov %rcx/..,dst(%rdx)
+    case 8:
+      c.bytes({0x48, 0x8b, 0x4e, uint8_t(k)}), c.bytes({0x48, 0x89, 0x8a}), c.u32(dst);
+      break;
+    case 4:
+      c.bytes({0x8b, 0x4e, uint8_t(k)}), c.bytes({0x89, 0x8a}), c.u32(dst);
+      break;
+    case 2:
+      c.bytes({0x66, 0x8b, 0x4e, uint8_t(k)}), c.bytes({0x66, 0x89, 0x8a}), c.u32(dst);
+      break;
+    default:
+      c.bytes({0x8a, 0x4e, uint8_t(k)}), c.bytes({0x88, 0x8a}), c.u32(dst);
+    }
+    k += n;
+  }
+}
+
+// The tracepoint's memory ranges into the reserved slot (%rdx), before the
+// commit. Each read can fault: the stub, as ptracer, sees the SIGSEGV/SIGBUS
+// stop, finds the load in the area's fixup table (c.faults) and moves the
+// thread to the range's recovery code, which sets the range's bit in
+// Record::mem_unreadable; the signal is suppressed. With the guard word's tid
+// bits clear (the stub is gone, or detached: no one to fix a fault up) nothing
+// is read and every range is marked. Clobbers rcx, rsi; keeps rax, rdx, rbx.
+void emit_memory_block(Code& c, const PadSpec& s, const PadTracepoint& tp) {
+  const uint32_t all = tp.memory.size() >= 32 ? ~0u : (1u << tp.memory.size()) - 1;
+  c.bytes({0xc7, 0x42, uint8_t(offsetof(Record, mem_unreadable))}),
+      c.u32(0);                                                          // movl $0,unreadable(%rdx)
+  c.rip({0xf7, 0x05}, s.area + kGuardOffset, 4), c.u32(guard::kTidMask); // testl $tid,guard(%rip)
+  const size_t to_reads = c.jump({0x0f, 0x85});                          // jnz reads
+  c.bytes({0xc7, 0x42, uint8_t(offsetof(Record, mem_unreadable))}), c.u32(all); // all unreadable
+  const size_t to_done = c.jump({0xe9});
+  c.land(to_reads);
+  uint32_t at = 0;
+  for (size_t i = 0; i < tp.memory.size(); ++i) {
+    const MemRange& r = tp.memory[i];
+    std::vector<size_t> loads;
+    emit_range_address(c, s, r);
+    emit_range_copy(c, r, at, loads);
+    c.bytes({0xeb, 0x07}); // jmp over the recovery
+    const size_t recovery = c.size();
+    c.bytes({0x81, 0x4a, uint8_t(offsetof(Record, mem_unreadable))}), c.u32(1u << i); // orl $bit
+    for (size_t l : loads)
+      c.faults.push_back({uint32_t(l), uint32_t(recovery)});
+    at += r.length;
+  }
+  c.land(to_done);
 }
 
 uint64_t operand(const std::vector<uint8_t>& code, size_t at, unsigned n) {
@@ -453,7 +535,7 @@ Result<std::vector<uint8_t>> relocate(const SitePlan& plan, uint64_t site, uint6
   return out;
 }
 
-Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
+Result<std::vector<uint8_t>> emit_pad(const PadSpec& s, std::vector<FaultFixup>* fixups) {
   Code c(s.pad);
   bool ok = true;
   save_registers(c);
@@ -493,6 +575,8 @@ Result<std::vector<uint8_t>> emit_pad(const PadSpec& s) {
     ok &= c.rip({0xe9}, s.site + s.plan.insn.size()); // jmp back after the site
   if (!ok)
     return refuse("the pad is out of rel32 reach of the site or its area");
+  if (fixups)
+    *fixups = c.faults;
   return c.take();
 }
 

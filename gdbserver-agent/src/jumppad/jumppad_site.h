@@ -42,6 +42,25 @@ Result<SitePlan> plan_site(std::span<const uint8_t> bytes);
 // jumping (the pad adds no jmp back after it).
 Result<std::vector<uint8_t>> relocate(const SitePlan& plan, uint64_t site, uint64_t at);
 
+// A memory range a tracepoint copies into its record after the registers:
+// at ADDRESS (BASEREG = -1: gdb's absolute memrange, `collect some_global`),
+// or at the value BASEREG (a gdb register number) had at the site + ADDRESS.
+struct MemRange {
+  int basereg = -1;
+  uint64_t address = 0;
+  uint32_t length = 0;
+};
+
+// A pad instruction that reads tracee memory (FAULT) and where a thread that
+// faulted there goes instead (RECOVERY: marks the range unreadable, goes on
+// with the next one), as offsets from the pad's first byte. The stub, the
+// tracee's ptracer, keeps these per area and applies them at the SIGSEGV or
+// SIGBUS stop (docs/collectors.md "Jump pad": memory).
+struct FaultFixup {
+  uint32_t fault = 0;
+  uint32_t recovery = 0;
+};
+
 // One tracepoint at the site, as the pad runs it: its counters and switch
 // (TpSlot index), and `$tsv += k` updates (index into the TSV table).
 struct PadTracepoint {
@@ -55,6 +74,9 @@ struct PadTracepoint {
   // The tracepoint's condition, compiled into the pad: false skips the rest of
   // this tracepoint (no count, no TSV update, no record, as gdbserver does).
   std::optional<AgentExpr> condition = std::nullopt;
+  // Copied into the record (Record::mem, packed in this order), each read
+  // checked: at most kMaxMemRanges, kRecordMemBytes in all.
+  std::vector<MemRange> memory = {};
 };
 
 struct PadSpec {
@@ -76,7 +98,9 @@ struct PadSpec {
 // The pad: registers saved below the red zone, each tracepoint's switch,
 // counters, TSV adds and ring record, registers restored, the relocated
 // instruction, a jmp back after the site.
-Result<std::vector<uint8_t>> emit_pad(const PadSpec& spec);
+// FIXUPS, when given, receives the pad's faulting reads and their recovery.
+Result<std::vector<uint8_t>> emit_pad(const PadSpec& spec,
+                                      std::vector<FaultFixup>* fixups = nullptr);
 
 // Whether the pad compiles condition E: straight-line or forward-branching
 // arithmetic, comparisons and logic over constants and the registers the pad

@@ -37,6 +37,7 @@ std::atomic<int> committed{-1};
 // The stub itself: a child forked to start a program inherits the handlers
 // until its exec, and must not touch our tracees if it crashes meanwhile.
 pid_t owner_pid = 0;
+std::atomic<void (*)()> before_detach{nullptr};
 
 // Where each published int3 is in the tables, for the O(1) updates: outside
 // an update both tables hold the same entries at the same positions. Used by
@@ -292,7 +293,13 @@ unsigned dropped() {
   return cur < 0 ? 0 : tables[cur].dropped;
 }
 
+void set_before_detach(void (*fn)()) {
+  before_detach.store(fn, std::memory_order_release);
+}
+
 void run() {
+  if (auto fn = before_detach.load(std::memory_order_acquire))
+    fn();
   int cur = committed.load(std::memory_order_acquire);
   if (cur < 0)
     return;

@@ -49,6 +49,11 @@ private:
 void breakpoint_set(const BreakpointEntry& b); // added, or its original byte updated
 void breakpoint_removed(pid_t pid, uint64_t address);
 
+// FN runs first in the cleanup, before any byte is restored or thread
+// detached (async-signal-safe only): a collector turns off what would be
+// unsafe in a tracee without its ptracer (the jump pad's memory reads).
+void set_before_detach(void (*fn)());
+
 // Installs the fatal-signal handlers (on an alternate stack, so a stack
 // overflow still cleans up).
 void install_handlers();

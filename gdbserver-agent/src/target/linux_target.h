@@ -152,6 +152,7 @@ public:
   StepOverStats step_over_stats() const override { return step_over_stats_; }
   std::optional<uint64_t> stopped_epoch(Pid pid) const override;
   void add_step_through(Pid pid, uint64_t start, uint64_t end) override;
+  void set_fault_fixup(FaultFixup fixup) override { fault_fixup_ = std::move(fixup); }
   Result<int64_t> inject_syscall(Pid pid, uint64_t code_address, long number,
                                  std::span<const uint64_t> args) override; // inject_syscall.cc
 
@@ -209,6 +210,7 @@ private:
   std::optional<StopEvent> on_exec(Process& p, Lwp& l);
   std::optional<StopEvent> on_syscall_stop(Process& p, Lwp& l);
   std::optional<StopEvent> on_trap(Process& p, Lwp& l);
+  bool fixed_up_fault(Process& p, Lwp& l, int sig); // set_fault_fixup's recovery
   enum class TraceOutcome { Continue, Report, EventPending, Gone };
   // *REGS: the thread's general registers when it returns Continue, as read last (the
   // callback only reads), if that read worked.
@@ -279,6 +281,7 @@ private:
   bool report_fork_ = false, report_vfork_ = false, report_exec_ = false;
   StepOverStats step_over_stats_;
   uint64_t run_epoch_ = 0; // counts thread resumes (stopped_epoch)
+  FaultFixup fault_fixup_;
 };
 
 } // namespace gdbtrace

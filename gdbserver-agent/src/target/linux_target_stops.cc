@@ -52,12 +52,33 @@ std::optional<StopEvent> LinuxTarget::interpret(Process& p, Lwp& l) {
   }
   if (sig == SIGTRAP)
     return on_trap(p, l);
+  if ((sig == SIGSEGV || sig == SIGBUS) && fixed_up_fault(p, l, sig)) {
+    resume_lwp(p, l);
+    return std::nullopt;
+  }
   if (pass_signal(sig) && l.kind == ResumeKind::Continue) {
     l.pending_signal = sig;
     resume_lwp(p, l);
     return std::nullopt;
   }
   return signal_event(p.pid, l.tid, sig);
+}
+
+// A fault a collector's code in the tracee expects (set_fault_fixup): the
+// thread goes on at the recovery address, the signal is dropped. Only faults
+// the kernel raised (si_code > 0): a SIGSEGV sent by kill() while the pc
+// happens to be on a listed read is the program's.
+bool LinuxTarget::fixed_up_fault(Process& p, Lwp& l, int sig) {
+  if (!fault_fixup_)
+    return false;
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, l.tid, nullptr, &si) != 0 || si.si_signo != sig || si.si_code <= 0)
+    return false;
+  auto pc = x86::read_pc(l.tid);
+  if (!pc)
+    return false;
+  auto to = fault_fixup_(p.pid, *pc);
+  return to && x86::write_pc(l.tid, *to);
 }
 
 std::optional<StopEvent> LinuxTarget::on_exit_status(Process& p, Lwp& l, int status) {

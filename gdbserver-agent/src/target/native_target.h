@@ -225,6 +225,15 @@ public:
     return make_error(ENOSYS, "this target cannot run system calls in the tracee");
   }
 
+  // A collector's recovery from a fault of its own code in the tracee (the jump
+  // pad's memory reads): at a SIGSEGV or SIGBUS the kernel raised for a fault
+  // (not one sent by kill), the target asks FIXUP with the process and the
+  // faulting pc; an address resumes the thread there with the signal
+  // suppressed and nothing reported, nullopt lets the signal go on as before.
+  // The target knows nothing else of the collector. One fixup; empty removes it.
+  using FaultFixup = std::function<std::optional<uint64_t>(Pid pid, uint64_t pc)>;
+  virtual void set_fault_fixup(FaultFixup fixup) {}
+
   // --- process information ---
   virtual Result<std::string> auxv(Pid pid) = 0;      // raw bytes
   virtual Result<std::string> exec_file(Pid pid) = 0; // /proc/pid/exe target

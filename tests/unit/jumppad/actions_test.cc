@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "jumppad/jumppad_actions.h"
+#include "jumppad/jumppad_layout.h"
 
 namespace gdbtrace::jumppad {
 namespace {
@@ -60,15 +61,64 @@ TEST(JumppadActions, RefusesWithTheReason) {
   cond.condition = expr({0x26, 0, 5, 0x19, 0x22, 0, 0x13, 0x27});
   cond.condition.info.uses_mem = 1;
   EXPECT_NE(plan_actions(cond).error().message.find("reads memory"), std::string::npos);
-  Tracepoint mem = fast_tp();
-  mem.actions.push_back(CollectMemory{6, -8, 8});
-  EXPECT_NE(plan_actions(mem).error().message.find("memory collection"), std::string::npos);
   Tracepoint deref = fast_tp(); // collect *p: reg 5; ref64; ... trace
   deref.actions.push_back(CollectExpr{expr({0x26, 0, 5, 0x22, 8, 0x0c, 0x27})});
-  EXPECT_FALSE(plan_actions(deref));
+  EXPECT_NE(plan_actions(deref).error().message.find("memory reads in expressions"),
+            std::string::npos);
   Tracepoint step = fast_tp();
   step.step_count = 2;
   EXPECT_NE(plan_actions(step).error().message.find("while-stepping"), std::string::npos);
+}
+
+TEST(JumppadActions, MemoryRangesThatFitTheRecordAreServed) {
+  // `collect some_global` (absolute, as gdb sends it: basereg -1) and a local at -8(%rbp).
+  Tracepoint tp = fast_tp();
+  tp.actions.push_back(CollectMemory{-1, 0x601040, 8});
+  tp.actions.push_back(CollectMemory{6, -8, 4});
+  auto a = plan_actions(tp);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_EQ(a->memory.size(), 2u);
+  EXPECT_EQ(a->memory[0].basereg, -1);
+  EXPECT_EQ(a->memory[0].address, 0x601040u);
+  EXPECT_EQ(a->memory[0].length, 8u);
+  EXPECT_EQ(a->memory[1].basereg, 6);
+  EXPECT_EQ(a->memory[1].address, uint64_t(-8));
+}
+
+TEST(JumppadActions, ConstantAddressTracesAreRanges) {
+  // `collect s.field` of a global, as gdb 13 sends it: const16 0x7000; const8 8; trace; end.
+  Tracepoint tp = fast_tp();
+  tp.actions.push_back(CollectExpr{expr({0x23, 0x70, 0x00, 0x22, 8, 0x0c, 0x27})});
+  tp.actions.push_back(CollectExpr{expr({0x25, 0, 0, 0x55, 0x55, 0, 0, 0x10, 0, 0x0d, 4, 0x27})});
+  auto a = plan_actions(tp);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_EQ(a->memory.size(), 2u);
+  EXPECT_EQ(a->memory[0].address, 0x7000u);
+  EXPECT_EQ(a->memory[0].length, 8u);
+  EXPECT_EQ(a->memory[1].address, 0x555500001000u); // trace_quick 4
+  EXPECT_EQ(a->memory[1].length, 4u);
+  Tracepoint big = fast_tp(); // a 4 KB struct: does not fit the record
+  big.actions.push_back(CollectExpr{expr({0x23, 0x70, 0x00, 0x23, 0x10, 0x00, 0x0c, 0x27})});
+  EXPECT_NE(plan_actions(big).error().message.find("record holds"), std::string::npos);
+}
+
+TEST(JumppadActions, MemoryRangesRefusedWithTheReason) {
+  auto reason = [](std::vector<CollectMemory> ranges) {
+    Tracepoint tp = fast_tp();
+    for (const CollectMemory& m : ranges)
+      tp.actions.push_back(m);
+    auto a = plan_actions(tp);
+    return a ? std::string("served") : a.error().message;
+  };
+  // What does not fit beside the registers (`collect arr` of a large array) falls back.
+  EXPECT_NE(reason({{-1, 0x1000, uint32_t(kRecordMemBytes) + 1}}).find("record holds"),
+            std::string::npos);
+  EXPECT_NE(reason({{-1, 0x1000, 64}, {-1, 0x2000, 64}}).find("record holds"), std::string::npos);
+  EXPECT_EQ(reason({{-1, 0x1000, uint32_t(kRecordMemBytes)}}), "served");
+  EXPECT_NE(reason({{40, 0, 8}}).find("register 40"), std::string::npos);
+  CollectMemory stack{7, 0, 64};
+  stack.stack = true;
+  EXPECT_NE(reason({stack}).find("stack snapshot"), std::string::npos);
 }
 
 } // namespace

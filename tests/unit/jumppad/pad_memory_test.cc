@@ -1,0 +1,218 @@
+// Emitted pads that read memory (emit_memory_block), run in this process over a
+// site of its own: ranges copied into the record after the registers; a read of
+// an unmapped or PROT_NONE page recovered through the pad's fault table (this
+// test's SIGSEGV handler plays the stub, which as the tracee's ptracer moves
+// the faulting thread to the recovery address at the signal stop); with the
+// guard word's tid bits clear nothing is read. And the guard word itself: the
+// kernel clears it when the thread that armed it is SIGKILLed.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "abi/amd64_regs.h"
+#include "jumppad/jumppad_area.h"
+#include "jumppad/jumppad_guard.h"
+#include "jumppad/jumppad_site.h"
+
+namespace gdbtrace::jumppad {
+namespace {
+
+// mov 9(%rip),%rax (the u64 at +16); add %rdi,%rax; ret; ...; u64 100
+constexpr uint8_t kSite[] = {0x48, 0x8b, 0x05, 0x09, 0x00, 0x00, 0x00, 0x48, 0x01, 0xf8, 0xc3, 0x90,
+                             0x90, 0x90, 0x90, 0x90, 100,  0,    0,    0,    0,    0,    0,    0};
+
+volatile uint64_t g_value = 0x1122334455667788;
+volatile uint8_t g_odd[3] = {0xa1, 0xb2, 0xc3};
+
+// What the SIGSEGV handler knows: the pad's fixups as absolute addresses.
+std::vector<std::pair<uint64_t, uint64_t>> g_fixups;
+volatile int g_faults = 0;
+
+void on_segv(int, siginfo_t*, void* ctx) {
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+  for (const auto& [fault, recovery] : g_fixups)
+    if (fault == rip) {
+      uc->uc_mcontext.gregs[REG_RIP] = greg_t(recovery);
+      g_faults = g_faults + 1;
+      return;
+    }
+  signal(SIGSEGV, SIG_DFL); // not a pad read: the re-run fault kills the test
+}
+
+class PadMemory : public ::testing::Test {
+protected:
+  void SetUp() override {
+    area_size_ = kRingOffset + (uint64_t(kRings) << ring_shift());
+    total_ = area_size_ + 4096;
+    void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    base_ = static_cast<uint8_t*>(p);
+    init_rings(base_ + kRingOffset, kRings, kSlots, ring_shift());
+    site_ = base_ + area_size_;
+    std::memcpy(site_, kSite, sizeof kSite);
+    tails_.assign(kRings, 0);
+    armed() = 1;
+    guard() = 1; // tid bits set: the pad reads
+    reinterpret_cast<TpSlot*>(base_ + kTpSlotsOffset)[0].enabled = 1;
+    g_fixups.clear();
+    g_faults = 0;
+  }
+  void TearDown() override {
+    munmap(base_, total_);
+    signal(SIGSEGV, SIG_DFL);
+  }
+
+  uint32_t ring_shift() const { return kSlotShift + uint32_t(__builtin_ctz(kSlots)); }
+  uint32_t& armed() { return *reinterpret_cast<uint32_t*>(site_ + 2048); }
+  uint32_t& guard() { return *reinterpret_cast<uint32_t*>(base_ + kGuardOffset); }
+
+  void patch(std::vector<MemRange> memory) {
+    auto plan = plan_site({site_, 16});
+    ASSERT_TRUE(plan) << plan.error().message;
+    PadSpec spec;
+    spec.site = uint64_t(site_);
+    spec.pad = uint64_t(base_ + kCodeOffset);
+    spec.area = uint64_t(base_);
+    spec.armed = uint64_t(&armed());
+    spec.ring_mask = kRings - 1;
+    spec.slot_mask = kSlots - 1;
+    spec.ring_shift = ring_shift();
+    spec.plan = *plan;
+    spec.tps = {PadTracepoint{0, {}, true, std::nullopt, std::move(memory)}};
+    std::vector<FaultFixup> fixups;
+    auto code = emit_pad(spec, &fixups);
+    ASSERT_TRUE(code) << code.error().message;
+    std::memcpy(base_ + kCodeOffset, code->data(), code->size());
+    for (const FaultFixup& f : fixups) {
+      ASSERT_LT(f.fault, code->size());
+      ASSERT_LT(f.recovery, code->size());
+      g_fixups.push_back({spec.pad + f.fault, spec.pad + f.recovery});
+    }
+    auto jmp = site_jump(uint64_t(site_), spec.pad);
+    ASSERT_TRUE(jmp);
+    std::memcpy(site_, jmp->data(), jmp->size());
+  }
+  void catch_faults() {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ASSERT_EQ(sigaction(SIGSEGV, &sa, nullptr), 0);
+  }
+  long call(long x) { return reinterpret_cast<long (*)(long)>(site_)(x); }
+  std::vector<Record> records() {
+    return take_records(base_ + kRingOffset, kSlots, ring_shift(), tails_);
+  }
+
+  static constexpr uint32_t kRings = 2, kSlots = 16;
+  uint64_t area_size_ = 0, total_ = 0;
+  uint8_t* base_ = nullptr;
+  uint8_t* site_ = nullptr;
+  std::vector<uint64_t> tails_;
+};
+
+uint64_t u64_at(const Record& r, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, r.mem + at, 8);
+  return v;
+}
+
+TEST_F(PadMemory, CopiesAbsoluteAndRegisterRelativeRanges) {
+  uint8_t buf[16];
+  for (int i = 0; i < 16; ++i)
+    buf[i] = uint8_t(0x40 + i);
+  patch({{-1, uint64_t(&g_value), 8}, {GT_RDI, 8, 4}, {-1, uint64_t(&g_odd), 3}});
+  EXPECT_TRUE(g_fixups.size() >= 4u); // one per load: 1 + 1 + 2
+  const long x = long(buf);
+  ASSERT_EQ(call(x), x + 100);
+  auto rs = records();
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].mem_unreadable, 0u);
+  EXPECT_EQ(u64_at(rs[0], 0), 0x1122334455667788u);
+  EXPECT_EQ(0, std::memcmp(rs[0].mem + 8, buf + 8, 4));
+  EXPECT_EQ(rs[0].mem[12], 0xa1);
+  EXPECT_EQ(rs[0].mem[13], 0xb2);
+  EXPECT_EQ(rs[0].mem[14], 0xc3);
+  EXPECT_EQ(rs[0].regs[9], uint64_t(x)); // the registers are still there
+}
+
+TEST_F(PadMemory, AFaultingReadIsRecoveredThroughTheTable) {
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* gone = static_cast<uint8_t*>(
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(gone, MAP_FAILED);
+  uint8_t* none = gone + page;
+  ASSERT_EQ(munmap(gone, page), 0);
+  ASSERT_EQ(mprotect(none, page, PROT_NONE), 0);
+  catch_faults();
+  patch({{-1, uint64_t(&g_value), 8},
+         {-1, uint64_t(gone), 8},
+         {-1, uint64_t(none) + 16, 5},
+         {-1, uint64_t(&g_value), 8}});
+  for (long i = 0; i < 3; ++i)
+    ASSERT_EQ(call(i), i + 100); // the relocated instruction still ran, the caller goes on
+  EXPECT_EQ(g_faults, 6);        // one per bad range per hit: the rest of a range is skipped
+  auto rs = records();
+  ASSERT_EQ(rs.size(), 3u);
+  for (const Record& r : rs) {
+    EXPECT_EQ(r.mem_unreadable, 0b0110u);
+    EXPECT_EQ(u64_at(r, 0), 0x1122334455667788u);
+    EXPECT_EQ(u64_at(r, 21), 0x1122334455667788u); // packed: 8 + 8 + 5
+  }
+  munmap(none, page);
+}
+
+TEST_F(PadMemory, WithTheGuardClearNothingIsRead) {
+  // What a pad does once the stub is gone: the kernel set the guard word to
+  // FUTEX_OWNER_DIED (tid bits 0). No SIGSEGV handler here: a read would kill the test.
+  guard() = 0x40000000;
+  const long page = sysconf(_SC_PAGESIZE);
+  void* gone = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(gone, MAP_FAILED);
+  munmap(gone, page);
+  patch({{-1, uint64_t(gone), 8}, {-1, uint64_t(&g_value), 8}});
+  ASSERT_EQ(call(7), 107);
+  auto rs = records();
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].mem_unreadable, 0b11u);
+}
+
+TEST(JumppadGuard, TheKernelClearsTheWordWhenItsThreadIsKilled) {
+  // A MAP_SHARED page pair: the entry (word - kEntryToWord) and the word, seen by this process
+  // after the child that armed it is SIGKILLed (the stub's death).
+  void* p = mmap(nullptr, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* word = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(p) + 4096 + 0x800);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char ok = guard::arm(word) ? 'y' : 'n';
+    (void)!write(ready[1], &ok, 1);
+    pause();
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 'y');
+  EXPECT_EQ(*word, uint32_t(child)); // the child's only thread: tid = pid
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(*word & guard::kTidMask, 0u);
+  EXPECT_EQ(*word, 0x40000000u); // FUTEX_OWNER_DIED
+  close(ready[0]);
+  close(ready[1]);
+  munmap(p, 2 * 4096);
+}
+
+} // namespace
+} // namespace gdbtrace::jumppad
