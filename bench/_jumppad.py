@@ -21,10 +21,13 @@ N_HITS is the agent's limit: its in-process buffer kept 82 663 of 100 000 frames
 
 Thread scaling: the pad's 1/2/4-thread throughputs (N_THREAD hits per thread, ~1-4 ms) against the
 untraced program's scaling, measured on runs of UNTRACED_SECONDS per thread (bench_threads' SECONDS
-argument). The untraced program at N_THREAD calls per thread ran ~180 us at one thread: thread
-start-up skew was a large part of that, and its 2-thread "scaling" read 0.9-1.1x in one run (1.8-1.9x
-on long runs), which judged the pad against noise. The untraced runs of N_THREAD calls remain the
-base of the pad's per-hit cost (pad_ns). Judged per round, median and worst round, same run.
+argument); judged per round, median and worst round, same run. Every thread run is pinned
+(bench_threads' PIN: thread k on the k-th CPU, traced and untraced alike). Unpinned, a run of a few
+ms is over before the kernel's load balancing moves a thread: two threads woken on one CPU ran one
+after the other (sched_getcpu), so the pad's 2-thread rounds were either ~47 M hits/s (one CPU, as
+one thread) or ~96 M (two CPUs, 2.0x), and the median said "flat". The untraced program at N_THREAD
+calls per thread ran ~180 us at one thread, where start-up skew read its 2-thread scaling as 0.9-1.1x
+in one run (1.8-1.9x on long runs); its N_THREAD runs remain the base of the pad's per-hit cost.
 """
 import re
 import statistics
@@ -38,6 +41,7 @@ N_HITS = B.n(12000, 2000)  # per run: the agent's own buffer keeps ~82 000 of 10
 N_THREAD = B.n(50000, 500)  # per thread: 4 threads x 50 000 stay under one ring
 N_SYSCALL = B.n(200000, 20000)
 UNTRACED_SECONDS = B.n(0.05, 0.005)  # per thread, for the untraced program's scaling
+PIN = "1"  # bench_threads: thread k on the k-th CPU
 THREADS = (1, 2, 4)
 IPA = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
 COLUMNS = {"$rdi+tsv": ["collect $rdi", "teval $hits = $hits + 1"], "$regs": ["collect $regs"],
@@ -94,11 +98,11 @@ def one_round(progs, rounds):
     floor = loop_ns(out or "")
     r["floor"] = floor["ns"] - base_pie if floor else (hits if out is None else "no_ns_per_iter")
     for t in THREADS:
-        base = B.untraced([thr, str(t), str(N_THREAD)], parse=_threads.parse)
+        base = B.untraced([thr, str(t), str(N_THREAD), "0", PIN], parse=_threads.parse)
         r[("untraced_wall", t)] = base["wall_ns"]
-        long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS)], parse=_threads.parse)
+        long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS), PIN], parse=_threads.parse)
         r[("untraced", t)] = long["hits_per_s"]
-        got, why = traced("gdbtrace", thr, [t, N_THREAD], "*t_site+1", ["collect $regs"], "jumppad",
+        got, why = traced("gdbtrace", thr, [t, N_THREAD, 0, PIN], "*t_site+1", ["collect $regs"], "jumppad",
                           parse=_threads.parse, hits=t * N_THREAD)
         r[("pad", t)] = got["hits_per_s"] if got else why
         r[("pad_ns", t)] = (got["wall_ns"] - base["wall_ns"]) / N_THREAD if got else why
