@@ -26,9 +26,10 @@ argument); judged per round, median and worst round, same run. Every thread run 
 ms is over before the kernel's load balancing moves a thread: two untraced threads woken on one CPU
 ran one after the other (sched_getcpu), and the pad's 2-thread rounds were either ~47 M hits/s (what
 one thread does) or ~96 M (2.0x). Pinned, two pad threads still made only 1.1-1.2x in the quiet
-rounds of one run (docs/benchmarks.md, sixth run): the placement is one cause, not all. The untraced program at N_THREAD
-calls per thread ran ~180 us at one thread, where start-up skew read its 2-thread scaling as 0.9-1.1x
-in one run (1.8-1.9x on long runs); its N_THREAD runs remain the base of the pad's per-hit cost.
+rounds of one run (docs/benchmarks.md, sixth run): the placement is one cause, not all. The
+untraced program at N_THREAD calls per thread ran ~180 us at one thread, where start-up skew read
+its 2-thread scaling as 0.9-1.1x in one run (1.8-1.9x on long runs); its N_THREAD runs remain the
+base of the pad's per-hit cost.
 """
 import re
 import statistics
