@@ -300,4 +300,14 @@ std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ri
   return out;
 }
 
+uint64_t ring_backlog(const uint8_t* heads, const std::vector<uint64_t>& tails) {
+  uint64_t most = 0;
+  for (uint32_t r = 0; r < tails.size(); ++r) {
+    const auto* h = reinterpret_cast<const RingHead*>(heads) + r;
+    const uint64_t head = std::atomic_ref<const uint64_t>(h->head).load(std::memory_order_relaxed);
+    most = std::max(most, head - tails[r]);
+  }
+  return most;
+}
+
 } // namespace gdbtrace::jumppad

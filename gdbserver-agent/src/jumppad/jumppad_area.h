@@ -41,6 +41,10 @@ Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint
 void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots, uint32_t ring_shift);
 std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
                                  std::vector<uint64_t>& tails);
+// The most records any ring holds past the stub's position (TAILS), read from
+// the ring heads at HEADS (kRingHeadsOffset) without touching a slot. The heads
+// are the tracee's to write: garbage only makes this large (a drain, harmless).
+uint64_t ring_backlog(const uint8_t* heads, const std::vector<uint64_t>& tails);
 
 class Area {
 public:
@@ -87,6 +91,9 @@ public:
 
   std::vector<Record> take_records() {
     return jumppad::take_records(local() + kRingOffset, slots_, ring_shift_, tails_);
+  }
+  uint64_t ring_backlog() const {
+    return jumppad::ring_backlog(local() + kRingHeadsOffset, tails_);
   }
 
 private:

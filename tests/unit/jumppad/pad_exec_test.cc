@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cpuid.h>
 #include <cstring>
+#include <sched.h>
 #include <sys/mman.h>
 #include <thread>
 
@@ -230,6 +231,30 @@ TEST_F(PadExec, AnIndirectCallReadsItsPointerAtEachCall) {
   std::memcpy(site_ + 40, &second, 8);
   ASSERT_EQ(call(3), 14);
   EXPECT_EQ(records_at(site_), 2u);
+}
+
+// The stub's poll drains only past a fill mark: the backlog it reads from the
+// ring heads is what the pads committed and the stub has not taken.
+TEST_F(PadExec, RingBacklogCountsWhatTheStubHasNotTaken) {
+  slot(0).enabled = 1;
+  patch({PadTracepoint{0, {}, true}});
+  const uint8_t* heads = base_ + kRingHeadsOffset;
+  EXPECT_EQ(ring_backlog(heads, tails_), 0u);
+  // One CPU, so one ring: the backlog is the most in any ring.
+  cpu_set_t was, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof was, &was), 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  for (long i = 0; i < 5; ++i)
+    call(i);
+  sched_setaffinity(0, sizeof was, &was);
+  EXPECT_EQ(ring_backlog(heads, tails_), 5u);
+  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size(), 5u);
+  EXPECT_EQ(ring_backlog(heads, tails_), 0u);
+  // A head the tracee scribbled on reads as a large backlog (a drain, which checks every slot).
+  reinterpret_cast<RingHead*>(base_ + kRingHeadsOffset)[1].head = tails_[1] - 1;
+  EXPECT_GT(ring_backlog(heads, tails_), uint64_t(slots_));
 }
 
 TEST_F(PadExec, ThreadsShareRingsWithoutLosingRecords) {
