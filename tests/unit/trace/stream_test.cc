@@ -11,13 +11,16 @@
 
 #include <asio.hpp>
 
+#include "../strict_skip.h"
 #include "common/hex.h"
 #include "fake_target.h"
 #include "server/monitor.h"
 #include "server/packet_table.h"
+#include "server/tdesc.h"
 #include "server/trace_protocol.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
+#include "trace/trace_stream.h"
 #include "trace_test_util.h"
 
 using namespace gdbtrace;
@@ -45,8 +48,22 @@ std::string gdb_reads(const std::string& path, const std::string& commands) {
 
 class StreamTest : public gdbtrace::test::TraceTestBase {
 protected:
-  StreamTest() {
-    engine = gdbtrace::test::make_test_engine(io, target, console);
+  // TDESC: the engine has the server's target description hook, so a
+  // streamed file's header can be padded (to a block multiple: direct writes).
+  explicit StreamTest(bool tdesc = false) {
+    if (tdesc) {
+      TraceEngine::Hooks hooks;
+      hooks.console = [this](const std::string& s) { console += s; };
+      hooks.current_pid = [] { return Pid(1); };
+      hooks.target_description = [](const RegisterLayout& layout,
+                                    const std::vector<bool>& present) {
+        return target_xml(layout, present);
+      };
+      engine = std::make_unique<TraceEngine>(io, target, hooks);
+      engine->add_collector(make_ptrace_collector(target));
+    } else {
+      engine = gdbtrace::test::make_test_engine(io, target, console);
+    }
     protocol =
         std::make_unique<TraceProtocol>(*engine, [this](const std::string& s) { console += s; });
     packets.add(protocol->rows());
@@ -226,4 +243,61 @@ TEST_F(StreamTest, TracepointDefinedDuringTheRunIsRefusedWhenTheHeaderHasNoRoom)
   std::string file = slurp(path);
   EXPECT_EQ(file.find("tp T2:"), std::string::npos);
   EXPECT_NE(file.find(";tframes:2;"), std::string::npos);
+}
+
+class DirectStreamTest : public StreamTest {
+protected:
+  DirectStreamTest() : StreamTest(true) {}
+};
+
+// With a target description the header is padded to whole blocks and frames
+// go to the disk with O_DIRECT in whole blocks; the partial block after them
+// reaches the file through the page cache only when a flush has no whole
+// block to write. At every flush the header counts the frames wholly in the
+// file, and gdb reads a copy taken then (what SIGKILL would leave) up to them.
+TEST_F(DirectStreamTest, WholeBlocksGoDirectAndTheFileIsReadableAtEveryFlush) {
+  monitor("gdbtrace stream " + path);
+  start("100000"); // holds the run: the stream is written at each qTStatus only
+  size_t header = slurp(path).find("\n\n") + 2;
+  ASSERT_EQ(slurp(path).size(), header);
+  EXPECT_EQ(header % TraceStream::kBlock, 0u) << header; // padded: frames start on a block
+  EXPECT_GE(header, TraceStream::kHeaderRoom);
+  hits(0, 3);
+  (void)send("qTStatus"); // drains; 3 frames (2469 bytes) make no whole block: written cached
+  ASSERT_TRUE(engine->stream_report().direct) << "the test directory takes no O_DIRECT writes";
+  std::string file = slurp(path);
+  EXPECT_EQ(file.size(), header + 3 * 823);
+  EXPECT_NE(file.find(";tframes:3;"), std::string::npos);
+  hits(3, 13); // 13 frames, 10 699 bytes: two whole blocks, written directly
+  (void)send("qTStatus");
+  file = slurp(path);
+  EXPECT_EQ(file.size(), header + 2 * TraceStream::kBlock); // the rest waits for its block
+  EXPECT_NE(file.find(";tframes:9;"), std::string::npos);   // 9 frames end in the two blocks
+  std::string copy = path + ".killed";
+  { std::ofstream(copy, std::ios::binary) << file; }
+  hits(13, 20);
+  ASSERT_EQ(send("QTStop"), "OK");
+  file = slurp(path);
+  EXPECT_EQ(file.size(), header + 20 * 823 + 4); // every frame, then the end marker
+  EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));
+  EXPECT_NE(file.find(";tframes:14;"), std::string::npos);
+  StreamReport s = engine->stream_report();
+  EXPECT_EQ(s.frames, 20u);
+  EXPECT_EQ(s.bytes, file.size());
+  if (access("/usr/bin/gdb", X_OK) != 0) {
+    std::remove(copy.c_str());
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
+  }
+  std::string killed = gdb_reads(copy, "-ex tstatus -ex 'tfind 8' -ex 'print $rax'");
+  std::remove(copy.c_str());
+  // 13 frames created, 9 of them wholly in the file
+  EXPECT_NE(killed.find("Buffer contains 9 trace frames (of 13 created total)"), std::string::npos)
+      << killed;
+  EXPECT_NE(killed.find("the run had not ended"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("$1 = 8"), std::string::npos) << killed;
+  std::string out = gdb_reads(path, "-ex tstatus -ex 'tfind 19' -ex 'print $rax' -ex 'tfind 0' "
+                                    "-ex 'print $rax'");
+  EXPECT_NE(out.find("Collected 20 trace frames"), std::string::npos) << out;
+  EXPECT_NE(out.find("$1 = 19"), std::string::npos) << out;
+  EXPECT_NE(out.find("$2 = 0"), std::string::npos) << out;
 }
