@@ -86,7 +86,8 @@ Result<void> TraceStream::begin(TfileContents contents) {
   status_offset_ = header.find("\nstatus ") + 1;
   stage_len_ = 0;
   stage_at_ = count_at_ = written_ = 0;
-  count_end_ = frames_ = 0;
+  frames_ = staged_frames_ = 0;
+  marks_.clear();
   if (!write_at_end({reinterpret_cast<const uint8_t*>(header.data()), header.size()})) {
     close_file();
     return make_error(EIO, error_);
@@ -114,10 +115,10 @@ bool TraceStream::cut_back(int err) {
     fail("cannot write (and cannot cut back a partly written frame in)", err);
     return false;
   }
-  written_ = count_at_;
+  written_ = stage_at_ = count_at_;
   stage_len_ = 0;
-  stage_at_ = count_at_;
-  count_end_ = 0;
+  staged_frames_ = frames_;
+  marks_.clear();
   fail("cannot write", err);
   return false;
 }
@@ -153,67 +154,68 @@ Result<void> TraceStream::rewrite_header(TfileContents contents) {
   return ok();
 }
 
-// Counts the frames that end at or before UPTO, the file's written size.
-void TraceStream::count_written(uint64_t upto) {
-  const auto* stage = static_cast<const uint8_t*>(stage_.get());
-  const uint64_t staged_end = stage_at_ + stage_len_;
-  for (;;) {
-    if (count_end_ == 0) {
-      if (count_at_ + GT_TFRAME_HEADER_SIZE > staged_end)
-        return;
-      count_end_ =
-          count_at_ + GT_TFRAME_HEADER_SIZE + gt_tframe_size(stage + (count_at_ - stage_at_));
+void TraceStream::note_frames(std::span<const uint8_t> frames) {
+  uint64_t start = stage_at_ + stage_len_;
+  for (size_t at = 0; at + GT_TFRAME_HEADER_SIZE <= frames.size();) {
+    const size_t len = GT_TFRAME_HEADER_SIZE + gt_tframe_size(frames.data() + at);
+    const uint64_t end = start + len;
+    for (uint64_t b = (start & ~uint64_t(kBlock - 1)) + kBlock; b <= end; b += kBlock)
+      marks_.push_back(b == end ? Mark{b, staged_frames_ + 1, end}
+                                : Mark{b, staged_frames_, start});
+    ++staged_frames_;
+    start = end;
+    at += len;
+  }
+}
+
+void TraceStream::reached(uint64_t at) {
+  for (; !marks_.empty() && marks_.front().at <= at; marks_.pop_front())
+    if (marks_.front().at == at) {
+      frames_ = marks_.front().frames;
+      count_at_ = marks_.front().whole_end;
     }
-    if (count_end_ > upto)
-      return;
-    ++frames_;
-    count_at_ = count_end_;
-    count_end_ = 0;
-  }
 }
 
-// Takes the first LEN bytes, now written, off the stage; a frame whose
-// header count_written has not read yet stays (from its block, when direct).
+// Takes the first LEN bytes, now written, off the stage.
 void TraceStream::drop_written(size_t len) {
-  size_t drop = len;
-  if (count_end_ == 0 && count_at_ < stage_at_ + len) {
-    drop = size_t(count_at_ - stage_at_);
-    if (direct())
-      drop &= ~(kBlock - 1);
-  }
   auto* stage = static_cast<uint8_t*>(stage_.get());
-  std::memmove(stage, stage + drop, stage_len_ - drop);
-  stage_len_ -= drop;
-  stage_at_ += drop;
+  std::memmove(stage, stage + len, stage_len_ - len);
+  stage_len_ -= len;
+  stage_at_ += len;
 }
 
-// Direct: the stage's whole blocks, then (FLUSH with no whole block, or ALL)
-// the rest through the page cache; the rest stays staged (but for ALL) and
-// the next direct write covers it again. Not direct: all of it.
+// The staged bytes up to the last block boundary (direct: whole blocks, as
+// the stage starts on one), then, for Flush (direct: only when there was no
+// whole block) and All, the rest through the page cache. A direct stream
+// keeps that rest staged (but for All): the next direct write covers it again.
 bool TraceStream::write_stage(Write how) {
   const auto* stage = static_cast<const uint8_t*>(stage_.get());
-  size_t whole = direct() ? stage_len_ & ~(kBlock - 1) : 0;
-  if (whole > 0) {
-    int err = pwrite_all(dfd_, stage, whole, stage_at_, ENOSPC);
-    if (err == EINVAL) { // the file system refuses direct writes after all
+  const uint64_t end = stage_at_ + stage_len_;
+  const uint64_t boundary = end & ~uint64_t(kBlock - 1);
+  if (boundary > stage_at_) {
+    const size_t len = size_t(boundary - stage_at_);
+    int err = pwrite_all(direct() ? dfd_ : fd_, stage, len, stage_at_, ENOSPC);
+    if (err == EINVAL && direct()) { // the file system refuses direct writes after all
       ::close(dfd_);
       dfd_ = -1;
-    } else if (err) {
-      return cut_back(err);
-    } else {
-      written_ = std::max(written_, stage_at_ + whole);
-      count_written(stage_at_ + whole);
-      drop_written(whole);
-      if (how != Write::All)
-        return true;
+      return write_stage(how);
     }
+    if (err)
+      return cut_back(err);
+    written_ = std::max(written_, boundary);
+    reached(boundary);
+    drop_written(len);
+    if (direct() && how != Write::All)
+      return true;
   }
-  if (stage_len_ == 0 || (direct() && how == Write::Blocks))
+  if (how == Write::Blocks || stage_len_ == 0)
     return true;
   if (int err = pwrite_all(fd_, stage, stage_len_, stage_at_, ENOSPC))
     return cut_back(err);
-  written_ = std::max(written_, stage_at_ + stage_len_);
-  count_written(written_);
+  written_ = std::max(written_, end);
+  frames_ = staged_frames_; // staged frames are whole: all of them are in the file now
+  count_at_ = end;
+  marks_.clear(); // none past END, and those before it were taken
   if (!direct() || how == Write::All)
     drop_written(stage_len_);
   return true;
@@ -222,6 +224,7 @@ bool TraceStream::write_stage(Write how) {
 void TraceStream::add(std::span<const uint8_t> frames) {
   if (fd_ < 0 || !error_.empty())
     return;
+  note_frames(frames);
   auto* stage = static_cast<uint8_t*>(stage_.get());
   while (!frames.empty()) {
     size_t mark = direct() ? kDirectBytes : kBufferedBytes;
