@@ -185,9 +185,9 @@ void TraceStream::drop_written(size_t len) {
 }
 
 // The staged bytes up to the last block boundary (direct: whole blocks, as
-// the stage starts on one), then, for Flush (direct: only when there was no
-// whole block) and All, the rest through the page cache. A direct stream
-// keeps that rest staged (but for All): the next direct write covers it again.
+// the stage starts on one), then, for Flush and All, the rest through the
+// page cache, so the file holds every frame drained. A direct stream keeps
+// that rest staged (but for All): the next direct write covers it again.
 bool TraceStream::write_stage(Write how) {
   const auto* stage = static_cast<const uint8_t*>(stage_.get());
   const uint64_t end = stage_at_ + stage_len_;
@@ -205,8 +205,6 @@ bool TraceStream::write_stage(Write how) {
     written_ = std::max(written_, boundary);
     reached(boundary);
     drop_written(len);
-    if (direct() && how != Write::All)
-      return true;
   }
   if (how == Write::Blocks || stage_len_ == 0)
     return true;

@@ -18,9 +18,9 @@
 // 170-byte `collect $regs` frame, against ~0.02 us direct, on the VM of
 // docs/benchmarks.md). Direct writes cover whole blocks from a block-aligned
 // offset, so the header is padded to a block multiple and the stage keeps the
-// last partial block; a flush that wrote no block writes that tail through the
-// page cache, so a slow trickle of frames still reaches the file at each
-// flush. Elsewhere (no target description to pad the header with, a file
+// last partial block; a flush writes that tail through the page cache too (the
+// next direct write covers it again), so every flush leaves every frame
+// drained so far in the file. Elsewhere (no target description to pad the header with, a file
 // system without O_DIRECT) every write goes through the page cache.
 #pragma once
 
@@ -76,9 +76,8 @@ public:
   // Whole tfile frames, in order: staged, and written when enough are.
   // Ignored after an error.
   void add(std::span<const uint8_t> frames);
-  // Writes what is staged (direct: its whole blocks, and the rest only when
-  // there was no whole block), then the status line of STATUS (its frame
-  // count replaced by the frames wholly in the file). The first error stops
+  // Writes what is staged, then the status line of STATUS (its frame count
+  // replaced by the frames in the file). The first error stops
   // the stream: returned once, then kept in error().
   Result<void> flush(TraceStatus status, const std::string& status_extra);
   // Everything staged, the end marker, and the header of CONTENTS in place
@@ -96,9 +95,9 @@ public:
   uint64_t file_bytes() const { return written_; } // the file's size so far
 
 private:
-  // Blocks: the stage's whole blocks when direct, else all of it. Flush: the
-  // same, and when direct and there was no whole block, the rest through the
-  // page cache (kept staged). All: everything. False on an error.
+  // Blocks: the staged bytes up to the last block boundary. Flush and All:
+  // and the rest, through the page cache (direct: kept staged for Flush).
+  // False on an error.
   enum class Write { Blocks, Flush, All };
   bool write_stage(Write how);
   // Marks the block boundaries FRAMES (about to be staged) cross or end on.
