@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -45,6 +46,8 @@ TraceStream::~TraceStream() {
 }
 
 void TraceStream::close_file() {
+  if (writing_.valid())
+    writing_.wait();
   if (dfd_ >= 0)
     ::close(dfd_);
   if (fd_ >= 0)
@@ -96,6 +99,15 @@ Result<void> TraceStream::begin(TfileContents contents) {
   // Without a target description the header cannot be padded: no direct writes.
   if (header_size_ % kBlock == 0)
     dfd_ = ::open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (dfd_ >= 0 && !spare_.get()) {
+    void* p = mmap(nullptr, kStageRoom, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED)
+      spare_ = Mapping(p, kStageRoom);
+  }
+  if (!spare_.get() && dfd_ >= 0) { // no second stage: no direct writes
+    ::close(dfd_);
+    dfd_ = -1;
+  }
   return ok();
 }
 
@@ -189,6 +201,10 @@ void TraceStream::drop_written(size_t len) {
 // page cache, so the file holds every frame drained. A direct stream keeps
 // that rest staged (but for All): the next direct write covers it again.
 bool TraceStream::write_stage(Write how) {
+  if (direct() && how == Write::Blocks)
+    return start_direct_write();
+  if (!end_direct_write())
+    return false;
   const auto* stage = static_cast<const uint8_t*>(stage_.get());
   const uint64_t end = stage_at_ + stage_len_;
   const uint64_t boundary = end & ~uint64_t(kBlock - 1);
@@ -219,15 +235,63 @@ bool TraceStream::write_stage(Write how) {
   return true;
 }
 
+// The stage's whole blocks go to the disk on a thread of their own while the
+// drain goes on (a direct write waits for the disk: 10-60 ms for 8 MB on the
+// VM of docs/benchmarks.md, longer when other work shares the disk, and the
+// kernel rings fill meanwhile); the rest starts the other stage. One write at
+// a time: the previous one ends first.
+bool TraceStream::start_direct_write() {
+  if (!end_direct_write())
+    return false;
+  const uint64_t boundary = (stage_at_ + stage_len_) & ~uint64_t(kBlock - 1);
+  if (boundary <= stage_at_)
+    return true;
+  const size_t len = size_t(boundary - stage_at_);
+  std::memcpy(spare_.get(), static_cast<const uint8_t*>(stage_.get()) + len, stage_len_ - len);
+  std::swap(stage_, spare_);
+  writing_at_ = stage_at_;
+  writing_end_ = boundary;
+  auto write = [fd = dfd_, data = spare_.get(), len, at = writing_at_] {
+    return pwrite_all(fd, data, len, at, ENOSPC);
+  };
+  try {
+    writing_ = std::async(std::launch::async, write);
+  } catch (const std::system_error&) { // no thread to be had: written here
+    std::promise<int> done;
+    done.set_value(write());
+    writing_ = done.get_future();
+  }
+  stage_len_ -= len;
+  stage_at_ = boundary;
+  return true;
+}
+
+// Waits for the direct write in flight, if any, and takes its frames as in the file.
+bool TraceStream::end_direct_write() {
+  if (!writing_.valid())
+    return true;
+  int err = writing_.get();
+  if (err == EINVAL) { // the file system refuses direct writes after all: the page cache
+    ::close(dfd_);
+    dfd_ = -1;
+    err = pwrite_all(fd_, spare_.get(), size_t(writing_end_ - writing_at_), writing_at_, ENOSPC);
+  }
+  if (err)
+    return cut_back(err);
+  written_ = std::max(written_, writing_end_);
+  reached(writing_end_);
+  return true;
+}
+
 void TraceStream::add(std::span<const uint8_t> frames) {
   if (fd_ < 0 || !error_.empty())
     return;
   note_frames(frames);
-  auto* stage = static_cast<uint8_t*>(stage_.get());
   while (!frames.empty()) {
     size_t mark = direct() ? kDirectBytes : kBufferedBytes;
     size_t n = std::min(frames.size(), kStageRoom - stage_len_);
-    std::memcpy(stage + stage_len_, frames.data(), n);
+    // The stage of this pass: a direct write hands the other one over.
+    std::memcpy(static_cast<uint8_t*>(stage_.get()) + stage_len_, frames.data(), n);
     stage_len_ += n;
     frames = frames.subspan(n);
     if (stage_len_ >= mark && !write_stage(Write::Blocks))

@@ -16,7 +16,10 @@
 // page cache and its pages' allocation cost more of the stub's CPU than all
 // the rest of a streamed frame's drain (1.4-1.8 ns a byte, ~0.25 us a
 // 170-byte `collect $regs` frame, against ~0.02 us direct, on the VM of
-// docs/benchmarks.md). Direct writes cover whole blocks from a block-aligned
+// docs/benchmarks.md). A direct write runs on a thread of its own while the
+// drain stages the next frames in a second stage (it waits for the disk, and
+// the kernel rings fill while the drain waits). Direct writes cover whole
+// blocks from a block-aligned
 // offset, so the header is padded to a block multiple and the stage keeps the
 // last partial block; a flush writes that tail through the page cache too (the
 // next direct write covers it again), so every flush leaves every frame
@@ -26,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <span>
 #include <string>
 
@@ -100,6 +104,8 @@ private:
   // False on an error.
   enum class Write { Blocks, Flush, All };
   bool write_stage(Write how);
+  bool start_direct_write();
+  bool end_direct_write();
   // Marks the block boundaries FRAMES (about to be staged) cross or end on.
   void note_frames(std::span<const uint8_t> frames);
   // The file now holds every staged byte before AT (a block boundary): the
@@ -120,6 +126,11 @@ private:
   // all written: the last partial block of a direct stream stays (and goes
   // to the disk with the frames after it).
   Mapping stage_;
+  // Direct: the other stage, which a write in flight (writing_, on its own
+  // thread) takes the bytes [writing_at_, writing_end_) of the file from.
+  Mapping spare_;
+  std::future<int> writing_; // its errno, 0 when it wrote everything
+  uint64_t writing_at_ = 0, writing_end_ = 0;
   size_t stage_len_ = 0;
   uint64_t stage_at_ = 0;
   // Frames are counted as they reach the file. Each block boundary the

@@ -14,6 +14,8 @@
 #include <asio.hpp>
 
 #include "../strict_skip.h"
+#include "abi/amd64_regs.h"
+#include "abi/tframe.h"
 #include "common/hex.h"
 #include "fake_target.h"
 #include "server/monitor.h"
@@ -322,4 +324,34 @@ TEST_F(DirectStreamTest, WholeBlocksGoDirectAndTheFileIsReadableAtEveryFlush) {
   EXPECT_NE(out.find("Collected 20 trace frames"), std::string::npos) << out;
   EXPECT_NE(out.find("$1 = 19"), std::string::npos) << out;
   EXPECT_NE(out.find("$2 = 0"), std::string::npos) << out;
+}
+
+// A drain of more than a direct write's 8 MB: the whole blocks go to the disk
+// on the writer's thread while the rest is staged (frames cut between the two
+// stages), and the file holds every frame, counted, in order.
+TEST_F(DirectStreamTest, AWriteOnTheWritersThreadKeepsEveryFrameInOrder) {
+  monitor("gdbtrace stream " + path);
+  start("20000000");           // holds the run: one drain at the qTStatus writes it all
+  constexpr int kHits = 12000; // 9.9 MB of 823-byte frames
+  hits(0, kHits);
+  (void)send("qTStatus");
+  ASSERT_TRUE(engine->stream_report().direct) << "the test directory takes no O_DIRECT writes";
+  size_t header = slurp(path).find("\n\n") + 2;
+  std::string file = slurp(path);
+  ASSERT_EQ(file.size(), header + size_t(kHits) * 823);
+  EXPECT_NE(file.find(";tframes:" + hex::u64(kHits) + ";"), std::string::npos);
+  for (int i = 0; i < kHits; i += 997) { // each frame's rax is its hit number
+    size_t at = header + size_t(i) * 823;
+    ASSERT_EQ(gt_tframe_size(reinterpret_cast<const uint8_t*>(file.data() + at)), 817u) << i;
+    uint64_t rax;
+    std::memcpy(&rax, file.data() + at + 7 + gt_reg_offset(GT_RAX), 8);
+    EXPECT_EQ(rax, uint64_t(i));
+  }
+  ASSERT_EQ(send("QTStop"), "OK");
+  EXPECT_EQ(engine->stream_report().frames, uint64_t(kHits));
+  if (access("/usr/bin/gdb", X_OK) != 0)
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
+  std::string out = gdb_reads(path, "-ex tstatus -ex 'tfind 11999' -ex 'print $rax'");
+  EXPECT_NE(out.find("Collected 12000 trace frames"), std::string::npos) << out;
+  EXPECT_NE(out.find("$1 = 11999"), std::string::npos) << out;
 }
