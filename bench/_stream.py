@@ -37,14 +37,22 @@ def stub_cpu_s(path):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def stub_wait_s(path):
+    """Seconds the stub's threads waited on a run queue, summed from a saved list of
+    /proc/PID/task/*/schedstat lines (run ns, wait ns, slices)."""
+    return sum(int(line.split()[1]) for line in open(path) if line.strip()) / 1e9
+
+
 def script(prog, server, tfile, stat0, stat1):
     pid = server.proc.pid
+    sched = f"cat /proc/{pid}/task/*/schedstat"
     return "\n".join([
         f"file {prog}", f"target extended-remote :{server.port}", "break main", "continue", "break exit",
         "monitor gdbtrace backend ebpf", "trace *t_site", "actions", "collect $regs", "end",
         f"monitor gdbtrace stream {tfile}",
-        "tstart", f"shell cat /proc/{pid}/stat > {stat0}", "continue", "tstop",
-        f"shell cat /proc/{pid}/stat > {stat1}; grep VmHWM /proc/{pid}/status >> {stat1}",
+        "tstart", f"shell cat /proc/{pid}/stat > {stat0}; {sched} > {stat0}.sched", "continue", "tstop",
+        f"shell cat /proc/{pid}/stat > {stat1}; grep VmHWM /proc/{pid}/status >> {stat1}; "
+        f"{sched} > {stat1}.sched",
         "tstatus", "monitor gdbtrace status", "kill"]) + "\n"
 
 
@@ -72,6 +80,7 @@ def session(prog, t, base, floor_rows, emit=True):
     workload = f"t_site:{t}thr:$regs:stream"
     tmp = tempfile.mkdtemp(prefix="gdbtrace-bench-stream.", dir=os.environ.get("BENCH_TMP", "/var/tmp"))
     tfile, stat0, stat1 = (os.path.join(tmp, x) for x in ("run.tf", "stat0", "stat1"))
+    scheds = (stat0 + ".sched", stat1 + ".sched")
     try:
         text = B.gdb_session("gdbtrace", argv(prog, t),
                              lambda server: script(prog, server, tfile, stat0, stat1), f"stream-{t}.log")
@@ -87,9 +96,10 @@ def session(prog, t, base, floor_rows, emit=True):
             return B.row(MECH, workload, None, emit=emit, column=f"stream{t}", threads=t,
                          reason=f"stream_unreadable:{e}".replace(" ", "_")[:100])
         cpu = stub_cpu_s(stat1) - stub_cpu_s(stat0)
+        wait = stub_wait_s(scheds[1]) - stub_wait_s(scheds[0])
         hwm = int(re.search(r"VmHWM:\s+(\d+)", open(stat1).read()).group(1))
     finally:
-        for f in (tfile, stat0, stat1):
+        for f in (tfile, stat0, stat1) + scheds:
             if os.path.exists(f):
                 os.unlink(f)
         os.rmdir(tmp)
@@ -102,7 +112,9 @@ def session(prog, t, base, floor_rows, emit=True):
                  frames_in_file=in_file, markers=markers, lost=hits - in_file, drops=st.get("drops"),
                  stub_frames=st.get("frames"), after_stop=st.get("after_stop"), file_mb=round(size / 1e6),
                  cpu_us_per_frame=round(cpu * 1e6 / in_file, 3) if in_file else None,
-                 stub_cpu_s=round(cpu, 2), peak_rss_mb=round(hwm / 1024, 1))
+                 stub_cpu_s=round(cpu, 2), stub_wait_s=round(wait, 2), peak_rss_mb=round(hwm / 1024, 1),
+                 direct="written directly (O_DIRECT)" in text,
+                 drain_rt="at real-time priority" in text)
 
 
 def per_hit(run, t, base):

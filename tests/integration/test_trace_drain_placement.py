@@ -17,6 +17,10 @@ def mask_probe(pid, label):
     return f"shell echo {label} $(grep Cpus_allowed_list /proc/{pid}/task/{pid}/status)"
 
 
+def policy_probe(pid, label):
+    return f"shell echo {label} $(chrt -p {pid} | head -1)"
+
+
 def cpu_list(text):
     """{cpus} of a Cpus_allowed_list value such as 0-1,3."""
     out = set()
@@ -38,7 +42,8 @@ class DrainPlacement(GdbTestCase):
                 commands.append(f"shell taskset -a -p -c 0 $(pgrep -P {pid}) > /dev/null")
             commands += [f"monitor gdbtrace backend {backend}", "trace probe_me", "actions",
                          "collect $rdi", "end", "tstart", mask_probe(pid, "DURING"),
-                         "monitor gdbtrace status", "tstop", mask_probe(pid, "AFTER"),
+                         policy_probe(pid, "POLICY-DURING"), "monitor gdbtrace status", "tstop",
+                         mask_probe(pid, "AFTER"), policy_probe(pid, "POLICY-AFTER"),
                          "monitor gdbtrace status"]
             run = run_gdb(commands, program=program("trace_loop"), server=server, timeout=120)
         self.assertRan(run)
@@ -86,7 +91,15 @@ class DrainPlacement(GdbTestCase):
         run, during, after = self.run_traced(pin=False)
         self.assertEqual(during, own, run.transcript())
         self.assertEqual(after, own, run.transcript())
-        self.assertOutput(run, r"^drain: on CPUs \S+, shared with the traced threads \(CPUs \S+; no spare CPU\)$")
+        if os.geteuid() != 0:  # only root may raise it
+            self.assertOutput(run, r"^drain: on CPUs \S+, shared with the traced threads \(CPUs \S+; no spare "
+                                   r"CPU\); real-time priority refused: .*$")
+            return
+        # Sharing the tracee's CPUs, the drain runs at real-time priority during the run only.
+        self.assertOutput(run, r"^drain: on CPUs \S+, shared with the traced threads \(CPUs \S+; no spare "
+                               r"CPU\); at real-time priority \(SCHED_FIFO 1\)$")
+        self.assertOutput(run, r"^POLICY-DURING pid \d+'s current scheduling policy: SCHED_FIFO\|SCHED_RESET_ON_FORK$")
+        self.assertOutput(run, r"^POLICY-AFTER pid \d+'s current scheduling policy: SCHED_OTHER$")
 
 
 if __name__ == "__main__":

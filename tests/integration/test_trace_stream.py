@@ -7,6 +7,7 @@ status line counts the run's hits and drops (fields gdb skips), so hits = frames
 the stop can be checked from the file alone.
 
 Tracee: tests/programs/trace_loop.c (probe_me(i, 3*i) for i < N, then done())."""
+import mmap
 import os
 import re
 import signal
@@ -40,6 +41,24 @@ def tfile_frames(path):
     return frames, ended, status
 
 
+def takes_direct_writes(directory):
+    """Whether a file in DIRECTORY takes an O_DIRECT write of one aligned 4 KB block (the stub
+    then streams its frames that way: docs/streaming.md)."""
+    path = os.path.join(directory, "direct-probe")
+    block = mmap.mmap(-1, 4096)  # page-aligned memory
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
+    except OSError:
+        return False
+    try:
+        return os.pwritev(fd, [block], 0) == 4096
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
 def is_drop_marker(frame):
     """A loss marker (docs/streaming.md): one 'V' block of the variable 0x7fffffff."""
     return len(frame) == 19 and frame[6:11] == b"V\xff\xff\xff\x7f"
@@ -68,6 +87,12 @@ class Stream(GdbTestCase):
         self.assertNoOutput(live, r"buffer was full")
         self.assertOutput(live, rf"stream: {re.escape(self.path)}, writing: \d+ frames")
         self.assertOutput(live, rf"stream: {re.escape(self.path)}, last run: \d+ frames")
+        # Frames go to the disk directly where the file system takes O_DIRECT writes.
+        direct = r", written directly \(O_DIRECT\)"
+        if takes_direct_writes(self.tmp.name):
+            self.assertOutput(live, rf"stream: {re.escape(self.path)}, last run: \d+ frames, \d+ bytes{direct}")
+        else:
+            self.assertNoOutput(live, direct)
         kept = re.search(r"Buffer contains (\d+) trace frames \(of (\d+) created", live.output)
         self.assertIsNotNone(kept, live.transcript())
         self.assertLess(int(kept.group(1)), HITS, live.transcript())  # the buffer keeps the newest

@@ -64,7 +64,7 @@ std::string format_report_json(const TraceReport& r) {
        ",\"frames\":" + std::to_string(r.stream.frames) +
        ",\"bytes\":" + std::to_string(r.stream.bytes) +
        ",\"lost\":" + std::to_string(r.stream.lost) + ",\"error\":" + json_string(r.stream.error) +
-       "}";
+       ",\"direct\":" + json_bool(r.stream.direct) + "}";
   j += ",\"drops_by_cpu\":[";
   for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
     j += (cpu ? "," : "") + std::to_string(r.drops_by_cpu[cpu]);
@@ -86,6 +86,8 @@ std::string format_stream_line(const StreamReport& s, bool running) {
   else if (s.frames || s.bytes)
     out += ", last run: " + std::to_string(s.frames) + " frames, " + std::to_string(s.bytes) +
            " bytes";
+  if (s.direct)
+    out += ", written directly (O_DIRECT)";
   if (s.lost)
     out += ", " + std::to_string(s.lost) + " frames lost before they were written";
   if (!s.error.empty())

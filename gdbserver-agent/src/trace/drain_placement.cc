@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace gdbtrace {
@@ -65,11 +67,13 @@ void DrainPlacement::place(int pid) {
   CPU_AND(&spare, &spare, &*own_); // own CPUs the traced threads may not use
   if (CPU_COUNT(&spare) == 0) {
     sched_setaffinity(0, sizeof *own_, &*own_);
+    set_priority(true);
     where_ = "drain: on CPUs " + format_cpu_list(*own_) +
              ", shared with the traced threads (CPUs " + format_cpu_list(traced) +
-             "; no spare CPU)";
+             "; no spare CPU)" + priority_;
     return;
   }
+  set_priority(false);
   if (sched_setaffinity(0, sizeof spare, &spare) != 0) {
     where_ = "drain: on CPUs " + format_cpu_list(*own_) + " (moving it to spare CPUs " +
              format_cpu_list(spare) + " failed)";
@@ -79,7 +83,33 @@ void DrainPlacement::place(int pid) {
            format_cpu_list(traced);
 }
 
+void DrainPlacement::set_priority(bool raise) {
+  if (!raise) {
+    if (own_policy_)
+      sched_setscheduler(0, own_policy_->policy, &own_policy_->param);
+    own_policy_.reset();
+    priority_.clear();
+    return;
+  }
+  if (own_policy_)
+    return; // raised already
+  Policy own{sched_getscheduler(0), {}};
+  sched_getparam(0, &own.param);
+  const int base = own.policy < 0 ? -1 : own.policy & ~SCHED_RESET_ON_FORK;
+  if (base < 0 || base == SCHED_FIFO || base == SCHED_RR)
+    return; // real-time already (or unknown): left as it is
+  sched_param rt{};
+  rt.sched_priority = 1;
+  if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &rt) != 0) {
+    priority_ = "; real-time priority refused: " + std::string(strerror(errno));
+    return;
+  }
+  own_policy_ = own;
+  priority_ = "; at real-time priority (SCHED_FIFO 1)";
+}
+
 void DrainPlacement::restore() {
+  set_priority(false);
   if (!own_)
     return;
   sched_setaffinity(0, sizeof *own_, &*own_);

@@ -6,6 +6,16 @@
 // traced threads; with no spare CPU it stays where it was. Checked at tstart
 // and at each drain heartbeat (threads come and go, masks change), undone at
 // the end of the run so processes the stub starts later do not inherit it.
+//
+// Where the drain shares its CPUs with the traced threads, it runs at the
+// lowest real-time priority (SCHED_FIFO 1) for the run, when the stub may
+// (root, CAP_SYS_NICE): a ring woken at its mark is drained at once instead of
+// after the spinning traced threads' time slices (4 threads on 2 CPUs gave the
+// stub ~0.4 CPU however much it needed, and the rings overflowed). It is
+// bounded by its own work: the drain sleeps on the rings' wake-up and the
+// heartbeat between drains, and the kernel's real-time throttling
+// (sched_rt_runtime_us) caps it in any case. SCHED_RESET_ON_FORK: threads and
+// programs the stub starts do not inherit it.
 #pragma once
 
 #include <sched.h>
@@ -28,7 +38,16 @@ public:
   const std::string& where() const { return where_; }
 
 private:
+  // Real-time priority for the run (RAISE), or the thread's own policy back.
+  void set_priority(bool raise);
+
   std::optional<cpu_set_t> own_; // the thread's mask before the run
+  struct Policy {
+    int policy;
+    sched_param param;
+  };
+  std::optional<Policy> own_policy_; // the thread's policy before it was raised
+  std::string priority_;             // "; at real-time priority ..." for where_
   std::string where_;
 };
 

@@ -208,8 +208,9 @@ struct TraceEngine::Impl : TraceContext {
   std::string stream_path;         // `monitor gdbtrace stream`; "" = off
   // The run's stream (kept after it ends, for its counts); null before any.
   std::unique_ptr<TraceStream> stream;
-  uint64_t streamed_seq = 0; // buffer frames (by sequence number) before this are in the file
-  uint64_t stream_lost = 0;  // discarded before they were written (should stay 0)
+  uint64_t streamed_seq = 0;  // buffer frames (by sequence number) before this are in the file
+  uint64_t stream_lost = 0;   // discarded before they were written (should stay 0)
+  bool stream_direct = false; // the ended stream's frames were written directly
   std::vector<Location> stream_locations; // the tracepoints the file's header defines
   bool stream_header_dirty = false;       // tracepoints defined or changed since
   // Drops of each location the file's markers account for, markers written,

@@ -54,6 +54,7 @@ struct StreamReport {
   uint64_t frames = 0, bytes = 0; // in the file (the last run's once it ended)
   uint64_t lost = 0;              // frames the buffer discarded before they were written
   std::string error;              // why streaming stopped early, or ""
+  bool direct = false; // its frames went to the disk directly (O_DIRECT), not via the page cache
 };
 
 struct TraceReport {

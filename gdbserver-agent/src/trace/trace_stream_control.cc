@@ -291,6 +291,7 @@ void TraceEngine::Impl::end_stream(const std::string& why) {
   stream_mark_drops(true); // the run's last drops, after its last frames
   c.status_extra = loss_fields(make_report(), stream_lost, stream_markers);
   std::string error = stream->error();
+  stream_direct = stream->direct(); // finish closes it
   auto r = stream->finish(c);
   apply_circular();
   if (!r && error.empty()) // a new error (an earlier one was already told)
@@ -336,6 +337,7 @@ StreamReport TraceEngine::stream_report() const {
     s.bytes = m.stream->file_bytes();
     s.lost = m.stream_lost;
     s.error = m.stream->error();
+    s.direct = m.stream->open() ? m.stream->direct() : m.stream_direct;
   }
   return s;
 }

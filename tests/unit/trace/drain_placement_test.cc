@@ -71,6 +71,40 @@ TEST(DrainPlacement, StaysWhenTheTraceeMayUseEveryCpu) {
   end_child(child);
 }
 
+// Sharing the traced threads' CPUs, the drain runs at real-time priority for
+// the run (root may), its threads and children do not inherit it, and its own
+// policy is back after the run.
+TEST(DrainPlacement, RaisesThePriorityWhenSharingCpusAndPutsItBack) {
+  const cpu_set_t own = own_mask();
+  const int before = sched_getscheduler(0);
+  pid_t child = pinned_child(own);
+  DrainPlacement placement;
+  placement.place(child);
+  if (geteuid() != 0) {
+    EXPECT_NE(placement.where().find("real-time priority refused"), std::string::npos)
+        << placement.where();
+    placement.restore();
+    end_child(child);
+    GDBTRACE_SKIP("not-root") << "only root may raise the drain to real-time priority";
+  }
+  EXPECT_EQ(sched_getscheduler(0), SCHED_FIFO | SCHED_RESET_ON_FORK);
+  sched_param p{};
+  sched_getparam(0, &p);
+  EXPECT_EQ(p.sched_priority, 1);
+  EXPECT_NE(placement.where().find("no spare CPU); at real-time priority (SCHED_FIFO 1)"),
+            std::string::npos)
+      << placement.where();
+  pid_t forked = fork(); // a program the stub starts during the run
+  if (forked == 0)
+    _exit(sched_getscheduler(0) == SCHED_OTHER ? 0 : 1);
+  int status = -1;
+  waitpid(forked, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  placement.restore();
+  EXPECT_EQ(sched_getscheduler(0), before);
+  end_child(child);
+}
+
 TEST(DrainPlacement, FormatsCpuLists) {
   cpu_set_t s;
   CPU_ZERO(&s);

@@ -4,20 +4,27 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <asio.hpp>
 
+#include "../strict_skip.h"
+#include "abi/amd64_regs.h"
+#include "abi/tframe.h"
 #include "common/hex.h"
 #include "fake_target.h"
 #include "server/monitor.h"
 #include "server/packet_table.h"
+#include "server/tdesc.h"
 #include "server/trace_protocol.h"
 #include "trace/ptrace_collector.h"
 #include "trace/trace_engine.h"
+#include "trace/trace_stream.h"
 #include "trace_test_util.h"
 
 using namespace gdbtrace;
@@ -45,8 +52,22 @@ std::string gdb_reads(const std::string& path, const std::string& commands) {
 
 class StreamTest : public gdbtrace::test::TraceTestBase {
 protected:
-  StreamTest() {
-    engine = gdbtrace::test::make_test_engine(io, target, console);
+  // TDESC: the engine has the server's target description hook, so a
+  // streamed file's header can be padded (to a block multiple: direct writes).
+  explicit StreamTest(bool tdesc = false) {
+    if (tdesc) {
+      TraceEngine::Hooks hooks;
+      hooks.console = [this](const std::string& s) { console += s; };
+      hooks.current_pid = [] { return Pid(1); };
+      hooks.target_description = [](const RegisterLayout& layout,
+                                    const std::vector<bool>& present) {
+        return target_xml(layout, present);
+      };
+      engine = std::make_unique<TraceEngine>(io, target, hooks);
+      engine->add_collector(make_ptrace_collector(target));
+    } else {
+      engine = gdbtrace::test::make_test_engine(io, target, console);
+    }
     protocol =
         std::make_unique<TraceProtocol>(*engine, [this](const std::string& s) { console += s; });
     packets.add(protocol->rows());
@@ -226,4 +247,111 @@ TEST_F(StreamTest, TracepointDefinedDuringTheRunIsRefusedWhenTheHeaderHasNoRoom)
   std::string file = slurp(path);
   EXPECT_EQ(file.find("tp T2:"), std::string::npos);
   EXPECT_NE(file.find(";tframes:2;"), std::string::npos);
+}
+
+// How many of the COUNT blocks of PATH from AT (a block multiple) the page cache holds.
+size_t cached_blocks(const std::string& path, size_t at, size_t count) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  size_t len = count * TraceStream::kBlock;
+  void* map = fd < 0 ? MAP_FAILED : mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, off_t(at));
+  size_t cached = 0;
+  if (map != MAP_FAILED) {
+    std::vector<unsigned char> in(count);
+    if (mincore(map, len, in.data()) == 0)
+      for (unsigned char b : in)
+        cached += b & 1;
+    munmap(map, len);
+  }
+  if (fd >= 0)
+    close(fd);
+  return cached;
+}
+
+class DirectStreamTest : public StreamTest {
+protected:
+  DirectStreamTest() : StreamTest(true) {}
+};
+
+// With a target description the header is padded to whole blocks and frames
+// go to the disk with O_DIRECT in whole blocks (so the page cache does not
+// hold them); the partial block after them reaches the file through the page
+// cache at each flush (and again directly with the blocks after it). At every
+// flush the file holds every frame drained, and gdb reads a copy taken then
+// (what SIGKILL would leave).
+TEST_F(DirectStreamTest, WholeBlocksGoDirectAndTheFileIsReadableAtEveryFlush) {
+  monitor("gdbtrace stream " + path);
+  start("100000"); // holds the run: the stream is written at each qTStatus only
+  size_t header = slurp(path).find("\n\n") + 2;
+  ASSERT_EQ(slurp(path).size(), header);
+  EXPECT_EQ(header % TraceStream::kBlock, 0u) << header; // padded: frames start on a block
+  EXPECT_GE(header, TraceStream::kHeaderRoom);
+  hits(0, 3);
+  (void)send("qTStatus"); // drains; 3 frames (2469 bytes) make no whole block: written cached
+  ASSERT_TRUE(engine->stream_report().direct) << "the test directory takes no O_DIRECT writes";
+  EXPECT_EQ(cached_blocks(path, header, 1), 1u);
+  std::string file = slurp(path);
+  EXPECT_EQ(file.size(), header + 3 * 823);
+  EXPECT_NE(file.find(";tframes:3;"), std::string::npos);
+  hits(3, 13); // 13 frames, 10 699 bytes: two whole blocks written directly, the rest cached
+  (void)send("qTStatus");
+  EXPECT_EQ(cached_blocks(path, header, 2), 0u); // the direct write dropped the cached block
+  EXPECT_EQ(cached_blocks(path, header + 2 * TraceStream::kBlock, 1), 1u);
+  file = slurp(path);
+  EXPECT_EQ(file.size(), header + 13 * 823);
+  EXPECT_NE(file.find(";tframes:d;"), std::string::npos);
+  std::string copy = path + ".killed";
+  { std::ofstream(copy, std::ios::binary) << file; }
+  hits(13, 20);
+  ASSERT_EQ(send("QTStop"), "OK");
+  file = slurp(path);
+  EXPECT_EQ(file.size(), header + 20 * 823 + 4); // every frame, then the end marker
+  EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));
+  EXPECT_NE(file.find(";tframes:14;"), std::string::npos);
+  StreamReport s = engine->stream_report();
+  EXPECT_EQ(s.frames, 20u);
+  EXPECT_EQ(s.bytes, file.size());
+  if (access("/usr/bin/gdb", X_OK) != 0) {
+    std::remove(copy.c_str());
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
+  }
+  std::string killed = gdb_reads(copy, "-ex tstatus -ex 'tfind 12' -ex 'print $rax'");
+  std::remove(copy.c_str());
+  EXPECT_NE(killed.find("Collected 13 trace frames"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("the run had not ended"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("$1 = 12"), std::string::npos) << killed;
+  std::string out = gdb_reads(path, "-ex tstatus -ex 'tfind 19' -ex 'print $rax' -ex 'tfind 0' "
+                                    "-ex 'print $rax'");
+  EXPECT_NE(out.find("Collected 20 trace frames"), std::string::npos) << out;
+  EXPECT_NE(out.find("$1 = 19"), std::string::npos) << out;
+  EXPECT_NE(out.find("$2 = 0"), std::string::npos) << out;
+}
+
+// A drain of more than a direct write's 8 MB: the whole blocks go to the disk
+// on the writer's thread while the rest is staged (frames cut between the two
+// stages), and the file holds every frame, counted, in order.
+TEST_F(DirectStreamTest, AWriteOnTheWritersThreadKeepsEveryFrameInOrder) {
+  monitor("gdbtrace stream " + path);
+  start("20000000");           // holds the run: one drain at the qTStatus writes it all
+  constexpr int kHits = 12000; // 9.9 MB of 823-byte frames
+  hits(0, kHits);
+  (void)send("qTStatus");
+  ASSERT_TRUE(engine->stream_report().direct) << "the test directory takes no O_DIRECT writes";
+  size_t header = slurp(path).find("\n\n") + 2;
+  std::string file = slurp(path);
+  ASSERT_EQ(file.size(), header + size_t(kHits) * 823);
+  EXPECT_NE(file.find(";tframes:" + hex::u64(kHits) + ";"), std::string::npos);
+  for (int i = 0; i < kHits; i += 997) { // each frame's rax is its hit number
+    size_t at = header + size_t(i) * 823;
+    ASSERT_EQ(gt_tframe_size(reinterpret_cast<const uint8_t*>(file.data() + at)), 817u) << i;
+    uint64_t rax;
+    std::memcpy(&rax, file.data() + at + 7 + gt_reg_offset(GT_RAX), 8);
+    EXPECT_EQ(rax, uint64_t(i));
+  }
+  ASSERT_EQ(send("QTStop"), "OK");
+  EXPECT_EQ(engine->stream_report().frames, uint64_t(kHits));
+  if (access("/usr/bin/gdb", X_OK) != 0)
+    GDBTRACE_SKIP("no-gdb") << "no /usr/bin/gdb";
+  std::string out = gdb_reads(path, "-ex tstatus -ex 'tfind 11999' -ex 'print $rax'");
+  EXPECT_NE(out.find("Collected 12000 trace frames"), std::string::npos) << out;
+  EXPECT_NE(out.find("$1 = 11999"), std::string::npos) << out;
 }
