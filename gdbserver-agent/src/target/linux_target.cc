@@ -647,11 +647,6 @@ std::optional<uint64_t> LinuxTarget::stopped_epoch(Pid pid) const {
   return run_epoch_;
 }
 
-void LinuxTarget::add_step_through(Pid pid, uint64_t start, uint64_t end) {
-  if (Process* p = find_process(pid))
-    p->step_through[start] = end;
-}
-
 Result<void> LinuxTarget::insert_trace_breakpoint(Pid pid, uint64_t address,
                                                   TraceHitCallback callback) {
   Process* p = find_process(pid);

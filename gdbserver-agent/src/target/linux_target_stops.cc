@@ -31,6 +31,11 @@ bool in_step_through(const Process& p, uint64_t pc) {
 
 } // namespace
 
+void LinuxTarget::add_step_through(Pid pid, uint64_t start, uint64_t end) {
+  if (Process* p = find_process(pid))
+    p->step_through[start] = end;
+}
+
 // --- interpreting one status ---
 
 std::optional<StopEvent> LinuxTarget::interpret(Process& p, Lwp& l) {
