@@ -17,60 +17,14 @@
 #include "ax/ax.h"
 #include "jumppad/jumppad_area.h"
 #include "jumppad/jumppad_site.h"
+#include "pad_fixture.h"
 #include "trace/tracepoint_parser.h"
 
 namespace gdbtrace::jumppad {
 namespace {
 
-// mov 9(%rip),%rax (the u64 at +16); add %rdi,%rax; ret; ...; u64 100
-constexpr uint8_t kSite[] = {0x48, 0x8b, 0x05, 0x09, 0x00, 0x00, 0x00, 0x48, 0x01, 0xf8, 0xc3, 0x90,
-                             0x90, 0x90, 0x90, 0x90, 100,  0,    0,    0,    0,    0,    0,    0};
-
-class PadExec : public ::testing::Test {
+class PadExec : public PadFixture {
 protected:
-  void SetUp() override {
-    area_size_ = kRingOffset + (uint64_t(kRings) << ring_shift());
-    total_ = area_size_ + 4096;
-    void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    ASSERT_NE(p, MAP_FAILED);
-    base_ = static_cast<uint8_t*>(p);
-    init_rings(base_ + kRingOffset, kRings, slots_, ring_shift());
-    site_ = base_ + area_size_;
-    std::memcpy(site_, kSite, sizeof kSite);
-    tails_.assign(kRings, 0);
-    armed_ref() = 1;
-  }
-  void TearDown() override { munmap(base_, total_); }
-
-  uint32_t ring_shift() const { return kSlotShift + uint32_t(__builtin_ctz(slots_)); }
-  TpSlot& slot(uint32_t i) { return reinterpret_cast<TpSlot*>(base_ + kTpSlotsOffset)[i]; }
-  int64_t tsv(uint32_t i) { return reinterpret_cast<int64_t*>(base_ + kTsvOffset)[i]; }
-
-  // Installs a pad for TPS over the site (the function's first instruction, or AT).
-  void patch(std::vector<PadTracepoint> tps, uint8_t* at = nullptr) {
-    at = at ? at : site_;
-    auto plan = plan_site({at, 16});
-    ASSERT_TRUE(plan) << plan.error().message;
-    PadSpec spec;
-    spec.site = uint64_t(at);
-    spec.pad = uint64_t(base_ + kCodeOffset);
-    spec.area = uint64_t(base_);
-    spec.armed = uint64_t(&armed_ref());
-    spec.ring_mask = kRings - 1;
-    spec.slot_mask = slots_ - 1;
-    spec.ring_shift = ring_shift();
-    spec.rdpid = rdpid_;
-    spec.plan = *plan;
-    spec.tps = std::move(tps);
-    auto code = emit_pad(spec);
-    ASSERT_TRUE(code) << code.error().message;
-    std::memcpy(base_ + kCodeOffset, code->data(), code->size());
-    auto jmp = site_jump(uint64_t(at), uint64_t(base_ + kCodeOffset));
-    ASSERT_TRUE(jmp);
-    std::memcpy(at, jmp->data(), jmp->size());
-  }
-  long call(long x) { return reinterpret_cast<long (*)(long)>(site_)(x); }
   // BYTES written at the site's function + AT (the function's first 64 bytes start as int3s).
   void put(size_t at, std::initializer_list<uint8_t> bytes) {
     if (!cleared_)
@@ -86,17 +40,6 @@ protected:
       EXPECT_EQ(r.regs[17], uint64_t(at));
     return records.size();
   }
-
-  static constexpr uint32_t kRings = 2;
-  uint32_t slots_ = 16;
-  uint64_t area_size_ = 0, total_ = 0;
-  uint8_t* base_ = nullptr;
-  uint8_t* site_ = nullptr;
-  std::vector<uint64_t> tails_;
-  bool rdpid_ = false; // the rdtscp form; RdpidFormRecordsToo runs the other
-  // Must be within rel32 of the pad: a global of the test is not (PIE, mmap far away), so
-  // it lives in the region's tail, set up in SetUp.
-  uint32_t& armed_ref() { return *reinterpret_cast<uint32_t*>(site_ + 2048); }
 };
 
 TEST_F(PadExec, HitsRecordRegistersAndRunTheRelocatedInstruction) {
@@ -348,7 +291,8 @@ TEST_F(PadExec, ConditionsAgreeWithTheReferenceEvaluator) {
   for (size_t p = 0; p < programs.size(); ++p) {
     AgentExpr cond = verified_condition(programs[p]);
     ASSERT_TRUE(check_condition(cond)) << "program " << p;
-    std::memcpy(site_, kSite, sizeof kSite); // unpatched, then a pad with this condition
+    std::memcpy(site_, kPadTestSite,
+                sizeof kPadTestSite); // unpatched, then a pad with this condition
     slot(0).enabled = 1;
     patch({PadTracepoint{0, {}, true, cond}});
     for (long in : inputs) {

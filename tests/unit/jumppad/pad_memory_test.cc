@@ -18,13 +18,10 @@
 #include "jumppad/jumppad_area.h"
 #include "jumppad/jumppad_guard.h"
 #include "jumppad/jumppad_site.h"
+#include "pad_fixture.h"
 
 namespace gdbtrace::jumppad {
 namespace {
-
-// mov 9(%rip),%rax (the u64 at +16); add %rdi,%rax; ret; ...; u64 100
-constexpr uint8_t kSite[] = {0x48, 0x8b, 0x05, 0x09, 0x00, 0x00, 0x00, 0x48, 0x01, 0xf8, 0xc3, 0x90,
-                             0x90, 0x90, 0x90, 0x90, 100,  0,    0,    0,    0,    0,    0,    0};
 
 volatile uint64_t g_value = 0x1122334455667788;
 volatile uint8_t g_odd[3] = {0xa1, 0xb2, 0xc3};
@@ -45,59 +42,29 @@ void on_segv(int, siginfo_t*, void* ctx) {
   signal(SIGSEGV, SIG_DFL); // not a pad read: the re-run fault kills the test
 }
 
-class PadMemory : public ::testing::Test {
+class PadMemory : public PadFixture {
 protected:
   void SetUp() override {
-    area_size_ = kRingOffset + (uint64_t(kRings) << ring_shift());
-    total_ = area_size_ + 4096;
-    void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    ASSERT_NE(p, MAP_FAILED);
-    base_ = static_cast<uint8_t*>(p);
-    init_rings(base_ + kRingOffset, kRings, kSlots, ring_shift());
-    site_ = base_ + area_size_;
-    std::memcpy(site_, kSite, sizeof kSite);
-    tails_.assign(kRings, 0);
-    armed() = 1;
+    PadFixture::SetUp();
     guard() = 1; // tid bits set: the pad reads
-    reinterpret_cast<TpSlot*>(base_ + kTpSlotsOffset)[0].enabled = 1;
+    slot(0).enabled = 1;
     g_fixups.clear();
     g_faults = 0;
   }
   void TearDown() override {
-    munmap(base_, total_);
+    PadFixture::TearDown();
     signal(SIGSEGV, SIG_DFL);
   }
 
-  uint32_t ring_shift() const { return kSlotShift + uint32_t(__builtin_ctz(kSlots)); }
-  uint32_t& armed() { return *reinterpret_cast<uint32_t*>(site_ + 2048); }
   uint32_t& guard() { return *reinterpret_cast<uint32_t*>(base_ + kGuardOffset); }
 
+  // A pad collecting MEMORY; the SIGSEGV handler learns its fault table.
   void patch(std::vector<MemRange> memory) {
-    auto plan = plan_site({site_, 16});
-    ASSERT_TRUE(plan) << plan.error().message;
-    PadSpec spec;
-    spec.site = uint64_t(site_);
-    spec.pad = uint64_t(base_ + kCodeOffset);
-    spec.area = uint64_t(base_);
-    spec.armed = uint64_t(&armed());
-    spec.ring_mask = kRings - 1;
-    spec.slot_mask = kSlots - 1;
-    spec.ring_shift = ring_shift();
-    spec.plan = *plan;
-    spec.tps = {PadTracepoint{0, {}, true, std::nullopt, std::move(memory)}};
     std::vector<FaultFixup> fixups;
-    auto code = emit_pad(spec, &fixups);
-    ASSERT_TRUE(code) << code.error().message;
-    std::memcpy(base_ + kCodeOffset, code->data(), code->size());
-    for (const FaultFixup& f : fixups) {
-      ASSERT_LT(f.fault, code->size());
-      ASSERT_LT(f.recovery, code->size());
-      g_fixups.push_back({spec.pad + f.fault, spec.pad + f.recovery});
-    }
-    auto jmp = site_jump(uint64_t(site_), spec.pad);
-    ASSERT_TRUE(jmp);
-    std::memcpy(site_, jmp->data(), jmp->size());
+    PadFixture::patch({PadTracepoint{0, {}, true, std::nullopt, std::move(memory)}}, nullptr,
+                      &fixups);
+    for (const FaultFixup& f : fixups)
+      g_fixups.push_back({pad() + f.fault, pad() + f.recovery});
   }
   void catch_faults() {
     struct sigaction sa {};
@@ -106,16 +73,7 @@ protected:
     sigemptyset(&sa.sa_mask);
     ASSERT_EQ(sigaction(SIGSEGV, &sa, nullptr), 0);
   }
-  long call(long x) { return reinterpret_cast<long (*)(long)>(site_)(x); }
-  std::vector<Record> records() {
-    return take_records(base_ + kRingOffset, kSlots, ring_shift(), tails_);
-  }
-
-  static constexpr uint32_t kRings = 2, kSlots = 16;
-  uint64_t area_size_ = 0, total_ = 0;
-  uint8_t* base_ = nullptr;
-  uint8_t* site_ = nullptr;
-  std::vector<uint64_t> tails_;
+  std::vector<Record> records() { return take(); }
 };
 
 uint64_t u64_at(const Record& r, size_t at) {
