@@ -13,10 +13,11 @@ filter=${1:-}
 
 BUILD_DIR=$build JOBS=${JOBS:-2} "$repo/scripts/build.sh" -DGDBTRACE_SANITIZE=ON || exit 1
 
-rm -rf "$reports" && mkdir -p "$reports"
+rm -rf "$reports" "$reports.aside" && mkdir -p "$reports"
 # log_path: reports land in files (the server's stderr is often a pipe nobody reads);
-# abort_on_error: a report also fails the process that made it.
-export ASAN_OPTIONS="log_path=$reports/asan:abort_on_error=1:detect_leaks=1:strict_string_checks=1"
+# abort_on_error: a report also fails the process that made it; log_exe_name: the
+# file names the program (asan.trace_tests.PID).
+export ASAN_OPTIONS="log_path=$reports/asan:log_exe_name=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
 export GDBTRACE_SANITIZED=1 # tests that measure memory allow for ASan's own
 export LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp:print_suppressions=0"
@@ -29,6 +30,16 @@ ctest "${args[@]}" -LE integration --timeout 600 --repeat until-pass:2 || rc=1
 ctest "${args[@]}" -L integration --repeat until-pass:2 || rc=1
 
 shopt -s nullglob
+# LeakSanitizer's "Unable to get registers from thread N." alone is no finding:
+# at exit its tracer could not read the registers of a thread that was exiting
+# too, and it then scans that thread's whole stack (more conservative, not less).
+# A log holding only such lines is shown and set aside; any other line fails.
+for f in "$reports"/*; do
+  if ! grep -qv -E '^==[0-9]+==Unable to get registers from thread [0-9]+\.$' "$f"; then
+    echo "sanitize.sh: set aside (LeakSanitizer could not stop an exiting thread): $f: $(head -c 200 "$f")"
+    mkdir -p "$reports.aside" && mv "$f" "$reports.aside/"
+  fi
+done
 logs=("$reports"/*)
 if [ ${#logs[@]} -gt 0 ]; then
   echo "sanitize.sh: ${#logs[@]} sanitizer report(s):"

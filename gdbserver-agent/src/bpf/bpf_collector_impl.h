@@ -86,7 +86,7 @@ public:
   Result<void> size_rings(const TraceContext& ctx);
 
   std::string name() const override { return "ebpf"; }
-  unsigned caps() const override { return kProbesInKernel | kRemovesOneProbe; }
+  unsigned caps() const override { return kProbesInKernel | kRemovesOneProbe | kStampsHits; }
   Result<void> check(const Tracepoint& tp) const override;
   Result<void> install(Pid pid, const Tracepoint& tp, TraceContext& ctx) override;
   void begin_install_batch() override { batch_ = true; }
@@ -127,7 +127,7 @@ private:
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   uint64_t copy_skips(uint32_t from_slot, uint32_t to_slot);
   void arm_watch();
-  void handle_record(std::span<const uint8_t> record);
+  void handle_record(std::span<const uint8_t> record, uint64_t stamp);
   void account_drops();
   StatsSlot read_stats(uint32_t slot) const;
   // Adds SLOT's drops on each CPU to OUT (grown to the CPU count).

@@ -60,7 +60,7 @@ void BpfCollector::remove_all() {
   // engine was stopping the run (they count as hits after the stop).
   if (!draining_ && rings_) {
     draining_ = true;
-    rings_.drain([this](std::span<const uint8_t> r) { handle_record(r); });
+    rings_.drain([this](std::span<const uint8_t> r, uint64_t stamp) { handle_record(r, stamp); });
     draining_ = false;
   }
   retire_stats();
@@ -123,7 +123,7 @@ void BpfCollector::arm_watch() {
                      });
 }
 
-void BpfCollector::handle_record(std::span<const uint8_t> record) {
+void BpfCollector::handle_record(std::span<const uint8_t> record, uint64_t stamp) {
   if (discard_ || !ctx_ || record.size() < bpf::kRecordSlot)
     return;
   uint64_t slot = 0;
@@ -156,6 +156,7 @@ void BpfCollector::handle_record(std::span<const uint8_t> record) {
     return;
   }
   // The trace buffer stores it as it is (a record that does not parse is counted malformed).
+  ctx_->next_hit_time(stamp); // bpf_ktime_get_ns: CLOCK_MONOTONIC
   ctx_->append_compact_frame({data, frame.total_size()}, p->registers, p->address);
   ctx_->record_hit(p->tp); // may request a stop (pass count)
 }
@@ -164,7 +165,7 @@ void BpfCollector::drain() {
   if (!rings_ || draining_)
     return;
   draining_ = true;
-  rings_.drain([this](std::span<const uint8_t> r) { handle_record(r); });
+  rings_.drain([this](std::span<const uint8_t> r, uint64_t stamp) { handle_record(r, stamp); });
   if (run_active_)
     account_drops();
   draining_ = false;

@@ -65,7 +65,7 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
   return r;
 }
 
-size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& fn) {
+size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn) {
   std::vector<uint64_t> end(rings_.size());
   for (size_t i = 0; i < rings_.size(); i++)
     end[i] =
@@ -81,7 +81,7 @@ size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>)>& f
   return records;
 }
 
-size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>)>& fn,
+size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn,
                                const std::vector<uint64_t>& end, bool& more) {
   std::vector<uint64_t> start(rings_.size());
   for (size_t i = 0; i < rings_.size(); i++)
@@ -129,8 +129,8 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
     }
   }
   size_t records = merge_.hand_out(
-      [&](std::span<const uint8_t> r) {
-        fn(r);
+      [&](std::span<const uint8_t> r, uint64_t stamp) {
+        fn(r, stamp);
         return true;
       },
       max_order);
@@ -141,7 +141,7 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
 }
 
 void PerCpuRings::discard() {
-  drain([](std::span<const uint8_t>) {});
+  drain([](std::span<const uint8_t>, uint64_t) {});
 }
 
 } // namespace gdbtrace::bpf

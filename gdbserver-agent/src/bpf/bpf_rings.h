@@ -39,7 +39,7 @@ public:
   size_t ring_count() const { return rings_.size(); }
   explicit operator bool() const { return bool(outer_); }
 
-  // Hands every committed record (without its stamp) to FN in stamp order and
+  // Hands every committed record (without its stamp) and its stamp to FN in stamp order and
   // frees the rings up to the last one handed out; stops at a record still being
   // written (busy), so no frame is ever torn. Returns the records handed out.
   // Works through the rings in passes of at most kPassBytes of each, freeing
@@ -47,7 +47,7 @@ public:
   // stub that gets a fraction of a CPU freed nothing for the whole drain (and
   // sorted 600 000 records at once) while the tracee's hits were dropped for
   // want of room. Stops at what the rings held when it began.
-  size_t drain(const std::function<void(std::span<const uint8_t>)>& fn);
+  size_t drain(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn);
   static constexpr size_t kPassBytes = 2 << 20;
   // Frees every committed record without looking at it.
   void discard();
@@ -55,7 +55,7 @@ public:
 private:
   // One pass: each ring from its consumer position up to at most kPassBytes,
   // and not past END[r]. Sets MORE when a ring has more before END.
-  size_t drain_pass(const std::function<void(std::span<const uint8_t>)>& fn,
+  size_t drain_pass(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn,
                     const std::vector<uint64_t>& end, bool& more);
   struct Ring {
     UniqueFd fd;

@@ -14,6 +14,7 @@
 #include "jumppad/jumppad_area.h"
 #include "jumppad/jumppad_guard.h"
 #include "jumppad/jumppad_site.h"
+#include "jumppad/tsc_clock.h"
 #include "target/crash_cleanup.h"
 #include "trace/frame.h"
 
@@ -78,7 +79,7 @@ public:
   }
 
   std::string name() const override { return "jumppad"; }
-  unsigned caps() const override { return kPatchesCode | kFastOnly; }
+  unsigned caps() const override { return kPatchesCode | kFastOnly | kStampsHits; }
   std::string describe() const override {
     return "jump pad: ftrace sites patched with a jmp into code in the tracee, per-CPU rings "
            "shared with the stub; conditions over registers, registers and TSV increments (this "
@@ -159,6 +160,7 @@ private:
   // Records drained per location this run: with the drops, its hits (the pad
   // counts no hits where it writes a record).
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> records_;
+  TscClock clock_; // the records' TSC stamps -> CLOCK_MONOTONIC, the eBPF stamps' clock
 };
 
 Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site, size_t staging) {
@@ -240,6 +242,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   if (!target_.stopped_epoch(pid))
     return make_error(EBUSY, "the jump pad is written only while every thread is stopped");
   if (sites_.empty()) { // a new run counts from zero
+    clock_.start();
     stats_.clear();
     records_.clear();
     by_slot_.clear();
@@ -407,6 +410,7 @@ void JumppadCollector::frame_from(const Record& r, const Location& loc) {
     frame.add_registers({block.bytes.data(), ctx_->register_block_size()});
   }
   add_memory_blocks(frame, r, loc);
+  ctx_->next_hit_time(clock_.to_monotonic_ns(r.stamp));
   ctx_->append_frame(frame.finish(), loc.address);
   ctx_->record_hit(loc.number);
 }
@@ -450,6 +454,7 @@ std::optional<uint64_t> JumppadCollector::recovery_for(Pid pid, uint64_t pc) con
 void JumppadCollector::drain() {
   if (!ctx_)
     return;
+  clock_.sample(); // the records are older (or written during this drain: extrapolated)
   for (auto& [pid, pa] : areas_) {
     std::vector<Record> records = pa.area->take_records();
     std::stable_sort(records.begin(), records.end(),

@@ -153,7 +153,7 @@ size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>&
     }
     merge_.scanned(r, tail);
   }
-  size_t frames = merge_.hand_out(fn);
+  size_t frames = merge_.hand_out([&](std::span<const uint8_t> r, uint64_t) { return fn(r); });
   for (uint32_t r = 0; r < init_.nr_rings; r++)
     std::atomic_ref<__u64>(ring(r)->tail).store(merge_.free_to(r), std::memory_order_release);
   return frames;

@@ -45,6 +45,11 @@ public:
   // them: the engine stores it as it is. This default hands on the tfile frame.
   virtual bool append_compact_frame(std::span<const uint8_t> frame, const RegisterMask& registers,
                                     uint64_t address);
+  // The frame the next append_* call hands over hit at MONOTONIC_NS
+  // (CLOCK_MONOTONIC): a collector whose records carry their hit's time
+  // (kStampsHits) says so before each, and the engine stores the frames of
+  // several such collectors drained together in hit order, not drain order.
+  virtual void next_hit_time(uint64_t monotonic_ns) { (void)monotonic_ns; }
   virtual uint32_t register_block_size() const = 0; // 560 or 816 (i386: 312 or 440)
   // The traced process's register layout, of which register_block_size() is the 'R' block.
   virtual RegisterLayout register_layout() const {
@@ -124,6 +129,10 @@ public:
     // (their programs and recipes know only the x86-64 register file and
     // instruction set), so the engine passes such tracepoints on.
     kI386Processes = 1u << 4,
+    // Every frame's hit time reaches the engine (TraceContext::next_hit_time)
+    // before the frame: the eBPF stamps (bpf_ktime_get_ns) and the pads'
+    // TSC stamps. The module's records carry a sequence number, not a time.
+    kStampsHits = 1u << 5,
   };
 
   virtual ~Collector() = default;

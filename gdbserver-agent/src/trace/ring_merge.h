@@ -28,7 +28,7 @@ public:
   // Everything of RING before END_POS was looked at (pads, discarded records):
   // once its records are all handed out, the ring is freed up to there.
   void scanned(uint32_t ring, uint64_t end_pos) { scanned_[ring] = end_pos; }
-  // Hands the records to FN in hit order (records with the same order keep the
+  // Hands the records to FN (span, order) in hit order (records with the same order keep the
   // order they were added in); stops early when FN returns false, or at the
   // first record whose order is past MAX_ORDER (a drain that looked at part of
   // a ring: what that ring holds further on may come before the rest). Returns
@@ -38,7 +38,7 @@ public:
     sort();
     size_t taken = 0;
     for (const auto& r : records_) {
-      if (r.order > max_order || !fn(std::span<const uint8_t>(r.at, r.len)))
+      if (r.order > max_order || !fn(std::span<const uint8_t>(r.at, r.len), r.order))
         break;
       freed_[r.ring] = r.next_pos;
       pending_[r.ring]--;

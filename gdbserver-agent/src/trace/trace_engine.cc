@@ -2,6 +2,7 @@
 // frame selection. The operations the server calls are in trace_operations.cc.
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "common/hex.h"
 #include "trace/compact_frame.h"
@@ -12,15 +13,6 @@
 namespace gdbtrace {
 
 namespace {
-// Kernel collectors stage frames in their rings and wake the stub when a ring
-// passes a fill mark (half full, eBPF and module alike), and everything that
-// reads frames or counts (qTStatus, qTP, qTBuffer, tfind, tsave, tstop)
-// drains first (a ptrace hit does not: docs/collectors.md); this heartbeat only bounds how long a
-// trickle of frames waits. Every drain takes a CPU from the tracee's threads (~1 us per `collect
-// $regs` frame on the VM of docs/benchmarks.md): at 50 ms, a burst of hits from two threads on two
-// CPUs paid a third of that cost during the burst, at one second it is paid when the burst has
-// passed or the ring needs it.
-constexpr auto kDrainPeriod = std::chrono::seconds(1);
 constexpr uint32_t kTimestampTsv = 1; // gdbserver's builtin $trace_timestamp
 } // namespace
 
@@ -61,8 +53,13 @@ bool TraceEngine::Impl::append_compact_frame(std::span<const uint8_t> frame,
 
 bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMask* compact,
                                uint64_t address) {
+  uint64_t hit_ns = std::exchange(next_hit_ns, 0);
   if (!running || frame.size() < kFrameHeaderSize)
     return false;
+  if (hold_frames && hit_ns) { // stored at the drain's end, in hit order (drain_all)
+    held.hold(frame, compact, address, hit_ns);
+    return true;
+  }
   uint16_t tp = gt_tframe_tp(frame.data());
   auto& c = counters[{tp, address}];
   // A compact frame names its registers; a tfile frame holds those its
@@ -356,38 +353,6 @@ std::vector<uint8_t> TraceEngine::Impl::text_under_probe(const TracepointEntry& 
   bool nop5 = *n == sizeof kNop5 && std::equal(text.begin(), text.end(), kNop5);
   text.resize(nop5 ? sizeof kNop5 : 1);
   return text;
-}
-
-void TraceEngine::Impl::drain_all() {
-  for (auto& c : collectors)
-    c->drain();
-  stream_new_frames(); // a drain's frames in few large writes
-}
-
-// gdb reads counts with one qTP per location (tstatus, info tracepoints), and
-// a drain costs a kernel collector time in proportion to its probes (eBPF
-// reads each probe's stats slot): a drain per qTP made one tstatus of n
-// tracepoints O(n^2). With the process stopped and not resumed since the last
-// drain, no probe can have fired (a probe hits only in the traced process).
-void TraceEngine::Impl::drain_for_counts() {
-  std::optional<uint64_t> epoch = target.stopped_epoch(traced_pid);
-  if (epoch && drained_stopped_epoch == epoch)
-    return;
-  drain_all();
-  drained_stopped_epoch = epoch;
-}
-
-void TraceEngine::Impl::arm_drain_timer() {
-  drain_timer.expires_after(kDrainPeriod);
-  drain_timer.async_wait([this](const std::error_code& ec) {
-    if (ec || !running)
-      return;
-    drain_all();
-    if (!running)
-      return;
-    drain_placement.place(traced_pid); // threads come and go, masks change
-    arm_drain_timer();
-  });
 }
 
 void TraceEngine::Impl::stop_run(TraceStopReason reason, std::string text, uint32_t tp) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "trace/drain_placement.h"
+#include "trace/hit_order.h"
 #include "trace/stream_frames.h"
 #include "trace/tfile_writer.h"
 #include "trace/trace_buffer.h"
@@ -77,6 +78,7 @@ struct TraceEngine::Impl : TraceContext {
                             uint64_t address) override;
   // COMPACT: FRAME's register blocks are compact blocks of these registers.
   bool append(std::span<const uint8_t> frame, const RegisterMask* compact, uint64_t address);
+  void next_hit_time(uint64_t monotonic_ns) override { next_hit_ns = monotonic_ns; }
   uint32_t register_block_size() const override;
   RegisterLayout register_layout() const override;
   size_t buffer_capacity() const override { return buffer.capacity(); }
@@ -127,6 +129,9 @@ struct TraceEngine::Impl : TraceContext {
   void apply_pending_stop();
   void arm_drain_timer();
   void drain_all();
+  // Whether this run's tracepoints are on two or more collectors that stamp
+  // their hits (drain_all then stores their frames in hit order: HitOrder).
+  bool several_stamping_collectors() const;
   // drain_all, unless the traced process has not run since the last drain
   // made while it was stopped: then the rings hold nothing new.
   void drain_for_counts();
@@ -188,6 +193,9 @@ struct TraceEngine::Impl : TraceContext {
   Hooks hooks;
   asio::steady_timer drain_timer;
   std::vector<std::unique_ptr<Collector>> collectors;
+  uint64_t next_hit_ns = 0; // next_hit_time(), for the next append
+  bool hold_frames = false; // in drain_all, with several stamping collectors
+  HitOrder held;
   std::string preferred_backend;                                           // "" = auto
   std::vector<std::pair<std::string, std::string>> unavailable_collectors; // name, why
   // Why tracepoints go to ptrace and what to do about it; "" when an in-kernel collector exists.

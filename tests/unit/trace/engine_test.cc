@@ -681,13 +681,19 @@ public:
   bool removes_one = false;           // offers uninstall() (kRemovesOneProbe), like eBPF
   std::map<uint32_t, uint64_t> hits;  // per installed tracepoint number (at ADDRESS)
   std::map<uint32_t, uint64_t> drops; // frames a full ring had no room for, likewise
+  bool stamps = false;                // kStampsHits: pending_ns[i] is pending[i]'s hit time
+  std::vector<uint64_t> pending_ns;
+  std::optional<uint64_t> only_at; // takes only tracepoints at this address
   std::string name() const override { return "fakekernel"; }
   unsigned caps() const override {
-    return kProbesInKernel | (removes_one ? unsigned(kRemovesOneProbe) : 0u);
+    return kProbesInKernel | (removes_one ? unsigned(kRemovesOneProbe) : 0u) |
+           (stamps ? unsigned(kStampsHits) : 0u);
   }
   Result<void> check(const Tracepoint& tp) const override {
     if (tp.step_count)
       return make_error(EINVAL, "while-stepping needs the ptrace collector");
+    if (only_at && tp.address != *only_at)
+      return make_error(EINVAL, "not this fake's address");
     return {};
   }
   Result<void> install(Pid, const Tracepoint& tp, TraceContext& c) override {
@@ -712,9 +718,13 @@ public:
   int drains = 0;
   void drain() override {
     ++drains;
-    for (auto& f : pending)
-      ctx->append_frame(f, address);
+    for (size_t i = 0; i < pending.size(); i++) {
+      if (stamps)
+        ctx->next_hit_time(pending_ns.at(i));
+      ctx->append_frame(pending[i], address);
+    }
     pending.clear();
+    pending_ns.clear();
   }
   CollectorStats stats(uint32_t tp, uint64_t at) const override {
     CollectorStats s;
@@ -783,6 +793,58 @@ TEST_F(KernelEngineTest, FallbackMessageDrainAndRegisterAvailability) {
   EXPECT_EQ(send("QTFrame:1"), "F1T1");
   EXPECT_NE(monitor("gdbtrace backend ptrace").find("backend selection: ptrace"),
             std::string::npos);
+}
+
+// Two collectors that stamp their hits (eBPF and the jump pad) drain one after
+// the other; their frames are numbered in hit order all the same, as one buffer
+// would number them (gdb's trace-break.exp: tfind looks forward from frame 0).
+TEST_F(KernelEngineTest, FramesOfTwoStampingCollectorsAreNumberedInHitOrder) {
+  auto first = std::make_unique<FakeKernelCollector>();
+  auto second = std::make_unique<FakeKernelCollector>();
+  auto *a = first.get(), *b = second.get();
+  a->only_at = a->address = 0x401000;
+  b->only_at = b->address = 0x402000;
+  TraceEngine::Hooks hooks;
+  hooks.console = [this](const std::string& s) { console += s; };
+  hooks.current_pid = [] { return Pid(1); };
+  auto eng = std::make_unique<TraceEngine>(io, target, hooks);
+  eng->add_collector(std::move(first));
+  eng->add_collector(std::move(second));
+  use_engine(std::move(eng));
+  for (auto p : {"QTinit", "QTDP:1:401000:E:0:0-", "QTDP:-1:401000:R01", "QTDP:2:402000:E:0:0-",
+                 "QTDP:-2:402000:R01", "QTStart"})
+    ASSERT_EQ(send(p), "OK") << p;
+  auto frame_of = [](uint16_t tp, uint64_t pc) {
+    FrameBuilder f(tp);
+    auto regs = make_regs(pc);
+    f.add_registers({regs.bytes.data(), GT_REGBLOCK_SIZE_AVX});
+    auto bytes = f.finish();
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  };
+  auto hit = [&](FakeKernelCollector* c, uint16_t tp, uint64_t ns) {
+    c->pending.push_back(frame_of(tp, c->address));
+    c->pending_ns.push_back(ns);
+  };
+  // Without stamps the engine can only keep drain order: a's frames first.
+  hit(a, 1, 100);
+  hit(b, 2, 200);
+  hit(a, 1, 300);
+  EXPECT_NE(send("qTStatus").find("tframes:3;"), std::string::npos);
+  EXPECT_EQ(send("QTFrame:1"), "F1T1");
+  // Stamped, the same hits come out as they hit: 1, 2, 1.
+  a->stamps = b->stamps = true;
+  hit(a, 1, 1100);
+  hit(b, 2, 1200);
+  hit(a, 1, 1300);
+  hit(b, 2, 1250);
+  EXPECT_NE(send("qTStatus").find("tframes:7;"), std::string::npos);
+  EXPECT_EQ(send("QTFrame:3"), "F3T1");
+  EXPECT_EQ(send("QTFrame:4"), "F4T2");
+  EXPECT_EQ(send("QTFrame:5"), "F5T2");
+  EXPECT_EQ(send("QTFrame:6"), "F6T1");
+  // The held frames were stored like any: the pc of each is its own location's.
+  ASSERT_EQ(send("QTFrame:0"), "F0T1");
+  EXPECT_EQ(send("QTFrame:pc:402000"), "F2T2"); // the unstamped round: 1, 1, 2
 }
 
 // A ptrace hit appends its own frame and leaves the kernel collector's ring

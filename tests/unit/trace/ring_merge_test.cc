@@ -29,7 +29,7 @@ struct Merge {
   std::string drain(size_t limit = SIZE_MAX, uint64_t max_order = UINT64_MAX) {
     std::string got;
     m.hand_out(
-        [&](std::span<const uint8_t> r) {
+        [&](std::span<const uint8_t> r, uint64_t) {
           if (limit-- == 0)
             return false;
           got.append(r.begin(), r.end());

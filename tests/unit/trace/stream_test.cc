@@ -304,8 +304,9 @@ TEST_F(DirectStreamTest, WholeBlocksGoDirectAndTheFileIsReadableAtEveryFlush) {
   EXPECT_NE(file.find(";tframes:3;"), std::string::npos);
   hits(3, 13); // 13 frames, 10 699 bytes: two whole blocks written directly, the rest cached
   (void)send("qTStatus");
-  if (!memory_backed(path)) // the direct write dropped the cached block
+  if (!memory_backed(path)) { // the direct write dropped the cached block
     EXPECT_EQ(cached_blocks(path, header, 2), 0u);
+  }
   EXPECT_EQ(cached_blocks(path, header + 2 * TraceStream::kBlock, 1), 1u);
   file = slurp(path);
   EXPECT_EQ(file.size(), header + 13 * 823);

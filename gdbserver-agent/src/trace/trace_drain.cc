@@ -1,0 +1,70 @@
+// The engine's drains: every collector's staged frames into the trace buffer,
+// in hit order across collectors that stamp their hits, and the heartbeat
+// that drains while a run goes on.
+#include <chrono>
+
+#include "trace/trace_engine_impl.h"
+
+namespace gdbtrace {
+
+namespace {
+// Kernel collectors stage frames in their rings and wake the stub when a ring
+// passes a fill mark (half full, eBPF and module alike), and everything that
+// reads frames or counts (qTStatus, qTP, qTBuffer, tfind, tsave, tstop)
+// drains first (a ptrace hit does not: docs/collectors.md); this heartbeat only bounds how long a
+// trickle of frames waits. Every drain takes a CPU from the tracee's threads (~1 us per `collect
+// $regs` frame on the VM of docs/benchmarks.md): at 50 ms, a burst of hits from two threads on two
+// CPUs paid a third of that cost during the burst, at one second it is paid when the burst has
+// passed or the ring needs it.
+constexpr auto kDrainPeriod = std::chrono::seconds(1);
+} // namespace
+
+void TraceEngine::Impl::drain_all() {
+  hold_frames = several_stamping_collectors();
+  for (auto& c : collectors)
+    c->drain();
+  hold_frames = false;
+  held.release([this](std::span<const uint8_t> frame, const RegisterMask* compact,
+                      uint64_t address) { append(frame, compact, address); });
+  stream_new_frames(); // a drain's frames in few large writes
+}
+
+bool TraceEngine::Impl::several_stamping_collectors() const {
+  const Collector* first = nullptr;
+  for (const auto& e : tracepoints) {
+    if (!e->installed || !e->collector || !(e->collector->caps() & Collector::kStampsHits))
+      continue;
+    if (first && first != e->collector)
+      return true;
+    first = e->collector;
+  }
+  return false;
+}
+
+// gdb reads counts with one qTP per location (tstatus, info tracepoints), and
+// a drain costs a kernel collector time in proportion to its probes (eBPF
+// reads each probe's stats slot): a drain per qTP made one tstatus of n
+// tracepoints O(n^2). With the process stopped and not resumed since the last
+// drain, no probe can have fired (a probe hits only in the traced process).
+void TraceEngine::Impl::drain_for_counts() {
+  std::optional<uint64_t> epoch = target.stopped_epoch(traced_pid);
+  if (epoch && drained_stopped_epoch == epoch)
+    return;
+  drain_all();
+  drained_stopped_epoch = epoch;
+}
+
+void TraceEngine::Impl::arm_drain_timer() {
+  drain_timer.expires_after(kDrainPeriod);
+  drain_timer.async_wait([this](const std::error_code& ec) {
+    if (ec || !running)
+      return;
+    drain_all();
+    if (!running)
+      return;
+    drain_placement.place(traced_pid); // threads come and go, masks change
+    arm_drain_timer();
+  });
+}
+
+} // namespace gdbtrace
