@@ -85,6 +85,23 @@ class JumpPad(GdbTestCase):
         self.assertOrdered(run, [r"Found trace frame \d+, tracepoint 3", r"\$1 = 0"])
         self.assertIn(f"BENCH jumppad calls={n} sum={sum(range(n)) + 3 * n} ", run.server_log)
 
+    def test_frames_of_the_pad_and_ebpf_are_numbered_in_hit_order(self):
+        # gdb's trace-break.exp: an `ftrace` (the pad) and a `trace` (eBPF, a uprobe at jp_probe+7,
+        # past the relocated load) hit in turn in one `continue`. The engine drains one collector
+        # after the other; the frames must still be numbered as they hit: 1, 2, 1, 2, ...
+        n = 4
+        run = run_gdb(["break jp_done", "ftrace *jp_probe", "actions", "collect $rdi", "end",
+                       "trace *jp_probe+7", "actions", "collect $rdi", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "tstop", "tstatus"]
+                      + [c for i in range(2 * n) for c in (f"tfind {i}", "print $rdi")],
+                      program=PROG, args=(n,))
+        self.assertEqual(sorted(backends(run)), ["ebpf", "jumppad"], run.transcript())
+        self.assertOutput(run, rf"Collected {2 * n} trace frames")
+        expected = []  # breakpoint 1 is jp_done's: the ftrace is tracepoint 2, the trace 3
+        for i in range(2 * n):
+            expected += [rf"Found trace frame {i}, tracepoint {2 + i % 2}\b", rf"= {i // 2}\b"]
+        self.assertOrdered(run, expected)
+
     def test_unpatchable_site_falls_back_with_the_reason(self):
         # jp_done is a 1-byte `ret` (0xc3) at -O2.
         run = run_gdb(["break jp_probe", "ftrace *jp_done", "actions", "collect $rdi", "end",
@@ -114,6 +131,18 @@ class JumpPad(GdbTestCase):
                                  r"exited normally"])
         self.assertRegex(run.server_log, r"BENCH jumppad calls=200000 sum=%d worker_calls=[1-9]"
                          % (sum(range(200000)) + 3 * 200000))
+
+    def test_site_restored_at_the_next_stop_after_a_full_buffer(self):
+        # Two threads fill gdb's default buffer within milliseconds; the run stops at a drain while
+        # they run, when the stub may not write the site: the jmp stays (its pad now only runs the
+        # instruction) until the process next stops, here at jp_done three seconds later, and gdb
+        # then reads the program's own bytes.
+        run = run_gdb(["break jp_done", "ftrace *jp_probe", "actions", "collect $rdi", "end",
+                       "tstart", "continue", "tstatus", "x/3xb jp_probe", "continue"],
+                      program=PROG, args=(300, 2, 10000))
+        self.assertOrdered(run, [r"Breakpoint 1, jp_done", r"Trace stopped because the buffer was full",
+                                 FIRST_BYTES, r"exited normally"])
+        self.assertRegex(run.server_log, r"BENCH jumppad calls=300 .* worker_bad=0")
 
     def test_program_runs_on_when_the_stub_is_killed(self):
         before = descendants()

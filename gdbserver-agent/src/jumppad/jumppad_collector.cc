@@ -97,6 +97,7 @@ public:
   Result<void> set_enabled(uint32_t number, uint64_t address, bool enabled) override;
   void remove_all() override;
   void drain() override;
+  void process_stopped(Pid pid) override { restore_left_sites(pid); }
   CollectorStats stats(uint32_t number, uint64_t address) const override;
   std::optional<int64_t> tsv_value(uint32_t number) const override;
 
@@ -154,6 +155,10 @@ private:
   TraceContext* ctx_ = nullptr;
   std::map<Pid, ProcessArea> areas_;
   std::map<uint64_t, Site> sites_; // this run's, by address
+  // Sites a run's end left patched (threads were running): their pads only
+  // run the instruction now; the original bytes go back at the next stop.
+  std::map<uint64_t, Site> left_;
+  void restore_left_sites(Pid pid);
   std::vector<Location> locations_;
   std::map<uint32_t, size_t> by_slot_; // tp slot -> locations_ index (this run)
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_;
@@ -241,7 +246,8 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     return acts.error();
   if (!target_.stopped_epoch(pid))
     return make_error(EBUSY, "the jump pad is written only while every thread is stopped");
-  if (sites_.empty()) { // a new run counts from zero
+  restore_left_sites(pid); // before the site's bytes are read as its original text
+  if (sites_.empty()) {    // a new run counts from zero
     clock_.start();
     stats_.clear();
     records_.clear();
@@ -369,14 +375,37 @@ void JumppadCollector::remove_all() {
       stats_[{l.number, l.address}] = stats(l.number, l.address);
     }
   for (auto& [address, site] : sites_) {
-    if (!site.patched || !target_.stopped_epoch(site.pid))
-      continue; // left as a jump to a pad that now only runs the instruction
+    if (!site.patched)
+      continue;
+    if (!target_.stopped_epoch(site.pid)) { // a pad that now only runs the instruction
+      left_[address] = std::move(site);
+      continue;
+    }
     (void)target_.write_memory(site.pid, address, site.original);
   }
   sites_.clear();
   by_slot_.clear();
   poll_.cancel();
   polling_ = false;
+}
+
+// gdb must find the program's own bytes once the run is over (it reads them,
+// and would save a jmp as a breakpoint's shadow). A site whose process exec'd
+// or unmapped the area is forgotten: its address means nothing there now.
+void JumppadCollector::restore_left_sites(Pid pid) {
+  if (left_.empty() || !target_.stopped_epoch(pid))
+    return;
+  auto area = areas_.find(pid);
+  bool same_image = area != areas_.end() && area->second.area->still_mapped(pid);
+  for (auto it = left_.begin(); it != left_.end();) {
+    if (it->second.pid != pid) {
+      ++it;
+      continue;
+    }
+    if (same_image)
+      (void)target_.write_memory(pid, it->first, it->second.original);
+    it = left_.erase(it);
+  }
 }
 
 void JumppadCollector::arm_poll() {

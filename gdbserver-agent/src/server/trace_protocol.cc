@@ -542,6 +542,7 @@ Reply TraceProtocol::gdbtrace_stacks(const Packet& p) {
 }
 
 void TraceProtocol::on_process_stopped(int pid) {
+  engine_.on_process_stopped(pid);
   if (engine_.running() && engine_.stack_bytes() && pid == engine_.traced_pid())
     (void)unwinder_.refresh_modules(pid);
 }

@@ -167,6 +167,10 @@ public:
   }
   // Move frames produced so far into the engine (kernel collectors drain their buffer).
   virtual void drain() {}
+  // Every thread of PID is stopped (a stop gdb is about to hear of): a
+  // collector that had to leave code patched at a stop made while threads ran
+  // (a full buffer during a drain) puts it back now.
+  virtual void process_stopped(Pid pid) { (void)pid; }
   // The counts of TP_NUMBER's probe at ADDRESS (one location; gdb sums them).
   virtual CollectorStats stats(uint32_t tp_number, uint64_t address) const = 0;
   // Frames of this run (or the last) lost for want of room in a staging ring,

@@ -638,6 +638,11 @@ void TraceEngine::on_process_exec(Pid pid) {
                     "process " + std::to_string(pid) + " exec'd a new program");
 }
 
+void TraceEngine::on_process_stopped(Pid pid) {
+  for (auto& c : impl_->collectors)
+    c->process_stopped(pid);
+}
+
 void TraceEngine::on_disconnect() {
   impl_->current_frame = -1;
   if (impl_->running && !impl_->disconnected_tracing)

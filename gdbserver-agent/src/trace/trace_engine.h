@@ -217,6 +217,8 @@ public:
   // new image, so the run stops (frames kept, the reason in tstatus, as terror
   // for the reason given at on_process_exit).
   void on_process_exec(Pid pid);
+  // PID stopped (all of its threads, in all-stop): collectors may write code.
+  void on_process_stopped(Pid pid);
   // gdb went away. With disconnected tracing on, the run continues; else it stops.
   void on_disconnect();
 
