@@ -64,7 +64,8 @@ std::string format_report_json(const TraceReport& r) {
        ",\"frames\":" + std::to_string(r.stream.frames) +
        ",\"bytes\":" + std::to_string(r.stream.bytes) +
        ",\"lost\":" + std::to_string(r.stream.lost) + ",\"error\":" + json_string(r.stream.error) +
-       ",\"direct\":" + json_bool(r.stream.direct) + "}";
+       ",\"direct\":" + json_bool(r.stream.direct) +
+       ",\"longest_disk_wait_us\":" + std::to_string(r.stream.longest_disk_wait_us) + "}";
   j += ",\"drops_by_cpu\":[";
   for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
     j += (cpu ? "," : "") + std::to_string(r.drops_by_cpu[cpu]);
@@ -88,6 +89,9 @@ std::string format_stream_line(const StreamReport& s, bool running) {
            " bytes";
   if (s.direct)
     out += ", written directly (O_DIRECT)";
+  if (s.longest_disk_wait_us >= 1000) // shown once it could matter: the rings hold ~0.5 s
+    out += ", the drain waited up to " + std::to_string(s.longest_disk_wait_us / 1000) +
+           " ms for the disk";
   if (s.lost)
     out += ", " + std::to_string(s.lost) + " frames lost before they were written";
   if (!s.error.empty())

@@ -55,6 +55,7 @@ struct StreamReport {
   uint64_t lost = 0;              // frames the buffer discarded before they were written
   std::string error;              // why streaming stopped early, or ""
   bool direct = false; // its frames went to the disk directly (O_DIRECT), not via the page cache
+  uint64_t longest_disk_wait_us = 0; // TraceStream::longest_disk_wait_us
 };
 
 struct TraceReport {

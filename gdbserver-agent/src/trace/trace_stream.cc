@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <system_error>
 
@@ -270,7 +271,11 @@ bool TraceStream::start_direct_write() {
 bool TraceStream::end_direct_write() {
   if (!writing_.valid())
     return true;
+  auto waited_from = std::chrono::steady_clock::now();
   int err = writing_.get();
+  auto waited = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - waited_from);
+  longest_wait_us_ = std::max(longest_wait_us_, uint64_t(waited.count()));
   if (err == EINVAL) { // the file system refuses direct writes after all: the page cache
     ::close(dfd_);
     dfd_ = -1;

@@ -97,6 +97,10 @@ public:
   const std::string& error() const { return error_; }
   uint64_t frames() const { return frames_; }      // frames wholly in the file
   uint64_t file_bytes() const { return written_; } // the file's size so far
+  // The longest the drain waited for a direct write to end (the disk), in µs:
+  // while it waits, the kernel rings take the hits, and a wait longer than
+  // they hold is lost frames.
+  uint64_t longest_disk_wait_us() const { return longest_wait_us_; }
 
 private:
   // Blocks: the staged bytes up to the last block boundary. Flush and All:
@@ -131,6 +135,7 @@ private:
   Mapping spare_;
   std::future<int> writing_; // its errno, 0 when it wrote everything
   uint64_t writing_at_ = 0, writing_end_ = 0;
+  uint64_t longest_wait_us_ = 0;
   size_t stage_len_ = 0;
   uint64_t stage_at_ = 0;
   // Frames are counted as they reach the file. Each block boundary the

@@ -338,6 +338,7 @@ StreamReport TraceEngine::stream_report() const {
     s.lost = m.stream_lost;
     s.error = m.stream->error();
     s.direct = m.stream->open() ? m.stream->direct() : m.stream_direct;
+    s.longest_disk_wait_us = m.stream->longest_disk_wait_us();
   }
   return s;
 }
