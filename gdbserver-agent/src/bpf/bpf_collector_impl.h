@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <asio/posix/stream_descriptor.hpp>
+#include <asio/post.hpp>
 #include <dirent.h>
 
 #include <algorithm>
@@ -127,6 +128,7 @@ private:
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   uint64_t copy_skips(uint32_t from_slot, uint32_t to_slot);
   void arm_watch();
+  void drain_past_mark();
   void handle_record(std::span<const uint8_t> record, uint64_t stamp);
   void account_drops();
   StatsSlot read_stats(uint32_t slot) const;

@@ -65,6 +65,17 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
   return r;
 }
 
+bool PerCpuRings::any_holds(uint64_t bytes) const {
+  for (const Ring& r : rings_) {
+    uint64_t prod =
+        std::atomic_ref<const uint64_t>(*r.producer_pos()).load(std::memory_order_acquire);
+    uint64_t cons = std::atomic_ref<uint64_t>(*r.consumer_pos()).load(std::memory_order_relaxed);
+    if (prod - cons >= bytes)
+      return true;
+  }
+  return false;
+}
+
 size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn) {
   std::vector<uint64_t> end(rings_.size());
   for (size_t i = 0; i < rings_.size(); i++)

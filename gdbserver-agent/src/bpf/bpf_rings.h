@@ -51,6 +51,8 @@ public:
   static constexpr size_t kPassBytes = 2 << 20;
   // Frees every committed record without looking at it.
   void discard();
+  // Whether some ring holds BYTES or more not yet consumed.
+  bool any_holds(uint64_t bytes) const;
 
 private:
   // One pass: each ring from its consumer position up to at most kPassBytes,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <asio/posix/stream_descriptor.hpp>
+#include <asio/post.hpp>
 
 #include "abi/amd64_regs.h"
 #include "common/hex.h"
@@ -85,6 +86,7 @@ public:
       : io_(io), session_(std::move(session)) {}
 
   ~ModuleCollector() override {
+    *alive_ = false; // a drain posted by drain_past_mark() finds the collector gone
     if (wakeup_) {
       asio::error_code ec;
       wakeup_->cancel(ec);
@@ -480,12 +482,29 @@ private:
                             return;
                           drain();
                           arm_wakeup();
+                          drain_past_mark();
                         });
+  }
+
+  // The module wakes the stub only as a ring crosses half full; a wake that
+  // comes while this handler drains is lost (asio waits for the next edge),
+  // and the ring would fill until the engine's one-second drain. A ring still
+  // past the mark after re-arming is drained again (BpfCollector does the same).
+  void drain_past_mark() {
+    if (!run_active_ || !session_.any_half_full())
+      return;
+    asio::post(io_, [this, alive = alive_] {
+      if (!*alive)
+        return;
+      drain();
+      drain_past_mark();
+    });
   }
 
   asio::io_context& io_;
   ModuleSession session_;
   std::optional<asio::posix::stream_descriptor> wakeup_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   TraceContext* ctx_ = nullptr;
   uint32_t regblock_size_ = 0;
   uint32_t ring_shift_ = kMinRingShift;

@@ -125,6 +125,18 @@ Result<int64_t> ModuleSession::get_tsv(uint32_t num) const {
   return int64_t(t.value);
 }
 
+bool ModuleSession::any_half_full() const {
+  if (!map_.get())
+    return false;
+  for (uint32_t r = 0; r < init_.nr_rings; r++) {
+    const auto* h = ring(r);
+    uint64_t head = std::atomic_ref<const __u64>(h->head).load(std::memory_order_acquire);
+    if (head - h->tail >= h->data_size / 2)
+      return true;
+  }
+  return false;
+}
+
 size_t ModuleSession::drain(const std::function<bool(std::span<const uint8_t>)>& fn) {
   if (!map_.get())
     return 0;

@@ -39,6 +39,8 @@ public:
   // sequence numbers, across rings) and frees its space. FN returning false stops draining (frame
   // kept).
   size_t drain(const std::function<bool(std::span<const uint8_t>)>& fn);
+  // Whether some ring is at least half full (the mark past which the module wakes the stub).
+  bool any_half_full() const;
   // Frames each ring (ring r: CPU r) had no room for, since the session began.
   std::vector<uint64_t> ring_drops() const;
 
