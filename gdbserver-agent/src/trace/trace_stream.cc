@@ -305,6 +305,19 @@ void TraceStream::add(std::span<const uint8_t> frames) {
 }
 
 Result<void> TraceStream::flush(TraceStatus status, const std::string& status_extra) {
+  // The drain's thread writes here itself (whole blocks directly, the rest
+  // and the status line through the page cache, whose pages a later direct
+  // write must wait to see written back): counted as waiting for the disk.
+  auto from = std::chrono::steady_clock::now();
+  struct Timed {
+    std::chrono::steady_clock::time_point from;
+    uint64_t& longest;
+    ~Timed() {
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now() - from);
+      longest = std::max(longest, uint64_t(us.count()));
+    }
+  } timed{from, longest_wait_us_};
   if (fd_ >= 0 && error_.empty() && write_stage(Write::Flush)) {
     // After the frames: the count in the file never exceeds the frames it holds.
     TfileContents c;

@@ -97,9 +97,9 @@ public:
   const std::string& error() const { return error_; }
   uint64_t frames() const { return frames_; }      // frames wholly in the file
   uint64_t file_bytes() const { return written_; } // the file's size so far
-  // The longest the drain waited for a direct write to end (the disk), in µs:
-  // while it waits, the kernel rings take the hits, and a wait longer than
-  // they hold is lost frames.
+  // The longest the drain waited for the disk, in µs: for a direct write in
+  // flight to end, or in a flush (its own writes): while it waits, the kernel
+  // rings take the hits, and a wait longer than they hold is lost frames.
   uint64_t longest_disk_wait_us() const { return longest_wait_us_; }
 
 private:
