@@ -44,8 +44,20 @@ void LinuxTarget::back_to_sigstop(Process& p, Lwp& l) {
   store_status(p, l, st);
 }
 
+// A signal that reaches the thread before the system call runs (a late stop,
+// a timer) is kept for it, and the injection is tried again: the jump pad's
+// setup otherwise fell back to another collector for one such signal (seen
+// under ASan, where the stub is slower).
 Result<int64_t> LinuxTarget::inject_syscall(Pid pid, uint64_t code_address, long number,
                                             std::span<const uint64_t> args) {
+  Result<int64_t> r = inject_syscall_once(pid, code_address, number, args);
+  for (int retry = 0; retry < 3 && !r && r.error().code == EAGAIN; ++retry)
+    r = inject_syscall_once(pid, code_address, number, args);
+  return r;
+}
+
+Result<int64_t> LinuxTarget::inject_syscall_once(Pid pid, uint64_t code_address, long number,
+                                                 std::span<const uint64_t> args) {
   Process* p = find_process(pid);
   if (!p)
     return make_error(ESRCH, "no process " + std::to_string(pid));

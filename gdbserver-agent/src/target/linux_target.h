@@ -225,6 +225,8 @@ private:
   bool step_over_in_place(Process& p, Lwp& l, const user_regs_struct* known);
   bool single_step_sync(Process& p, Lwp& l, int signal);
   void back_to_sigstop(Process& p, Lwp& l); // inject_syscall.cc
+  Result<int64_t> inject_syscall_once(Pid pid, uint64_t code_address, long number,
+                                      std::span<const uint64_t> args); // inject_syscall.cc
   std::vector<Tid> stop_threads(Process& p, const Lwp* except);
   void stop_all_processes();
   void wait_for_stop(Process& p, Lwp& l);
