@@ -127,10 +127,10 @@ void BpfCollector::arm_watch() {
 
 // Only the frame that takes a ring past half full wakes the stub, and a wake
 // that comes while this handler drains is lost (asio waits for the next edge,
-// and none comes until the stub drains below the mark): the ring then filled
-// and dropped hits until the engine's one-second drain (up to 0.9 M frames
-// lost in a quiet 60 s stream run). So after re-arming, a ring still past the
-// mark is drained again, through the io_context, so gdb's packets interleave.
+// and none comes until the stub drains below the mark): the ring would fill
+// and drop hits until the engine's one-second drain. So after re-arming, a
+// ring still past the mark is drained again, through the io_context, so gdb's
+// packets interleave. (Not the cause of the stream runs' losses: docs/benchmarks.md.)
 void BpfCollector::drain_past_mark() {
   if (!watch_ || !rings_.any_holds(rings_.ring_bytes() / 2))
     return;
