@@ -115,6 +115,7 @@ def session(prog, t, base, floor_rows, emit=True):
                  stub_cpu_s=round(cpu, 2), stub_wait_s=round(wait, 2), peak_rss_mb=round(hwm / 1024, 1),
                  direct="written directly (O_DIRECT)" in text,
                  disk_wait_ms=int(w.group(1)) if (w := re.search(r"waited up to (\d+) ms for the disk", text)) else 0,
+                 write_ms=int(w.group(1)) if (w := re.search(r"a write took up to (\d+) ms", text)) else 0,
                  drain_rt="at real-time priority" in text)
 
 
@@ -147,7 +148,8 @@ def main():
         runs[("uprobe-tracefs", t)] = lambda emit, walk, t=t: floor(prog, t, base, floors[t], emit)
         runs[(MECH, t)] = lambda emit, walk, t=t: session(prog, t, base, floors[t], emit)
     _threads.interleaved(runs, ROUNDS, listed=("floor_ratio", "lost", "drops", "cpu_us_per_frame",
-                                               "peak_rss_mb", "seconds", "disk_wait_ms"))
+                                               "peak_rss_mb", "seconds", "disk_wait_ms",
+                                               "write_ms"))
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ HITS = 60000
 
 
 def tfile_frames(path):
-    """Frames of the tfile PATH: [(tracepoint, frame bytes)], whether it has its end marker, and
-    its status line."""
+    """Frames of the tfile PATH: [(tracepoint, frame bytes)], whether it was ended (the end marker
+    last, the status of an ended run), and its status line."""
     with open(path, "rb") as f:
         data = f.read()
     header_end = data.index(b"\n\n") + 2
@@ -32,8 +32,8 @@ def tfile_frames(path):
     frames, pos, ended = [], header_end, False
     while pos + 2 <= len(data):
         tp = int.from_bytes(data[pos:pos + 2], "little")
-        if tp == 0:
-            ended = True
+        if tp == 0:  # the end marker, or the zeros a flush pads its last block with
+            ended = pos + 4 == len(data) and not status.startswith("1")
             break
         size = int.from_bytes(data[pos + 2:pos + 6], "little")
         frames.append((tp, data[pos:pos + 6 + size]))

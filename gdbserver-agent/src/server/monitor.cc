@@ -102,6 +102,7 @@ static std::string gdbtrace_stream(std::string_view args, TraceEngine& engine) {
     if (auto r = engine.set_stream(path); !r)
       return "gdbtrace: stream: " + r.error().message + "\n";
   }
+  engine.stream_settle(); // as `gdbtrace status`: the frames drained so far are counted
   return format_stream_line(engine.stream_report(), engine.running());
 }
 
@@ -185,7 +186,14 @@ static const std::vector<MonitorCommand<GdbtraceHandler>>& gdbtrace_commands() {
        "gdbtrace status",
        {"The trace run: buffer use, the stream, and per tracepoint location its",
         "collector, hits, frames, drops and errors"},
-       [](std::string_view, TraceEngine& engine) { return format_report_text(engine.report()); }},
+       [](std::string_view, TraceEngine& engine) {
+         TraceReport r = engine.report();
+         // A person's one look: the stream line counts what the drain just
+         // handed to the writer (a wait for the disk; the JSON status does not).
+         engine.stream_settle();
+         r.stream = engine.stream_report();
+         return format_report_text(r);
+       }},
       {"stream",
        Match::Word,
        "gdbtrace stream [FILE | off]",

@@ -65,7 +65,8 @@ std::string format_report_json(const TraceReport& r) {
        ",\"bytes\":" + std::to_string(r.stream.bytes) +
        ",\"lost\":" + std::to_string(r.stream.lost) + ",\"error\":" + json_string(r.stream.error) +
        ",\"direct\":" + json_bool(r.stream.direct) +
-       ",\"longest_disk_wait_us\":" + std::to_string(r.stream.longest_disk_wait_us) + "}";
+       ",\"longest_disk_wait_us\":" + std::to_string(r.stream.longest_disk_wait_us) +
+       ",\"longest_write_us\":" + std::to_string(r.stream.longest_write_us) + "}";
   j += ",\"drops_by_cpu\":[";
   for (size_t cpu = 0; cpu < r.drops_by_cpu.size(); ++cpu)
     j += (cpu ? "," : "") + std::to_string(r.drops_by_cpu[cpu]);
@@ -89,6 +90,8 @@ std::string format_stream_line(const StreamReport& s, bool running) {
            " bytes";
   if (s.direct)
     out += ", written directly (O_DIRECT)";
+  if (s.longest_write_us >= 100000) // a stall the stages may not hold at a busy trace's rate
+    out += ", a write took up to " + std::to_string(s.longest_write_us / 1000) + " ms";
   if (s.longest_disk_wait_us >= 1000) // shown once it could matter: the rings hold ~0.5 s
     out += ", the drain waited up to " + std::to_string(s.longest_disk_wait_us / 1000) +
            " ms for the disk";

@@ -178,6 +178,9 @@ public:
   // stopping the run when full (docs/streaming.md). Each run rewrites FILE.
   Result<void> set_stream(const std::string& path);
   StreamReport stream_report() const;
+  // Waits until the stream's writer has written every frame drained so far
+  // (the file then holds them, and its status line counts them).
+  void stream_settle();
   // By remote register number: whether every frame's 'R' block holds that
   // register (kernel collectors have no x87/SSE/AVX state). What `tsave -r`
   // keeps; a file keeping the whole block (plain tsave) shows the others as 0.

@@ -56,6 +56,7 @@ struct StreamReport {
   std::string error;              // why streaming stopped early, or ""
   bool direct = false; // its frames went to the disk directly (O_DIRECT), not via the page cache
   uint64_t longest_disk_wait_us = 0; // TraceStream::longest_disk_wait_us
+  uint64_t longest_write_us = 0;     // TraceStream::longest_write_us
 };
 
 struct TraceReport {

@@ -15,15 +15,19 @@
 namespace gdbtrace {
 
 namespace {
-// Frames are written once this many are staged: a drain at a ring's wake-up
-// mark (megabytes of frames) is a few writes, not a write per frame. Direct
-// writes are larger: each waits for the disk (the VM of docs/benchmarks.md:
-// ~130 MB/s in 2 MB writes, 430-840 MB/s in 8-16 MB ones).
+// Stages are handed to the writer once this many bytes are staged: a drain
+// at a ring's wake-up mark (megabytes of frames) is a few writes, not a write
+// per frame. Direct writes are larger: each waits for the disk (the VM of
+// docs/benchmarks.md: ~130 MB/s in 2 MB writes, 430-840 MB/s in 8-16 MB ones).
 constexpr size_t kBufferedBytes = 1 << 20;
 constexpr size_t kDirectBytes = 8 << 20;
 // Room for the most a stage holds: kDirectBytes, the partial block kept
 // after a write, and a block kept for a frame whose header was not read yet.
 constexpr size_t kStageRoom = kDirectBytes + 2 * TraceStream::kBlock;
+
+uint64_t round_up(uint64_t at) {
+  return (at + TraceStream::kBlock - 1) & ~uint64_t(TraceStream::kBlock - 1);
+}
 
 // Writes LEN bytes of DATA at AT, however many calls it takes. 0, or the
 // errno of the failure (SHORT when the file took nothing, e.g. a full disk).
@@ -47,16 +51,47 @@ TraceStream::~TraceStream() {
 }
 
 void TraceStream::close_file() {
-  if (writing_.valid())
-    writing_.wait();
+  stop_writer();
   if (dfd_ >= 0)
     ::close(dfd_);
   if (fd_ >= 0)
     ::close(fd_);
   fd_ = dfd_ = -1;
+  direct_ = false;
+}
+
+std::string TraceStream::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+bool TraceStream::failed() const {
+  std::lock_guard lock(mutex_);
+  return !error_.empty();
+}
+
+uint64_t TraceStream::frames() const {
+  std::lock_guard lock(mutex_);
+  return frames_;
+}
+
+uint64_t TraceStream::file_bytes() const {
+  std::lock_guard lock(mutex_);
+  return written_;
+}
+
+uint64_t TraceStream::longest_disk_wait_us() const {
+  std::lock_guard lock(mutex_);
+  return longest_wait_us_;
+}
+
+uint64_t TraceStream::longest_write_us() const {
+  std::lock_guard lock(mutex_);
+  return longest_write_us_;
 }
 
 void TraceStream::fail(const std::string& what, int err) {
+  std::lock_guard lock(mutex_);
   if (error_.empty())
     error_ = what + " " + path_ + ": " + std::strerror(err);
 }
@@ -71,69 +106,185 @@ Result<void> TraceStream::check_writable(const std::string& path) {
 
 Result<void> TraceStream::begin(TfileContents contents) {
   close_file();
-  if (!stage_.get()) {
-    void* p = mmap(nullptr, kStageRoom, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-      return make_error(errno, std::string("cannot map the stream's stage: ") + strerror(errno));
-    stage_ = Mapping(p, kStageRoom);
-  }
+  for (size_t n = 0; n < kStages; ++n)
+    if (!map_stage(n))
+      return make_error(errno, std::string("cannot map the stream's stages: ") + strerror(errno));
+  mapped_ = std::max(mapped_, kStages);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0)
     return make_error(errno, "cannot create " + path_ + ": " + std::strerror(errno));
-  error_.clear();
-  reported_error_.clear();
   contents.fixed_width = true;
   size_t padded = tfile_header(contents).size() + kHeaderRoom;
   contents.pad_to = (padded + kBlock - 1) & ~(kBlock - 1); // frames start on a block
   std::string header = tfile_header(contents);
   header_size_ = header.size();
   status_offset_ = header.find("\nstatus ") + 1;
+  error_.clear();
+  reported_error_.clear();
+  jobs_.clear();
+  free_.clear();
+  for (int n = 1; n < int(mapped_); ++n)
+    free_.push_back(n);
+  current_ = 0;
   stage_len_ = 0;
-  stage_at_ = count_at_ = written_ = 0;
   frames_ = staged_frames_ = 0;
   marks_.clear();
-  if (!write_at_end({reinterpret_cast<const uint8_t*>(header.data()), header.size()})) {
+  last_counted_ = {};
+  status_ = contents.status;
+  status_extra_ = contents.status_extra;
+  longest_wait_us_ = longest_write_us_ = 0;
+  if (int err = pwrite_all(fd_, header.data(), header.size(), 0, ENOSPC)) {
+    fail("cannot write", err);
     close_file();
     return make_error(EIO, error_);
   }
-  stage_at_ = count_at_ = written_;
+  stage_at_ = handed_end_ = count_at_ = written_ = header.size();
   // Without a target description the header cannot be padded: no direct writes.
   if (header_size_ % kBlock == 0)
     dfd_ = ::open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  if (dfd_ >= 0 && !spare_.get()) {
-    void* p = mmap(nullptr, kStageRoom, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED)
-      spare_ = Mapping(p, kStageRoom);
-  }
-  if (!spare_.get() && dfd_ >= 0) { // no second stage: no direct writes
-    ::close(dfd_);
-    dfd_ = -1;
-  }
+  direct_ = dfd_ >= 0;
+  start_writer();
   return ok();
 }
 
-// Appends BYTES (whole frames or the end marker) at the end of the file
-// through the page cache; on a failure the file is cut back to its last whole frame.
-bool TraceStream::write_at_end(std::span<const uint8_t> bytes) {
-  if (int err = pwrite_all(fd_, bytes.data(), bytes.size(), written_, ENOSPC))
-    return cut_back(err);
-  written_ += bytes.size();
+bool TraceStream::map_stage(size_t n) {
+  if (stages_[n].get())
+    return true;
+  void* p = mmap(nullptr, kStageRoom, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return false;
+  stages_[n] = Mapping(p, kStageRoom);
   return true;
 }
 
-// After a failed write: the file ends at its last whole frame again.
-bool TraceStream::cut_back(int err) {
-  if (::ftruncate(fd_, off_t(count_at_)) != 0) {
+void TraceStream::start_writer() {
+  stopping_ = false;
+  busy_ = false;
+  try {
+    writer_ = std::thread([this] { writer_loop(); });
+  } catch (const std::system_error&) { // no thread to be had: submit() writes itself
+  }
+}
+
+// Runs every job handed over, then ends the writer's thread.
+void TraceStream::stop_writer() {
+  if (!writer_.joinable())
+    return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  writer_.join();
+}
+
+void TraceStream::writer_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty())
+      return;
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    run_job(job);
+    lock.lock();
+    if (job.stage >= int(kStages) && jobs_.empty()) { // caught up: its pages go back
+      lock.unlock();
+      ::madvise(stage(job.stage), kStageRoom, MADV_DONTNEED);
+      lock.lock();
+    }
+    if (job.stage >= 0)
+      free_.push_back(job.stage);
+    busy_ = false;
+    changed_.notify_all();
+  }
+}
+
+void TraceStream::submit(Job job) {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    changed_.notify_all();
+    return;
+  }
+  run_job(job);
+  std::lock_guard lock(mutex_);
+  if (job.stage >= 0)
+    free_.push_back(job.stage);
+}
+
+void TraceStream::settle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !writer_.joinable() || (jobs_.empty() && !busy_); });
+}
+
+// On the writer's thread (after a failure, jobs are dropped: the file
+// already ends at its last whole frame).
+void TraceStream::run_job(Job& job) {
+  if (failed())
+    return;
+  if (!job.header.empty()) {
+    if (!write_header_part(job.header, 0))
+      return;
+    status_offset_ = job.header.find("\nstatus ") + 1;
+  }
+  if (job.stage >= 0 && job.len) {
+    const uint8_t* data = stage(job.stage);
+    const auto from = std::chrono::steady_clock::now();
+    int err = direct_ ? pwrite_all(dfd_, data, job.len, job.at, ENOSPC)
+                      : pwrite_all(fd_, data, job.len, job.at, ENOSPC);
+    if (err == EINVAL && direct_) { // the file system refuses direct writes after all
+      direct_ = false;
+      err = pwrite_all(fd_, data, job.len, job.at, ENOSPC);
+    }
+    if (err) {
+      cut_back(err);
+      return;
+    }
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - from);
+    std::lock_guard lock(mutex_);
+    longest_write_us_ = std::max(longest_write_us_, uint64_t(took.count()));
+    written_ = std::max(written_, job.at + job.len);
+    if (job.counted.frames > frames_) {
+      frames_ = job.counted.frames;
+      count_at_ = job.counted.whole_end;
+    }
+  }
+  write_status_line();
+}
+
+// After the frames: the count in the file never exceeds the frames it holds.
+void TraceStream::write_status_line() {
+  TfileContents c;
+  {
+    std::lock_guard lock(mutex_);
+    c.status = status_;
+    c.status.frames = frames_;
+    c.status_extra = status_extra_;
+  }
+  c.fixed_width = true;
+  write_header_part(tfile_status_line(c), status_offset_);
+}
+
+void TraceStream::cut_back(int err) {
+  uint64_t at;
+  {
+    std::lock_guard lock(mutex_);
+    at = count_at_;
+  }
+  if (::ftruncate(fd_, off_t(at)) != 0) {
     // The torn tail stays: say so rather than claim a clean file.
     fail("cannot write (and cannot cut back a partly written frame in)", err);
-    return false;
+    return;
   }
-  written_ = stage_at_ = count_at_;
-  stage_len_ = 0;
-  staged_frames_ = frames_;
-  marks_.clear();
   fail("cannot write", err);
-  return false;
+  std::lock_guard lock(mutex_);
+  written_ = at;
 }
 
 bool TraceStream::write_header_part(const std::string& text, uint64_t at) {
@@ -151,19 +302,20 @@ bool TraceStream::header_fits(TfileContents contents) const {
 }
 
 Result<void> TraceStream::rewrite_header(TfileContents contents) {
-  if (fd_ < 0 || !error_.empty())
-    return make_error(EIO, error_.empty() ? "the stream is not open" : error_);
+  if (fd_ < 0 || failed()) {
+    std::string e = error();
+    return make_error(EIO, e.empty() ? "the stream is not open" : e);
+  }
   contents.fixed_width = true;
   contents.pad_to = header_size_;
-  contents.status.frames = frames_; // the frames already in the file
-  std::string header = tfile_header(contents);
-  if (header.size() != header_size_)
+  contents.status.frames = frames(); // the writer's status line after it says the rest
+  Job job;
+  job.header = tfile_header(contents);
+  if (job.header.size() != header_size_)
     return make_error(ENOSPC, "the header of " + path_ + " has no room left for the tracepoints " +
                                   "defined during the run (" + std::to_string(kHeaderRoom) +
                                   " bytes kept for them)");
-  if (!write_header_part(header, 0))
-    return make_error(EIO, error_);
-  status_offset_ = header.find("\nstatus ") + 1;
+  submit(std::move(job)); // before every frame staged from now on
   return ok();
 }
 
@@ -173,177 +325,136 @@ void TraceStream::note_frames(std::span<const uint8_t> frames) {
     const size_t len = GT_TFRAME_HEADER_SIZE + gt_tframe_size(frames.data() + at);
     const uint64_t end = start + len;
     for (uint64_t b = (start & ~uint64_t(kBlock - 1)) + kBlock; b <= end; b += kBlock)
-      marks_.push_back(b == end ? Mark{b, staged_frames_ + 1, end}
-                                : Mark{b, staged_frames_, start});
+      marks_.push_back(b == end ? Mark{b, {staged_frames_ + 1, end}}
+                                : Mark{b, {staged_frames_, start}});
     ++staged_frames_;
     start = end;
     at += len;
   }
 }
 
-void TraceStream::reached(uint64_t at) {
+TraceStream::Counted TraceStream::counted_at(uint64_t at) {
   for (; !marks_.empty() && marks_.front().at <= at; marks_.pop_front())
-    if (marks_.front().at == at) {
-      frames_ = marks_.front().frames;
-      count_at_ = marks_.front().whole_end;
-    }
+    if (marks_.front().at == at)
+      last_counted_ = marks_.front().counted;
+  return last_counted_;
 }
 
-// Takes the first LEN bytes, now written, off the stage.
-void TraceStream::drop_written(size_t len) {
-  auto* stage = static_cast<uint8_t*>(stage_.get());
-  std::memmove(stage, stage + len, stage_len_ - len);
-  stage_len_ -= len;
-  stage_at_ += len;
+int TraceStream::take_free_stage(bool may_wait) {
+  std::unique_lock lock(mutex_);
+  if (free_.empty() && mapped_ < kMaxStages && map_stage(mapped_))
+    return int(mapped_++);
+  if (free_.empty() && may_wait) {
+    auto from = std::chrono::steady_clock::now();
+    changed_.wait(lock, [&] { return !free_.empty(); });
+    auto waited = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - from);
+    longest_wait_us_ = std::max(longest_wait_us_, uint64_t(waited.count()));
+  }
+  if (free_.empty())
+    return -1;
+  int n = free_.back();
+  free_.pop_back();
+  return n;
 }
 
-// The staged bytes up to the last block boundary (direct: whole blocks, as
-// the stage starts on one), then, for Flush and All, the rest through the
-// page cache, so the file holds every frame drained. A direct stream keeps
-// that rest staged (but for All): the next direct write covers it again.
-bool TraceStream::write_stage(Write how) {
-  if (direct() && how == Write::Blocks)
-    return start_direct_write();
-  if (!end_direct_write())
+bool TraceStream::hand_over(bool flush, bool may_wait) {
+  if (failed())
     return false;
-  const auto* stage = static_cast<const uint8_t*>(stage_.get());
   const uint64_t end = stage_at_ + stage_len_;
   const uint64_t boundary = end & ~uint64_t(kBlock - 1);
-  if (boundary > stage_at_) {
-    const size_t len = size_t(boundary - stage_at_);
-    int err = pwrite_all(direct() ? dfd_ : fd_, stage, len, stage_at_, ENOSPC);
-    if (err == EINVAL && direct()) { // the file system refuses direct writes after all
-      ::close(dfd_);
-      dfd_ = -1;
-      return write_stage(how);
-    }
-    if (err)
-      return cut_back(err);
-    written_ = std::max(written_, boundary);
-    reached(boundary);
-    drop_written(len);
+  // A direct flush writes the partial block too, padded: the next write
+  // covers that block again, so the next stage starts with it.
+  const uint64_t write_end = !flush ? boundary : direct_ ? round_up(end) : end;
+  const uint64_t keep_from = flush && !direct_ ? end : boundary;
+  if (write_end <= stage_at_ || (flush && end == handed_end_))
+    return true; // nothing new to write
+  const int next = take_free_stage(may_wait);
+  if (next < 0)
+    return true; // every stage is being written: the next hand-over takes these frames
+  Job job;
+  job.stage = current_;
+  job.at = stage_at_;
+  job.len = size_t(write_end - stage_at_);
+  if (write_end > end) // zeros after the last frame read as gdb's end marker
+    std::memset(stage(current_) + stage_len_, 0, size_t(write_end - end));
+  if (flush) {
+    marks_.clear();
+    job.counted = last_counted_ = {staged_frames_, end}; // staged frames are whole
+  } else {
+    job.counted = counted_at(boundary);
   }
-  if (how == Write::Blocks || stage_len_ == 0)
-    return true;
-  if (int err = pwrite_all(fd_, stage, stage_len_, stage_at_, ENOSPC))
-    return cut_back(err);
-  written_ = std::max(written_, end);
-  frames_ = staged_frames_; // staged frames are whole: all of them are in the file now
-  count_at_ = end;
-  marks_.clear(); // none past END, and those before it were taken
-  if (!direct() || how == Write::All)
-    drop_written(stage_len_);
-  return true;
-}
-
-// The stage's whole blocks go to the disk on a thread of their own while the
-// drain goes on (a direct write waits for the disk: 10-60 ms for 8 MB on the
-// VM of docs/benchmarks.md, longer when other work shares the disk, and the
-// kernel rings fill meanwhile); the rest starts the other stage. One write at
-// a time: the previous one ends first.
-bool TraceStream::start_direct_write() {
-  if (!end_direct_write())
-    return false;
-  const uint64_t boundary = (stage_at_ + stage_len_) & ~uint64_t(kBlock - 1);
-  if (boundary <= stage_at_)
-    return true;
-  const size_t len = size_t(boundary - stage_at_);
-  std::memcpy(spare_.get(), static_cast<const uint8_t*>(stage_.get()) + len, stage_len_ - len);
-  std::swap(stage_, spare_);
-  writing_at_ = stage_at_;
-  writing_end_ = boundary;
-  auto write = [fd = dfd_, data = spare_.get(), len, at = writing_at_] {
-    return pwrite_all(fd, data, len, at, ENOSPC);
-  };
-  try {
-    writing_ = std::async(std::launch::async, write);
-  } catch (const std::system_error&) { // no thread to be had: written here
-    std::promise<int> done;
-    done.set_value(write());
-    writing_ = done.get_future();
-  }
-  stage_len_ -= len;
-  stage_at_ = boundary;
-  return true;
-}
-
-// Waits for the direct write in flight, if any, and takes its frames as in the file.
-bool TraceStream::end_direct_write() {
-  if (!writing_.valid())
-    return true;
-  auto waited_from = std::chrono::steady_clock::now();
-  int err = writing_.get();
-  auto waited = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - waited_from);
-  longest_wait_us_ = std::max(longest_wait_us_, uint64_t(waited.count()));
-  if (err == EINVAL) { // the file system refuses direct writes after all: the page cache
-    ::close(dfd_);
-    dfd_ = -1;
-    err = pwrite_all(fd_, spare_.get(), size_t(writing_end_ - writing_at_), writing_at_, ENOSPC);
-  }
-  if (err)
-    return cut_back(err);
-  written_ = std::max(written_, writing_end_);
-  reached(writing_end_);
+  const size_t kept = size_t(end - keep_from);
+  std::memcpy(stage(next), stage(current_) + (keep_from - stage_at_), kept);
+  current_ = next;
+  stage_at_ = keep_from;
+  stage_len_ = kept;
+  handed_end_ = std::min(write_end, end);
+  submit(std::move(job));
   return true;
 }
 
 void TraceStream::add(std::span<const uint8_t> frames) {
-  if (fd_ < 0 || !error_.empty())
+  if (fd_ < 0 || failed())
     return;
   note_frames(frames);
   while (!frames.empty()) {
-    size_t mark = direct() ? kDirectBytes : kBufferedBytes;
+    size_t mark = direct_ ? kDirectBytes : kBufferedBytes;
     size_t n = std::min(frames.size(), kStageRoom - stage_len_);
-    // The stage of this pass: a direct write hands the other one over.
-    std::memcpy(static_cast<uint8_t*>(stage_.get()) + stage_len_, frames.data(), n);
+    std::memcpy(stage(current_) + stage_len_, frames.data(), n);
     stage_len_ += n;
     frames = frames.subspan(n);
-    if (stage_len_ >= mark && !write_stage(Write::Blocks))
+    if (stage_len_ >= mark && !hand_over(false, true))
       return;
   }
 }
 
 Result<void> TraceStream::flush(TraceStatus status, const std::string& status_extra) {
-  // The drain's thread writes here itself (whole blocks directly, the rest
-  // and the status line through the page cache, whose pages a later direct
-  // write must wait to see written back): counted as waiting for the disk.
-  auto from = std::chrono::steady_clock::now();
-  struct Timed {
-    std::chrono::steady_clock::time_point from;
-    uint64_t& longest;
-    ~Timed() {
-      auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::steady_clock::now() - from);
-      longest = std::max(longest, uint64_t(us.count()));
+  if (fd_ >= 0) {
+    {
+      std::lock_guard lock(mutex_);
+      status_ = std::move(status);
+      status_extra_ = status_extra;
     }
-  } timed{from, longest_wait_us_};
-  if (fd_ >= 0 && error_.empty() && write_stage(Write::Flush)) {
-    // After the frames: the count in the file never exceeds the frames it holds.
-    TfileContents c;
-    status.frames = frames_;
-    c.status = std::move(status);
-    c.status_extra = status_extra;
-    c.fixed_width = true;
-    write_header_part(tfile_status_line(c), status_offset_);
+    hand_over(true, false);
   }
-  if (error_.empty() || error_ == reported_error_)
+  std::string e = error();
+  if (e.empty() || e == reported_error_)
     return ok();
-  reported_error_ = error_;
-  return make_error(EIO, error_);
+  reported_error_ = e;
+  return make_error(EIO, e);
 }
 
 Result<void> TraceStream::finish(TfileContents contents) {
-  contents.fixed_width = true;
-  if (fd_ >= 0 && error_.empty())
-    write_stage(Write::All);
-  Result<void> flushed = flush(contents.status, contents.status_extra);
   if (fd_ < 0)
-    return flushed;
+    return flush(contents.status, contents.status_extra);
+  {
+    std::lock_guard lock(mutex_);
+    status_ = contents.status;
+    status_extra_ = contents.status_extra;
+  }
+  stop_writer(); // every stage handed over is in the file
+  // The rest of the stage through the page cache: no direct write follows.
+  if (!failed()) {
+    if (int err = pwrite_all(fd_, stage(current_), stage_len_, stage_at_, ENOSPC)) {
+      cut_back(err);
+    } else {
+      std::lock_guard lock(mutex_);
+      frames_ = staged_frames_;
+      count_at_ = stage_at_ + stage_len_;
+    }
+  }
   // Also after a failed write (cut back to a frame boundary): the marker and
-  // the final counts may still fit, and make the file whole.
+  // the final counts may still fit, and make the file whole. A padded last
+  // block is cut off after the marker.
   static const uint8_t end_marker[4] = {0, 0, 0, 0};
-  if (write_at_end(end_marker)) {
+  const uint64_t end = count_at_;
+  if (int err = pwrite_all(fd_, end_marker, sizeof end_marker, end, ENOSPC);
+      err || ::ftruncate(fd_, off_t(end + sizeof end_marker)) != 0) {
+    fail("cannot end", err ? err : errno);
+  } else {
+    written_ = end + sizeof end_marker;
+    contents.fixed_width = true;
     contents.status.frames = frames_;
     contents.pad_to = header_size_;
     std::string header = tfile_header(contents);
@@ -353,13 +464,11 @@ Result<void> TraceStream::finish(TfileContents contents) {
       write_header_part(tfile_status_line(contents), status_offset_);
   }
   close_file();
-  if (!flushed)
-    return flushed;
-  if (!error_.empty() && error_ != reported_error_) {
-    reported_error_ = error_;
-    return make_error(EIO, error_);
-  }
-  return ok();
+  std::string e = error();
+  if (e.empty() || e == reported_error_)
+    return ok();
+  reported_error_ = e;
+  return make_error(EIO, e);
 }
 
 } // namespace gdbtrace

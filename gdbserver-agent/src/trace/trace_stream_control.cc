@@ -314,8 +314,10 @@ Result<void> TraceEngine::set_stream(const std::string& path) {
   Result<void> r = ok();
   if (m.running) {
     r = m.begin_stream();
-    if (r)
+    if (r) {
       m.stream_new_frames();
+      stream_settle(); // the status this command prints counts the frames the buffer held
+    }
   } else {
     // Check now that FILE can be written, not at tstart (which prints nothing);
     // what it holds (a file of an earlier run) stays until then.
@@ -324,6 +326,11 @@ Result<void> TraceEngine::set_stream(const std::string& path) {
   if (!r) // during a run the earlier stream has ended: none now
     m.stream_path = m.running ? std::string() : previous;
   return r;
+}
+
+void TraceEngine::stream_settle() {
+  if (impl_->stream && impl_->stream->open())
+    impl_->stream->settle();
 }
 
 StreamReport TraceEngine::stream_report() const {
@@ -339,6 +346,7 @@ StreamReport TraceEngine::stream_report() const {
     s.error = m.stream->error();
     s.direct = m.stream->open() ? m.stream->direct() : m.stream_direct;
     s.longest_disk_wait_us = m.stream->longest_disk_wait_us();
+    s.longest_write_us = m.stream->longest_write_us();
   }
   return s;
 }

@@ -124,6 +124,7 @@ TEST_F(StreamTest, FileHoldsEveryFrameWhileTheBufferKeepsTheNewest) {
   EXPECT_EQ(console, ""); // gdb's testsuite expects nothing at tstart
   hits(0, 10);
   EXPECT_TRUE(engine->running());
+  engine->stream_settle(); // the status counts the frames the writer has written
   EXPECT_NE(monitor("gdbtrace status").find("stream: " + path + ", writing: 10 frames"),
             std::string::npos)
       << monitor("gdbtrace status");
@@ -162,7 +163,8 @@ TEST_F(StreamTest, KilledWritersFileIsReadableUpToItsLastFrame) {
   monitor("gdbtrace stream " + path);
   start("2000");
   hits(0, 5);
-  (void)send("qTStatus"); // drains: the frames so far are written
+  (void)send("qTStatus"); // drains: the frames so far go to the writer
+  engine->stream_settle();
   std::string copy = path + ".killed";
   { std::ofstream(copy, std::ios::binary) << slurp(path); }
   size_t header = slurp(path).find("\n\n") + 2;
@@ -213,8 +215,11 @@ TEST_F(StreamTest, WriteErrorStopsTheStreamWithoutATornFrame) {
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   hits(0, 2);
   (void)send("qTStatus"); // written: two frames
+  engine->stream_settle();
   hits(2, 6);
-  std::string st = send("qTStatus"); // four more do not fit
+  (void)send("qTStatus"); // four more do not fit
+  engine->stream_settle();
+  (void)send("qTStatus"); // the writer's error is told at the next flush
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
   std::signal(SIGXFSZ, old_handler);
   EXPECT_NE(console.find("gdbtrace: streaming stopped: cannot write " + path), std::string::npos)
@@ -228,7 +233,9 @@ TEST_F(StreamTest, WriteErrorStopsTheStreamWithoutATornFrame) {
   EXPECT_EQ(file.size(), header + written * 823 + 4); // whole frames, then the end marker
   EXPECT_EQ(file.substr(file.size() - 4), std::string(4, '\0'));
   EXPECT_NE(monitor("gdbtrace status").find("stopped early: cannot write"), std::string::npos);
-  // The buffer, linear again, is full: the run stops as gdb expects.
+  // The buffer, linear again, fills: the run stops as gdb expects.
+  hits(6, 9);
+  (void)send("qTStatus");
   EXPECT_FALSE(engine->running());
 }
 
@@ -284,10 +291,10 @@ protected:
 
 // With a target description the header is padded to whole blocks and frames
 // go to the disk with O_DIRECT in whole blocks (so the page cache does not
-// hold them); the partial block after them reaches the file through the page
-// cache at each flush (and again directly with the blocks after it). At every
-// flush the file holds every frame drained, and gdb reads a copy taken then
-// (what SIGKILL would leave).
+// hold them); a flush writes the partial block after them directly too,
+// padded with zeros (gdb's end marker), and the next write covers that block
+// again. After every flush's write the file holds every frame drained, and
+// gdb reads a copy taken then (what SIGKILL would leave).
 TEST_F(DirectStreamTest, WholeBlocksGoDirectAndTheFileIsReadableAtEveryFlush) {
   monitor("gdbtrace stream " + path);
   start("100000"); // holds the run: the stream is written at each qTStatus only
@@ -296,20 +303,26 @@ TEST_F(DirectStreamTest, WholeBlocksGoDirectAndTheFileIsReadableAtEveryFlush) {
   EXPECT_EQ(header % TraceStream::kBlock, 0u) << header; // padded: frames start on a block
   EXPECT_GE(header, TraceStream::kHeaderRoom);
   hits(0, 3);
-  (void)send("qTStatus"); // drains; 3 frames (2469 bytes) make no whole block: written cached
+  (void)send("qTStatus"); // drains; 3 frames (2469 bytes): one block, padded
+  engine->stream_settle();
   ASSERT_TRUE(engine->stream_report().direct) << "the test directory takes no O_DIRECT writes";
-  EXPECT_EQ(cached_blocks(path, header, 1), 1u);
-  std::string file = slurp(path);
-  EXPECT_EQ(file.size(), header + 3 * 823);
-  EXPECT_NE(file.find(";tframes:3;"), std::string::npos);
-  hits(3, 13); // 13 frames, 10 699 bytes: two whole blocks written directly, the rest cached
-  (void)send("qTStatus");
-  if (!memory_backed(path)) { // the direct write dropped the cached block
-    EXPECT_EQ(cached_blocks(path, header, 2), 0u);
+  const bool cached_by_fs = memory_backed(path); // tmpfs: every write is in the page cache
+  if (!cached_by_fs) {
+    EXPECT_EQ(cached_blocks(path, header, 1), 0u);
   }
-  EXPECT_EQ(cached_blocks(path, header + 2 * TraceStream::kBlock, 1), 1u);
+  std::string file = slurp(path);
+  EXPECT_EQ(file.size(), header + TraceStream::kBlock);
+  EXPECT_EQ(file.substr(header + 3 * 823), std::string(TraceStream::kBlock - 3 * 823, '\0'));
+  EXPECT_NE(file.find(";tframes:3;"), std::string::npos);
+  hits(3, 13); // 13 frames, 10 699 bytes: the first block again, two more
+  (void)send("qTStatus");
+  engine->stream_settle();
+  if (!cached_by_fs) {
+    EXPECT_EQ(cached_blocks(path, header, 3), 0u);
+  }
   file = slurp(path);
-  EXPECT_EQ(file.size(), header + 13 * 823);
+  EXPECT_EQ(file.size(), header + 3 * TraceStream::kBlock);
+  EXPECT_EQ(file.substr(header + 13 * 823).find_first_not_of('\0'), std::string::npos);
   EXPECT_NE(file.find(";tframes:d;"), std::string::npos);
   std::string copy = path + ".killed";
   { std::ofstream(copy, std::ios::binary) << file; }
@@ -347,10 +360,13 @@ TEST_F(DirectStreamTest, AWriteOnTheWritersThreadKeepsEveryFrameInOrder) {
   constexpr int kHits = 12000; // 9.9 MB of 823-byte frames
   hits(0, kHits);
   (void)send("qTStatus");
+  engine->stream_settle();
   ASSERT_TRUE(engine->stream_report().direct) << "the test directory takes no O_DIRECT writes";
   size_t header = slurp(path).find("\n\n") + 2;
   std::string file = slurp(path);
-  ASSERT_EQ(file.size(), header + size_t(kHits) * 823);
+  const size_t frames_end = header + size_t(kHits) * 823; // then zeros to the block's end
+  ASSERT_EQ(file.size(), (frames_end + TraceStream::kBlock - 1) & ~(TraceStream::kBlock - 1));
+  EXPECT_EQ(file.find_first_not_of('\0', frames_end), std::string::npos);
   EXPECT_NE(file.find(";tframes:" + hex::u64(kHits) + ";"), std::string::npos);
   for (int i = 0; i < kHits; i += 997) { // each frame's rax is its hit number
     size_t at = header + size_t(i) * 823;
