@@ -23,6 +23,7 @@ void TraceBuffer::clear() {
   next_xoffset_ = 0;
   by_tp_.clear();
   by_pc_.clear();
+  last_tp_list_ = last_pc_list_ = nullptr;
   populated_base_ = nullptr;
   populated_end_ = 0;
 }
@@ -125,8 +126,16 @@ void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uin
   uint64_t seq = first_seq_ + metas_.size();
   metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, tp_number, set, compact});
   next_xoffset_ += expanded;
-  by_tp_[tp_number].push_back(seq);
-  by_pc_[pc].push_back(seq);
+  if (!last_tp_list_ || last_tp_ != tp_number) {
+    last_tp_list_ = &by_tp_[tp_number];
+    last_tp_ = tp_number;
+  }
+  if (!last_pc_list_ || last_pc_ != pc) {
+    last_pc_list_ = &by_pc_[pc];
+    last_pc_ = pc;
+  }
+  last_tp_list_->push_back(seq);
+  last_pc_list_->push_back(seq);
   ++created_;
 }
 
@@ -192,12 +201,18 @@ void TraceBuffer::drop_oldest() {
   const size_t size = stored_bytes(0);
   auto tp = by_tp_.find(m.tp);
   tp->second.pop_front();
-  if (tp->second.empty())
+  if (tp->second.empty()) {
+    if (last_tp_list_ == &tp->second)
+      last_tp_list_ = nullptr;
     by_tp_.erase(tp);
+  }
   auto pc = by_pc_.find(m.pc);
   pc->second.pop_front();
-  if (pc->second.empty())
+  if (pc->second.empty()) {
+    if (last_pc_list_ == &pc->second)
+      last_pc_list_ = nullptr;
     by_pc_.erase(pc);
+  }
   metas_.pop_front();
   ++first_seq_;
   ++discarded_;

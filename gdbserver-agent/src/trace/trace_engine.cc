@@ -61,7 +61,11 @@ bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMas
     return true;
   }
   uint16_t tp = gt_tframe_tp(frame.data());
-  auto& c = counters[{tp, address}];
+  if (!last_counters || last_counters_at != Location{tp, address}) {
+    last_counters = &counters[{tp, address}];
+    last_counters_at = {tp, address};
+  }
+  EngineCounters& c = *last_counters;
   // A compact frame names its registers; a tfile frame holds those its
   // collector declared (the others are not stored, and read as unavailable).
   uint16_t set = TraceBuffer::kAllRegisters;

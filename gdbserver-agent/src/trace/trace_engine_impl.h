@@ -204,6 +204,10 @@ struct TraceEngine::Impl : TraceContext {
   TracepointTable<TracepointEntry> tracepoints; // definition order, indexed
   std::map<uint32_t, TsvEntry> tsvs;
   std::unordered_map<Location, EngineCounters, LocationHash> counters; // per frame: hashed
+  // The last frame's counters (a busy location's frames come in long runs):
+  // nodes stay put until counters.clear(), which resets this.
+  EngineCounters* last_counters = nullptr;
+  Location last_counters_at{};
   // record_hit() calls this run, per number: a pass count is the tracepoint's,
   // over all its locations.
   std::unordered_map<uint32_t, uint64_t> pass_hits;

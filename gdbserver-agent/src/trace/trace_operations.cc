@@ -42,6 +42,7 @@ void TraceEngine::reset() {
   m.tracepoints.clear();
   m.readonly_regions.clear();
   m.counters.clear();
+  m.last_counters = nullptr;
   m.pass_hits.clear();
   m.register_sets.clear();
   std::erase_if(m.tsvs, [](const auto& kv) { return !kv.second.builtin; });
@@ -272,6 +273,7 @@ Result<void> TraceEngine::start() {
       return r;
     }
   m.counters.clear();
+  m.last_counters = nullptr;
   m.pass_hits.clear();
   for (auto& e : m.tracepoints)
     e->earlier = {};

@@ -353,8 +353,11 @@ int TraceStream::take_free_stage(bool may_wait) {
   }
   if (free_.empty())
     return -1;
-  int n = free_.back();
-  free_.pop_back();
+  // The lowest: a stage mapped for a stall is used only in the next one
+  // (its pages were given back: each reuse faults them in again).
+  auto lowest = std::min_element(free_.begin(), free_.end());
+  int n = *lowest;
+  free_.erase(lowest);
   return n;
 }
 
