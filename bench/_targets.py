@@ -289,7 +289,11 @@ def stream_nothing_lost(t, m, limit):
                     f"{head} (every round): lost per round {r.get('runs_lost')}, drops per round "
                     f"{r.get('runs_drops', 'NA')} ({fmt(r.get('hits'))} hits in the median round, "
                     f"{r.get('frames_in_file', 'NA')} frames in its file, {r.get('seconds', 'NA')} s), "
-                    f"{failed} failed"))
+                    f"{failed} failed" + ("" if ok else
+                    # A loss beside a long write is the disk's stall outlasting the rings and stages
+                    # (docs/streaming.md); without one, it is the drain's.
+                    f"; the stream's longest write per round {r.get('runs_write_ms', 'NA')} ms, the "
+                    f"drain's longest wait for it {r.get('runs_disk_wait_ms', 'NA')} ms")))
     return out
 
 
