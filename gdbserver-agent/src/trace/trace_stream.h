@@ -13,11 +13,12 @@
 //
 // Frames are staged and written in large writes, every write on the stream's
 // own writer thread: the drain hands a stage over and goes on into another
-// (there are kStages), so it never waits for the disk unless every stage is
-// still being written. The drain thread waiting for a write (or writing the
-// partial block through the page cache, which a later direct write of that
-// block then waits to see written back) held it off the kernel rings for
-// 0.16-0.21 s at a time, long enough for 4 busy threads to overflow them.
+// (kStages of them, up to kMaxStages while the disk stalls), so it never
+// waits for the disk unless every stage is still being written. The drain
+// thread waiting for a write (or writing the partial block through the page
+// cache, which a later direct write of that block then waits to see written
+// back) held it off the kernel rings for 0.16-0.21 s at a time, long enough
+// for 4 busy threads to overflow them.
 // Where the file system takes them, with O_DIRECT, straight from the stage
 // to the disk: the copy into the page cache and its pages' allocation cost
 // more of the stub's CPU than all the rest of a streamed frame's drain
