@@ -314,10 +314,8 @@ Result<void> TraceEngine::set_stream(const std::string& path) {
   Result<void> r = ok();
   if (m.running) {
     r = m.begin_stream();
-    if (r) {
+    if (r)
       m.stream_new_frames();
-      stream_settle(); // the status this command prints counts the frames the buffer held
-    }
   } else {
     // Check now that FILE can be written, not at tstart (which prints nothing);
     // what it holds (a file of an earlier run) stays until then.
