@@ -28,6 +28,7 @@ Every process a run starts (server, gdb, tracees, their forks) is killed when th
 python process is a child subreaper, so orphaned tracees are re-parented to it and can be found.
 """
 
+import atexit
 import functools
 import ctypes
 import os
@@ -56,12 +57,28 @@ def programs_dir() -> Path:
     return Path(os.environ.get("GDBTRACE_PROGRAMS", str(REPO / "build/tests/programs")))
 
 
+@functools.lru_cache(maxsize=None)
+def private_programs_dir() -> Path:
+    """This test process's own copy of the built programs. The kernel keys uprobes by file and
+    offset and takes any int3 at a uprobe's address for its own: another test process's eBPF
+    tracepoint on step_me, say, would eat or take out this process's `break step_me` in the same
+    file (test_debug_uprobe_clash shows the stub putting it back, but a hit can still be missed).
+    Copies are other files, so tests running side by side cannot meet there. Shared libraries stay
+    where they are (the programs' rpath names the build directory)."""
+    copy = Path(tempfile.mkdtemp(prefix="gdbtest-programs-"))
+    atexit.register(shutil.rmtree, copy, True)
+    for entry in programs_dir().iterdir():
+        if entry.is_file():
+            shutil.copy2(entry, copy / entry.name)
+    return copy
+
+
 def program(name: str) -> str:
-    """Absolute path of a built test program (tests/programs/<name>.c)."""
+    """Absolute path of a built test program (tests/programs/<name>.c), in this process's copy."""
     path = programs_dir() / name
     if not path.exists():
         raise FileNotFoundError(f"test program {path} not built (ninja test_programs)")
-    return str(path)
+    return str(private_programs_dir() / name)
 
 
 def is_stock_gdbserver() -> bool:

@@ -18,6 +18,10 @@ GdbServer::GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* en
                      ServerOptions options)
     : io_(io), target_(target), engine_(engine), options_(std::move(options)) {
   target_.set_event_handler([this](const StopEvent& event) { on_target_event(event); });
+  target_.set_notice_handler([this](const std::string& text) {
+    std::fputs(text.c_str(), stderr); // the server's log keeps it if no gdb is there to see it
+    console(text);
+  });
   packets_.add(rows());
   packets_.set_around([this](const PacketRow& row, const std::function<Reply()>& run) {
     return around_handler(row, run);
@@ -32,6 +36,7 @@ GdbServer::GdbServer(asio::io_context& io, NativeTarget& target, TraceEngine* en
 
 GdbServer::~GdbServer() {
   target_.set_event_handler(nullptr);
+  target_.set_notice_handler(nullptr);
 }
 
 void GdbServer::debug(const std::string& text) const {

@@ -72,6 +72,7 @@ struct SwBreakpoint {
   // read at the first in-place step; forgotten when gdb writes memory there.
   std::array<uint8_t, 16> insn{};
   uint8_t insn_len = 0;
+  uint32_t rearmed = 0; // times the kernel took it out and it was put back (linux_target_rearm.cc)
   bool wanted() const { return user || trace != nullptr; }
 };
 
@@ -109,6 +110,7 @@ public:
   ~LinuxTarget() override;
 
   void set_event_handler(EventHandler handler) override { handler_ = std::move(handler); }
+  void set_notice_handler(NoticeHandler handler) override { notice_ = std::move(handler); }
 
   Result<Pid> create_inferior(const LaunchSpec& spec) override;
   Result<void> attach(Pid pid) override;
@@ -186,6 +188,9 @@ private:
   void restore_all_int3(Process& p); // put int3s back after lift_all_int3
   Result<void> update_debug_registers(Process& p, const DebugRegisters& next);
   bool int3_inserted(const Process& p, uint64_t address) const;
+  // int3s a uprobe of another program took out, put back (linux_target_rearm.cc).
+  void rearm_wiped_int3(Process& p);
+  void check_breakpoints_later();
 
   // --- events and execution control: statuses collected and dispatched
   // (linux_target_wait.cc), interpreted (linux_target_stops.cc), threads resumed
@@ -277,6 +282,9 @@ private:
   bool zombie_suspect_ = false;
   asio::steady_timer leader_check_{io_};
   bool leader_check_armed_ = false;
+  asio::steady_timer breakpoint_check_{io_};
+  bool breakpoint_check_armed_ = false;
+  NoticeHandler notice_;
   std::vector<bool> pass_signals_;
   std::vector<bool> program_signals_;
   bool report_thread_events_ = false;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -357,12 +358,17 @@ Result<void> LinuxTarget::resume(const std::vector<ResumeAction>& actions) {
       return ok();
     }
   }
+  std::set<Pid> rearmed;
+  for (const auto& id : to_run)
+    if (Process* p = find_process(id.pid); p && rearmed.insert(id.pid).second)
+      rearm_wiped_int3(*p);
   for (const auto& id : to_run) {
     Process* p = nullptr;
     Lwp* l = find_lwp(id.tid, &p);
     if (l && l->resumed && !l->running)
       resume_lwp(*p, *l);
   }
+  check_breakpoints_later();
   post_dispatch();
   return ok();
 }

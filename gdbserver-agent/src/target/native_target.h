@@ -140,6 +140,10 @@ public:
 
   // Events reported to the protocol layer (stops, exits, forks, ...).
   virtual void set_event_handler(EventHandler handler) = 0;
+  // Warnings for gdb's console about things that happened to the program
+  // behind gdb's back (a breakpoint the kernel took out and the target put back).
+  using NoticeHandler = std::function<void(const std::string&)>;
+  virtual void set_notice_handler(NoticeHandler) {}
 
   // --- processes ---
   // Starts the program stopped at its first instruction (after the shell/wrapper exec'd it).

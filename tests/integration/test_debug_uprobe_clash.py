@@ -1,0 +1,143 @@
+"""A breakpoint another program's uprobe takes out. The kernel takes any int3 at a uprobe's address
+for the uprobe's own: when a uprobe on the instruction of a gdb breakpoint is removed (bpftrace,
+`perf probe`, another stub tracing the same executable), the kernel writes the file's instruction
+back into every process that maps the file and has had a uprobe, and the breakpoint is silently
+gone (stock gdbserver's too). The stub reads its int3s back before each resume and every 200 ms
+while the program runs, puts back the ones the kernel took out, and tells gdb's console.
+
+Tracee: tests/programs/late_call.c (sleeps, then calls late_target() three times)."""
+
+import os
+import re
+import struct
+import subprocess
+import threading
+import time
+import unittest
+from pathlib import Path
+
+from gdbtest import GDB, GdbTestCase, Server, program, run_gdb
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def load_segments(path):
+    """(vaddr, file offset, size) of each PT_LOAD of a 64-bit ELF file."""
+    data = Path(path).read_bytes()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    segs = []
+    for i in range(phnum):
+        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", data,
+                                                                               phoff + i * phentsize)
+        if p_type == 1:
+            segs.append((p_vaddr, p_offset, p_filesz))
+    return segs
+
+
+def file_offset(path, vaddr):
+    for seg_vaddr, seg_offset, size in load_segments(path):
+        if seg_vaddr <= vaddr < seg_vaddr + size:
+            return vaddr - seg_vaddr + seg_offset
+    raise ValueError(f"{vaddr:#x} is in no PT_LOAD of {path}")
+
+
+def append_line(path, line):
+    """tracefs files refuse the seek to their end that Python's append mode does."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def load_base(pid, path):
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[5] == path and int(fields[2], 16) == 0:
+            return int(fields[0].split("-")[0], 16)
+    return None
+
+
+class UprobeClash(threading.Thread):
+    """Waits until the stub's int3 is at ADDRESS in PID, then adds a tracefs uprobe on that
+    instruction, enables it, disables and removes it: the kernel's removal writes the original
+    instruction back over the int3."""
+
+    def __init__(self, server, path, link_vaddr):
+        super().__init__(daemon=True)
+        self.server, self.path, self.link_vaddr = server, path, link_vaddr
+        self.event = f"gdbtrace_clash_{id(self) & 0xffffff:x}"
+        self.done = False
+        self.error = None
+
+    def run(self):
+        try:
+            pid = self.tracee_pid()
+            base = None
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                base = base or load_base(pid, self.path)
+                if base is not None and self.byte_at(pid, base + self.link_vaddr) == 0xcc:
+                    break
+                time.sleep(0.01)
+            else:
+                self.error = "the breakpoint's int3 never appeared"
+                return
+            # Whether the removal took the int3 out is the stub's notice to tell (reading it back
+            # here would race with the stub putting it back).
+            self.add_and_remove_uprobe(file_offset(self.path, self.link_vaddr))
+            self.done = True
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.error = f"{type(e).__name__}: {e}"
+
+    def tracee_pid(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            m = re.search(r"created; pid = (\d+)", self.server.log())
+            if m:
+                return int(m.group(1))
+            time.sleep(0.02)
+        raise RuntimeError("the server never said which process it created")
+
+    @staticmethod
+    def byte_at(pid, address):
+        with open(f"/proc/{pid}/mem", "rb") as mem:
+            mem.seek(address)
+            return mem.read(1)[0]
+
+    def add_and_remove_uprobe(self, offset):
+        append_line(TRACEFS / "uprobe_events", f"p:{self.event} {self.path}:{offset:#x}")
+        try:
+            (TRACEFS / "events/uprobes" / self.event / "enable").write_text("1\n")
+            time.sleep(0.1)
+            (TRACEFS / "events/uprobes" / self.event / "enable").write_text("0\n")
+        finally:
+            append_line(TRACEFS / "uprobe_events", f"-:{self.event}")
+
+
+class BreakpointTakenOut(GdbTestCase):
+    def test_breakpoint_put_back_after_another_programs_uprobe(self):
+        self.assertTrue((TRACEFS / "uprobe_events").exists(), "tracefs is not mounted at /sys/kernel/tracing")
+        prog = program("late_call")
+        # Where gdb puts the breakpoint (after the prologue), as a link-time address.
+        probe = subprocess.run([GDB, "-batch", "-nx", "-ex", "break late_target", prog],
+                               capture_output=True, text=True, timeout=60)
+        m = re.search(r"Breakpoint 1 at (0x[0-9a-f]+)", probe.stdout)
+        self.assertIsNotNone(m, probe.stdout + probe.stderr)
+        with Server("once", program=prog, args=(1500,), once=False) as srv:
+            clash = UprobeClash(srv, prog, int(m.group(1), 16))
+            clash.start()
+            run = run_gdb(["break late_target", "continue", "bt 1", "kill"], program="late_call", server=srv)
+            clash.join(30)
+        details = run.transcript()
+        self.assertTrue(clash.done, f"{clash.error}\n{details}")
+        self.assertIsNone(clash.error, details)
+        # gdb prints the console notice on stderr, the stop on stdout.
+        self.assertOutput(run, r"the breakpoint at 0x[0-9a-f]+ in process \d+ was taken out by the "
+                               r"kernel .*put back")
+        self.assertRegex(run.stdout, r"Breakpoint 1, late_target \(a=0\)", details)
+
+
+if __name__ == "__main__":
+    unittest.main()
