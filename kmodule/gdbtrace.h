@@ -25,11 +25,12 @@
 /* Distinct TSVs one program may name (its per-hit transaction, tsv.c). */
 #define GT_TSV_TX_MAX 8
 /* Probes (uprobe registrations) of all sessions together, and ADDs per user
- * and second (uapi): each registration takes the kernel's global
+ * (a burst, then a rate per second; uapi): each registration takes the kernel's global
  * dup_mmap_sem for writing (every fork waits for it) and walks every mm that
  * maps the inode. */
 #define GT_MAX_PROBES_TOTAL GDBTRACE_MAX_PROBES_TOTAL
 #define GT_ADD_RATE_PER_SEC GDBTRACE_ADD_RATE
+#define GT_ADD_BURST GDBTRACE_ADD_BURST
 /* Initialised sessions (each with its rings) one user may hold at once. */
 #define GT_MAX_SESSIONS_PER_USER 8
 /* Bytes of rings one session may allocate (all CPUs together). */

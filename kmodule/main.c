@@ -33,10 +33,11 @@ struct gt_user {
 	struct list_head node;
 	kuid_t uid;
 	unsigned int sessions;
-	/* ADD throttle over all the user's sessions: a one-second window
-	 * (jiffies) and the ADDs made in it. */
-	unsigned long add_window;
-	unsigned int adds;
+	/* ADD throttle over all the user's sessions, a token bucket: credit
+	 * in 1/HZ ADDs (an ADD costs HZ, a jiffy earns GT_ADD_RATE_PER_SEC, at
+	 * most GT_ADD_BURST ADDs' worth), as of jiffy refill_at. */
+	u64 add_credit;
+	unsigned long refill_at;
 };
 static LIST_HEAD(gt_users);
 
@@ -87,6 +88,39 @@ static int scratch_alloc(void)
 	return 0;
 }
 
+#define GT_ADD_CREDIT_MAX ((u64)GT_ADD_BURST * HZ)
+
+static void add_credit_refill(struct gt_user *u, unsigned long now)
+{
+	unsigned long elapsed = now - u->refill_at;
+
+	/* Past the time a full refill takes, the product could overflow. */
+	if (elapsed > (unsigned long)(GT_ADD_BURST / GT_ADD_RATE_PER_SEC + 1) * HZ)
+		u->add_credit = GT_ADD_CREDIT_MAX;
+	else
+		u->add_credit = min_t(u64, GT_ADD_CREDIT_MAX,
+				      u->add_credit + (u64)elapsed * GT_ADD_RATE_PER_SEC);
+	u->refill_at = now;
+}
+
+/* A user whose last session closed is kept until its bucket is full again:
+ * closing and reopening the device must not refill it. Under gt_global_lock. */
+static void users_prune(void)
+{
+	struct gt_user *u, *next;
+	unsigned long now = jiffies;
+
+	list_for_each_entry_safe(u, next, &gt_users, node) {
+		if (u->sessions)
+			continue;
+		add_credit_refill(u, now);
+		if (u->add_credit == GT_ADD_CREDIT_MAX) {
+			list_del(&u->node);
+			kfree(u);
+		}
+	}
+}
+
 static struct gt_user *user_find(kuid_t uid)
 {
 	struct gt_user *u;
@@ -104,6 +138,7 @@ static int session_account(kuid_t uid)
 	int ret = 0;
 
 	mutex_lock(&gt_global_lock);
+	users_prune();
 	u = user_find(uid);
 	if (!u) {
 		u = kzalloc(sizeof(*u), GFP_KERNEL);
@@ -112,6 +147,8 @@ static int session_account(kuid_t uid)
 			goto out;
 		}
 		u->uid = uid;
+		u->add_credit = GT_ADD_CREDIT_MAX;
+		u->refill_at = jiffies;
 		list_add(&u->node, &gt_users);
 	}
 	if (u->sessions >= GT_MAX_SESSIONS_PER_USER) {
@@ -126,7 +163,7 @@ static int session_account(kuid_t uid)
 	gt_nr_sessions++;
 	u->sessions++;
 out:
-	if (u && !u->sessions) {
+	if (u && !u->sessions && u->add_credit == GT_ADD_CREDIT_MAX) {
 		list_del(&u->node);
 		kfree(u);
 	}
@@ -134,15 +171,17 @@ out:
 	return ret;
 }
 
-/* ADD's rate bound: at most GT_ADD_RATE_PER_SEC per user and second, over
- * all the user's sessions. Past it the caller sleeps until the next window
- * (interruptible), so a stub adding thousands of tracepoints is slowed, not
- * failed, while the kernel's dup_mmap_sem (taken for writing by every
- * registration, waited for by every fork) is never hammered by one user. */
+/* ADD's rate bound, per user over all the user's sessions: a burst of
+ * GT_ADD_BURST (a whole library's tracepoints at one tstart), then
+ * GT_ADD_RATE_PER_SEC sustained. Past it the caller sleeps until its next
+ * ADD is earned (interruptible), so a stub adding tens of thousands of
+ * tracepoints is slowed, not failed, while the kernel's dup_mmap_sem (taken
+ * for writing by every registration, waited for by every fork) is never
+ * hammered for long by one user. */
 int gt_add_throttle(kuid_t uid)
 {
 	struct gt_user *u;
-	unsigned long now, wait;
+	unsigned long wait;
 
 	for (;;) {
 		mutex_lock(&gt_global_lock);
@@ -151,17 +190,13 @@ int gt_add_throttle(kuid_t uid)
 			mutex_unlock(&gt_global_lock);
 			return -EINVAL;
 		}
-		now = jiffies;
-		if (time_after_eq(now, u->add_window + HZ)) {
-			u->add_window = now;
-			u->adds = 0;
-		}
-		if (u->adds < GT_ADD_RATE_PER_SEC) {
-			u->adds++;
+		add_credit_refill(u, jiffies);
+		if (u->add_credit >= HZ) {
+			u->add_credit -= HZ;
 			mutex_unlock(&gt_global_lock);
 			return 0;
 		}
-		wait = u->add_window + HZ - now;
+		wait = DIV_ROUND_UP(HZ - u->add_credit, GT_ADD_RATE_PER_SEC);
 		mutex_unlock(&gt_global_lock);
 		if (schedule_timeout_interruptible(wait) || signal_pending(current))
 			return -ERESTARTSYS;
@@ -174,10 +209,9 @@ static void session_unaccount(kuid_t uid)
 
 	mutex_lock(&gt_global_lock);
 	u = user_find(uid);
-	if (!WARN_ON_ONCE(!u) && --u->sessions == 0) {
-		list_del(&u->node);
-		kfree(u);
-	}
+	/* A user left without sessions stays until its bucket refills (users_prune). */
+	if (!WARN_ON_ONCE(!u))
+		u->sessions--;
 	if (--gt_nr_sessions == 0)
 		scratch_free();
 	mutex_unlock(&gt_global_lock);
@@ -568,7 +602,15 @@ static int __init gt_init(void)
 
 static void __exit gt_exit(void)
 {
+	struct gt_user *u, *next;
+
 	misc_deregister(&gt_dev);
+	/* No session is left (each holds a module reference): only users kept
+	 * for their buckets. */
+	list_for_each_entry_safe(u, next, &gt_users, node) {
+		list_del(&u->node);
+		kfree(u);
+	}
 }
 
 module_init(gt_init);

@@ -32,7 +32,8 @@
 /* Bounds the module enforces. */
 #define GDBTRACE_MAX_PROBES 65536     /* per session (each charged to the caller's memcg) */
 #define GDBTRACE_MAX_PROBES_TOTAL 131072 /* all sessions together */
-#define GDBTRACE_ADD_RATE 2000        /* ADDs per second per user: a faster caller sleeps */
+#define GDBTRACE_ADD_RATE 2000        /* ADDs per second per user, sustained: a faster caller sleeps */
+#define GDBTRACE_ADD_BURST 10000      /* ADDs per user at once, before the rate applies */
 #define GDBTRACE_MAX_ACTIONS 64       /* per probe */
 #define GDBTRACE_MAX_CODE 4096        /* bytes of one bytecode program (= AX_MAX_CODE_LEN) */
 #define GDBTRACE_MAX_MEM 65535        /* bytes of one 'M' action (u16 block length) */
@@ -142,7 +143,7 @@ struct gdbtrace_emu {
  * EOPNOTSUPP for GDBTRACE_PROBE_EMULATE without GDBTRACE_FEAT_EMULATE;
  * ENOSPC past GDBTRACE_MAX_PROBES in the session or the module's total;
  * E2BIG for a program naming more than 8 trace state variables.
- * ADD is throttled per user (the caller sleeps past the rate). */
+ * ADD is throttled per user (the caller sleeps past the burst and rate). */
 struct gdbtrace_probe_add {
   __s32 pid;          /* in: target process (tgid) */
   __s32 fd;           /* in: open file descriptor of the mapped file */

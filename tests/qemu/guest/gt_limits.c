@@ -10,12 +10,14 @@
 //    accepted), and accepted for root;
 //  - every program of one hit shares one step budget, straight-line ones
 //    too (45 programs of 2 601 steps each ran whole before);
-//  - ADDs are throttled per user (GDBTRACE_ADD_RATE per second).
+//  - ADDs are throttled per user: a burst of GDBTRACE_ADD_BURST, then
+//    GDBTRACE_ADD_RATE per second, not refilled by reopening the device.
 // Prints "ok NAME" / "FAIL NAME: why"; exit status = number of failures.
 #include "gt_util.h"
 
 #include <grp.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 // add $1,%rdi (emulated where the module allows it); returns arg + 1 when it ran once.
 long limits_emu_fn(long);
@@ -247,36 +249,66 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-// 2 * GDBTRACE_ADD_RATE + 1 ADDs, started in a fresh window (the earlier
-// tests' ADDs are more than a second old), span two windows: >= 2 s.
+static long voluntary_switches(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nvcsw;
+}
+
+// The ADD throttle is a token bucket per user: GDBTRACE_ADD_BURST at once,
+// then GDBTRACE_ADD_RATE per second. From a full bucket (the earlier tests'
+// few ADDs are earned back within 1.1 s):
+//  - BURST ADDs never sleep (no voluntary context switch: the check does not
+//    depend on how fast the guest is);
+//  - BURST + 2 * RATE + 1 ADDs take >= 2 s, however fast each one is;
+//  - closing the session and opening a new one does not refill the bucket.
+// ADDs with fd -1 fail (EBADF) after the throttle, so they spend their token
+// without registering a uprobe each; the last ADD is a real one.
 static void test_add_rate_bounded(void) {
-  enum { ADDS = 2 * GDBTRACE_ADD_RATE + 1 };
+  enum { BURST = GDBTRACE_ADD_BURST, MORE = 2 * GDBTRACE_ADD_RATE + 1 };
   struct session s;
   CHECK(open_session(&s, 16) == 0, "open");
   struct child c = start_child(call_probe_fn, 1);
   int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   struct gdbtrace_probe_add a = {.pid = c.pid,
-                                 .fd = exe,
+                                 .fd = -1,
                                  .offset = file_offset_of(c.pid, (uintptr_t)probe_fn),
                                  .address = (uintptr_t)probe_fn,
                                  .tp_number = 1,
                                  .flags = GDBTRACE_PROBE_DISABLED};
   usleep(1100000);
   double t0 = now_s();
-  int added = 0;
-  for (int i = 0; i < ADDS; i++) {
-    a.id = 0;
-    if (ioctl(s.fd, GDBTRACE_IOC_ADD, &a) == 0)
-      added++;
-  }
+  long sw0 = voluntary_switches();
+  int ebadf = 0;
+  for (int i = 0; i < BURST; i++)
+    ebadf += ioctl(s.fd, GDBTRACE_IOC_ADD, &a) != 0 && errno == EBADF;
+  double t_burst = now_s() - t0;
+  long burst_switches = voluntary_switches() - sw0;
+  // Reopening must not refill the bucket.
+  close_session(&s);
+  CHECK(open_session(&s, 16) == 0, "reopen");
+  long sw1 = voluntary_switches();
+  for (int i = 0; i < MORE - 1; i++)
+    ebadf += ioctl(s.fd, GDBTRACE_IOC_ADD, &a) != 0 && errno == EBADF;
+  a.fd = exe;
+  a.id = 0;
+  int last = ioctl(s.fd, GDBTRACE_IOC_ADD, &a) ? -errno : 0;
   double dt = now_s() - t0;
+  long more_switches = voluntary_switches() - sw1;
   close(exe);
   close_session(&s);
   int rc = release_child(c);
-  CHECK(added == ADDS, "added %d of %d", added, ADDS);
-  CHECK(dt >= 1.9, "%d ADDs took %.2f s: not throttled to %d/s", ADDS, dt, GDBTRACE_ADD_RATE);
+  CHECK(ebadf == BURST + MORE - 1, "%d of %d ADDs with fd -1 failed with EBADF", ebadf,
+        BURST + MORE - 1);
+  CHECK(last == 0, "the real ADD after them: %d", last);
+  CHECK(burst_switches < 20, "%d ADDs of a full bucket slept (%ld voluntary switches)", BURST,
+        burst_switches);
+  CHECK(more_switches > 0, "%d ADDs past the burst never slept", MORE);
+  CHECK(dt >= 1.9, "%d ADDs took %.2f s: not held to %d/s past a burst of %d", BURST + MORE, dt,
+        GDBTRACE_ADD_RATE, BURST);
   CHECK(rc == 0, "tracee exit %d", rc);
-  printf("gt_limits: %d ADDs in %.2f s\n", ADDS, dt);
+  printf("gt_limits: %d ADDs of a full bucket in %.2f s (%ld switches), %d in all in %.2f s\n",
+         BURST, t_burst, burst_switches, BURST + MORE, dt);
   OK();
 }
 
