@@ -5,12 +5,14 @@ back into every process that maps the file and has had a uprobe, and the breakpo
 gone (stock gdbserver's too). The stub reads its int3s back before each resume and every 200 ms
 while the program runs, puts back the ones the kernel took out, and tells gdb's console.
 
-Tracee: tests/programs/late_call.c (sleeps, then calls late_target() three times)."""
+Tracee: tests/programs/late_call.c (waits for a file, then calls late_target() three times)."""
 
 import os
 import re
+import shutil
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -60,13 +62,14 @@ def load_base(pid, path):
 
 
 class UprobeClash(threading.Thread):
-    """Waits until the stub's int3 is at ADDRESS in PID, then adds a tracefs uprobe on that
-    instruction, enables it, disables and removes it: the kernel's removal writes the original
-    instruction back over the int3."""
+    """Waits until the stub's int3 is at the breakpoint's address in the tracee, then adds a
+    tracefs uprobe on that instruction, enables it, disables and removes it (the kernel's removal
+    writes the original instruction back over the int3), waits until the int3 is back and only
+    then creates GO_FILE, which lets the tracee call the function."""
 
-    def __init__(self, server, path, link_vaddr):
+    def __init__(self, server, path, link_vaddr, go_file):
         super().__init__(daemon=True)
-        self.server, self.path, self.link_vaddr = server, path, link_vaddr
+        self.server, self.path, self.link_vaddr, self.go_file = server, path, link_vaddr, go_file
         self.event = f"gdbtrace_clash_{id(self) & 0xffffff:x}"
         self.done = False
         self.error = None
@@ -87,6 +90,10 @@ class UprobeClash(threading.Thread):
             # Whether the removal took the int3 out is the stub's notice to tell (reading it back
             # here would race with the stub putting it back).
             self.add_and_remove_uprobe(file_offset(self.path, self.link_vaddr))
+            deadline = time.time() + 60
+            while time.time() < deadline and self.byte_at(pid, base + self.link_vaddr) != 0xcc:
+                time.sleep(0.01)
+            Path(self.go_file).touch()
             self.done = True
         except Exception as e:  # noqa: BLE001 - reported by the test
             self.error = f"{type(e).__name__}: {e}"
@@ -125,11 +132,16 @@ class BreakpointTakenOut(GdbTestCase):
                                capture_output=True, text=True, timeout=60)
         m = re.search(r"Breakpoint 1 at (0x[0-9a-f]+)", probe.stdout)
         self.assertIsNotNone(m, probe.stdout + probe.stderr)
-        with Server("once", program=prog, args=(1500,), once=False) as srv:
-            clash = UprobeClash(srv, prog, int(m.group(1), 16))
-            clash.start()
-            run = run_gdb(["break late_target", "continue", "bt 1", "kill"], program="late_call", server=srv)
-            clash.join(30)
+        go_file = Path(tempfile.mkdtemp(prefix="gdbtest-clash-")) / "go"
+        try:
+            with Server("once", program=prog, args=(go_file,), once=False) as srv:
+                clash = UprobeClash(srv, prog, int(m.group(1), 16), go_file)
+                clash.start()
+                run = run_gdb(["break late_target", "continue", "bt 1", "kill"], program="late_call",
+                              server=srv, timeout=120)
+                clash.join(30)
+        finally:
+            shutil.rmtree(go_file.parent, ignore_errors=True)
         details = run.transcript()
         self.assertTrue(clash.done, f"{clash.error}\n{details}")
         self.assertIsNone(clash.error, details)

@@ -480,10 +480,15 @@ Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<co
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
-  // Instructions cached for the in-place step that these bytes may change.
+  // Instructions cached for the in-place step that these bytes may change,
+  // and the code windows the re-arming compares.
   for (auto it = p->breakpoints.lower_bound(address > 15 ? address - 15 : 0);
        it != p->breakpoints.end() && it->first < address + data.size(); ++it)
     it->second.insn_len = 0;
+  uint64_t window = SwBreakpoint::kCodeWindow - 1;
+  for (auto it = p->breakpoints.lower_bound(address > window ? address - window : 0);
+       it != p->breakpoints.end() && it->first < address + data.size(); ++it)
+    it->second.code_len = 0;
   auto first = p->breakpoints.lower_bound(address);
   auto last = p->breakpoints.lower_bound(address + data.size());
   if (first == last)
@@ -512,17 +517,22 @@ bool LinuxTarget::int3_inserted(const Process& p, uint64_t address) const {
 Result<void> LinuxTarget::insert_int3(Process& p, uint64_t address) {
   if (p.breakpoints.count(address))
     return ok();
-  uint8_t original = 0;
-  auto r = p.memory.read(address, std::span<uint8_t>(&original, 1));
+  std::array<uint8_t, SwBreakpoint::kCodeWindow> code{};
+  auto r = p.memory.read(address, std::span<uint8_t>(code));
   if (!r)
     return make_error(r.error().code,
                       "cannot insert breakpoint at " + hex(address) + ": " + r.error().message);
+  uint8_t original = code[0];
   uint8_t int3 = kInt3;
   auto w = p.memory.write(address, std::span<const uint8_t>(&int3, 1));
   if (!w)
     return make_error(w.error().code,
                       "cannot insert breakpoint at " + hex(address) + ": " + w.error().message);
-  p.breakpoints[address].original = original;
+  SwBreakpoint& bp = p.breakpoints[address];
+  bp.original = original;
+  bp.code = code;
+  bp.code[0] = kInt3;
+  bp.code_len = static_cast<uint8_t>(*r);
   crash_cleanup::breakpoint_set({p.pid, address, original});
   return ok();
 }
@@ -547,17 +557,6 @@ Result<void> LinuxTarget::release_sw_breakpoint(Process& p, uint64_t address) {
   if (it != p.breakpoints.end() && !it->second.wanted())
     return remove_int3(p, address);
   return ok();
-}
-
-void LinuxTarget::lift_all_int3(Process& p) {
-  for (const auto& [addr, bp] : p.breakpoints)
-    (void)p.memory.write(addr, std::span<const uint8_t>(&bp.original, 1));
-}
-
-void LinuxTarget::restore_all_int3(Process& p) {
-  uint8_t int3 = kInt3;
-  for (const auto& [addr, bp] : p.breakpoints)
-    (void)p.memory.write(addr, std::span<const uint8_t>(&int3, 1));
 }
 
 Result<void> LinuxTarget::update_debug_registers(Process& p, const DebugRegisters& next) {

@@ -73,6 +73,12 @@ struct SwBreakpoint {
   std::array<uint8_t, 16> insn{};
   uint8_t insn_len = 0;
   uint32_t rearmed = 0; // times the kernel took it out and it was put back (linux_target_rearm.cc)
+  // The code from the address on as it was inserted (the int3 first): put
+  // back only where the same code is still mapped (linux_target_rearm.cc).
+  // Forgotten (code_len 0) when gdb writes memory there.
+  static constexpr size_t kCodeWindow = 32;
+  std::array<uint8_t, kCodeWindow> code{};
+  uint8_t code_len = 0;
   bool wanted() const { return user || trace != nullptr; }
 };
 

@@ -1,4 +1,5 @@
-// LinuxTarget: int3s the kernel took out behind our back, put back.
+// LinuxTarget: int3s taken out, on purpose or by the kernel behind our back,
+// and put back.
 //
 // The kernel takes any int3 at the address of a uprobe for the uprobe's own
 // (uprobes.c: verify_opcode, find_active_uprobe). So another program's uprobe
@@ -13,8 +14,10 @@
 // The thread then runs through the breakpoint without a word (stock gdbserver's
 // breakpoints go the same way). We cannot stop that, but we can see it: before
 // each resume, and every 200 ms while a process with breakpoints runs, every
-// int3 of ours is read back (a page at a time); one that holds its original byte again is put back
+// int3 of ours is read back (a page at a time). One that holds its original
+// byte again, with the same code after it as when it went in, is put back,
 // and gdb's console says so, since hits while it was out were missed.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -52,6 +55,34 @@ std::string rearm_notice(Pid pid, uint64_t address, uint32_t times) {
 
 } // namespace
 
+// Taken out on purpose (a vfork child shares the memory; a fork child gdb is
+// not told about is let go) and put back.
+void LinuxTarget::lift_all_int3(Process& p) {
+  for (const auto& [addr, bp] : p.breakpoints)
+    (void)p.memory.write(addr, std::span<const uint8_t>(&bp.original, 1));
+}
+
+void LinuxTarget::restore_all_int3(Process& p) {
+  uint8_t int3 = kInt3;
+  for (const auto& [addr, bp] : p.breakpoints)
+    (void)p.memory.write(addr, std::span<const uint8_t>(&int3, 1));
+}
+
+// The code after the address is still what it was when the int3 went in: a
+// library unloaded and another mapped at its place (gdb keeps such a
+// breakpoint, disabled, until it is resolved again) must not get an int3.
+// Our other int3s in the window may have come or gone since: not compared.
+static bool same_code(const Process& p, const SwBreakpoint& bp, uint64_t address,
+                      std::span<const uint8_t> now) {
+  if (bp.code_len == 0)
+    return false; // gdb wrote memory here since: no reference left
+  size_t n = std::min<size_t>(bp.code_len, now.size());
+  for (size_t i = 1; i < n; i++)
+    if (now[i] != bp.code[i] && !p.breakpoints.count(address + i))
+      return false;
+  return true;
+}
+
 void LinuxTarget::rearm_wiped_int3(Process& p) {
   if (p.vfork_breakpoints_lifted)
     return; // taken out on purpose until the vfork child is gone
@@ -73,7 +104,10 @@ void LinuxTarget::rearm_wiped_int3(Process& p) {
     uint8_t now = page[address - base];
     // Only the original byte is the kernel's doing; anything else was written
     // by the program itself (or gdb, which updates `original`): left alone.
-    if (now == kInt3 || now != bp.original)
+    if (now == kInt3 || now != bp.original ||
+        !same_code(
+            p, bp, address,
+            std::span<const uint8_t>(page).subspan(address - base, page_len - (address - base))))
       continue;
     uint8_t int3 = kInt3;
     if (!p.memory.write(address, std::span<const uint8_t>(&int3, 1)))
