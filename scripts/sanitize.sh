@@ -36,8 +36,9 @@ shopt -s nullglob
 # An empty log is none either: a server killed by a test's teardown while its
 # exit-time leak check ran (the clean root's run had one, CI one with that line).
 # A log holding only such lines, or none, is shown and set aside; any other line fails.
+# With log_exe_name=1 the line reads "==gdbtrace-server==PID==Unable ...".
 for f in "$reports"/*; do
-  if ! grep -qv -E '^==[0-9]+==Unable to get registers from thread [0-9]+\.$' "$f"; then
+  if ! grep -qv -E '^==([^=]+==)?[0-9]+==Unable to get registers from thread [0-9]+\.$' "$f"; then
     echo "sanitize.sh: set aside (empty, or only LeakSanitizer's lone note on an exiting thread): $f: $(head -c 200 "$f")"
     mkdir -p "$reports.aside" && mv "$f" "$reports.aside/"
   fi
