@@ -102,27 +102,10 @@ def _symbols(prog):
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def _load_segments(prog):
-    """[(file offset, vaddr, size)] of PROG's LOAD segments (readelf), read once per program."""
-    out = []
-    for line in subprocess.run(["readelf", "-lW", prog], capture_output=True,
-                               text=True).stdout.splitlines():
-        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+(0x[0-9a-f]+)", line)
-        if m:
-            out.append(tuple(int(x, 16) for x in m.groups()))
-    return out
-
-
 def file_offset(prog, sym):
     """File offset of SYMBOL in PROG (what a tracefs uprobe wants)."""
     addr = _symbols(prog).get(sym)
-    if addr is None:
-        return None
-    for off, vaddr, size in _load_segments(prog):
-        if vaddr <= addr < vaddr + size:
-            return addr - vaddr + off
-    return None
+    return None if addr is None else gdbtest.address_file_offset(prog, addr)
 
 
 def tracefs():

@@ -58,6 +58,26 @@ def programs_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=None)
+def load_segments(prog: str):
+    """[(file offset, vaddr, size)] of PROG's LOAD segments (readelf), read once per program."""
+    out = []
+    for line in subprocess.run(["readelf", "-lW", prog], capture_output=True,
+                               text=True).stdout.splitlines():
+        m = re.match(r"\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+(0x[0-9a-f]+)", line)
+        if m:
+            out.append(tuple(int(x, 16) for x in m.groups()))
+    return out
+
+
+def address_file_offset(prog: str, vaddr: int):
+    """File offset of link-time address VADDR in PROG (what a tracefs uprobe wants), or None."""
+    for off, seg_vaddr, size in load_segments(prog):
+        if seg_vaddr <= vaddr < seg_vaddr + size:
+            return vaddr - seg_vaddr + off
+    return None
+
+
+@functools.lru_cache(maxsize=None)
 def private_programs_dir() -> Path:
     """This test process's own copy of the built programs. The kernel keys uprobes by file and
     offset and takes any int3 at a uprobe's address for its own: another test process's eBPF

@@ -10,7 +10,6 @@ Tracee: tests/programs/late_call.c (waits for a file, then calls late_target() t
 import os
 import re
 import shutil
-import struct
 import subprocess
 import tempfile
 import threading
@@ -18,30 +17,9 @@ import time
 import unittest
 from pathlib import Path
 
-from gdbtest import GDB, GdbTestCase, Server, program, run_gdb
+from gdbtest import GDB, GdbTestCase, Server, address_file_offset, program, run_gdb
 
 TRACEFS = Path("/sys/kernel/tracing")
-
-
-def load_segments(path):
-    """(vaddr, file offset, size) of each PT_LOAD of a 64-bit ELF file."""
-    data = Path(path).read_bytes()
-    phoff, = struct.unpack_from("<Q", data, 0x20)
-    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
-    segs = []
-    for i in range(phnum):
-        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", data,
-                                                                               phoff + i * phentsize)
-        if p_type == 1:
-            segs.append((p_vaddr, p_offset, p_filesz))
-    return segs
-
-
-def file_offset(path, vaddr):
-    for seg_vaddr, seg_offset, size in load_segments(path):
-        if seg_vaddr <= vaddr < seg_vaddr + size:
-            return vaddr - seg_vaddr + seg_offset
-    raise ValueError(f"{vaddr:#x} is in no PT_LOAD of {path}")
 
 
 def append_line(path, line):
@@ -89,7 +67,7 @@ class UprobeClash(threading.Thread):
                 return
             # Whether the removal took the int3 out is the stub's notice to tell (reading it back
             # here would race with the stub putting it back).
-            self.add_and_remove_uprobe(file_offset(self.path, self.link_vaddr))
+            self.add_and_remove_uprobe(address_file_offset(self.path, self.link_vaddr))
             deadline = time.time() + 60
             while time.time() < deadline and self.byte_at(pid, base + self.link_vaddr) != 0xcc:
                 time.sleep(0.01)

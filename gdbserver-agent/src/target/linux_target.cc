@@ -480,15 +480,15 @@ Result<size_t> LinuxTarget::write_memory(Pid pid, uint64_t address, std::span<co
   Process* p = find_process(pid);
   if (!p)
     return no_process(pid);
-  // Instructions cached for the in-place step that these bytes may change,
-  // and the code windows the re-arming compares.
-  for (auto it = p->breakpoints.lower_bound(address > 15 ? address - 15 : 0);
-       it != p->breakpoints.end() && it->first < address + data.size(); ++it)
-    it->second.insn_len = 0;
-  uint64_t window = SwBreakpoint::kCodeWindow - 1;
-  for (auto it = p->breakpoints.lower_bound(address > window ? address - window : 0);
-       it != p->breakpoints.end() && it->first < address + data.size(); ++it)
+  // What these bytes may change: the code window the re-arming compares (32
+  // bytes from a breakpoint) and the instruction cached for the in-place step (16).
+  uint64_t reach = SwBreakpoint::kCodeWindow - 1;
+  for (auto it = p->breakpoints.lower_bound(address > reach ? address - reach : 0);
+       it != p->breakpoints.end() && it->first < address + data.size(); ++it) {
     it->second.code_len = 0;
+    if (it->first + 15 >= address)
+      it->second.insn_len = 0;
+  }
   auto first = p->breakpoints.lower_bound(address);
   auto last = p->breakpoints.lower_bound(address + data.size());
   if (first == last)
