@@ -254,15 +254,7 @@ Result<void> BpfCollector::install(Pid pid, const Tracepoint& tp, TraceContext& 
       return r;
     start_run(ctx);
   }
-  // The copy kept to attach the probe again (keep_definition_order) needs what
-  // the program is made of, not gdb's texts for uploads (source strings,
-  // action texts): with thousands of tracepoints those were most of it.
-  Tracepoint kept = tp;
-  for (auto* texts :
-       {&kept.source, &kept.source_types, &kept.action_texts, &kept.step_action_texts})
-    *texts = std::vector<std::string>(); // frees them (clear() would keep the storage)
-  auto def = std::make_shared<const Tracepoint>(std::move(kept));
-  auto probe = load_and_attach(pid, def, ctx, tp.enabled, std::nullopt, batch_);
+  auto probe = load_and_attach(pid, tp, ctx, tp.enabled, std::nullopt, batch_);
   if (!probe)
     return probe.error();
   probes_.push_back(std::move(*probe));
@@ -302,14 +294,13 @@ Result<void> BpfCollector::end_install_batch() {
   return ok();
 }
 
-// Generates, loads and (unless DEFER) attaches DEF's program in a new slot,
+// Generates, loads and (unless DEFER) attaches TP's program in a new slot,
 // ENABLED or not.
 // Threads that sit at the address skip their first hit (see mark_threads_at),
 // or, for a copy of a probe, those that the probe in SKIPS_OF_SLOT still skips.
-Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def,
-                                            TraceContext& ctx, bool enabled,
-                                            std::optional<uint32_t> skips_of_slot, bool defer) {
-  const Tracepoint& tp = *def;
+Result<Probe> BpfCollector::load_and_attach(Pid pid, const Tracepoint& tp, TraceContext& ctx,
+                                            bool enabled, std::optional<uint32_t> skips_of_slot,
+                                            bool defer) {
   if (next_slot_ >= bpf::kGlobalSlot)
     return make_error(ENOSPC, "the eBPF collector holds at most " +
                                   std::to_string(bpf::kGlobalSlot) + " tracepoints per run");
@@ -363,7 +354,7 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, std::shared_ptr<const Trace
   p.address = tp.address;
   p.slot = slot;
   p.pid = pid;
-  p.def = std::move(def);
+  p.pass_count = tp.pass_count != 0;
   std::vector<bool> regs = prog->registers;
   regs.resize(GT_NUM_REGS_AVX, false);
   ctx.set_register_availability(tp.number, regs);

@@ -63,7 +63,7 @@ struct Probe {
   UniqueFd event;
   uint64_t drops_reported = 0;
   Pid pid = 0;
-  std::shared_ptr<const Tracepoint> def; // to attach it again (keep_definition_order)
+  bool pass_count = false; // its tracepoint has a pass count
   // Loaded, to be attached at the end of the install batch: the program, and
   // the file (shared by the batch's probes in one file: an fd each would
   // double the fds a batch of thousands holds) with the probe's offset in it.
@@ -115,9 +115,8 @@ private:
   Result<std::shared_ptr<const UniqueFd>>
   program_for(const bpf::Program& prog, const bpf::CodegenOptions& o, uint32_t tp_number);
   std::shared_ptr<const ProbeSite> batch_file(ProbeSite site);
-  Result<Probe> load_and_attach(Pid pid, std::shared_ptr<const Tracepoint> def, TraceContext& ctx,
-                                bool enabled, std::optional<uint32_t> skips_of_slot,
-                                bool defer = false);
+  Result<Probe> load_and_attach(Pid pid, const Tracepoint& tp, TraceContext& ctx, bool enabled,
+                                std::optional<uint32_t> skips_of_slot, bool defer = false);
   void keep_definition_order(const Probe& added, TraceContext& ctx);
   bool emulation_available() const {
     return support_.ctx_writes && support_.task_dr7_offset.has_value() && !no_emulation_;

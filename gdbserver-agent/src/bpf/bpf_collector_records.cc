@@ -10,7 +10,7 @@ Probe* BpfCollector::find_slot(uint32_t slot) {
 }
 
 ProbeKeys BpfCollector::keys_of(const Probe& p) {
-  return {p.slot, p.tp, p.address, p.pid, p.def && p.def->pass_count};
+  return {p.slot, p.tp, p.address, p.pid, p.pass_count};
 }
 
 void BpfCollector::reindex() {

@@ -82,7 +82,10 @@ void BpfCollector::keep_definition_order(const Probe& added, TraceContext& ctx) 
   std::vector<std::pair<size_t, Probe>> copies;
   for (size_t i : older) {
     const Probe& o = probes_[i];
-    auto copy = load_and_attach(o.pid, o.def, ctx, false, o.slot);
+    auto def = ctx.definition(o.tp, o.address);
+    if (!def)
+      break;
+    auto copy = load_and_attach(o.pid, *def, ctx, false, o.slot);
     if (!copy)
       break;
     copies.emplace_back(i, std::move(*copy));

@@ -83,6 +83,12 @@ public:
   virtual void request_stop(TraceStopReason reason, std::string error_text = {},
                             uint32_t tp_number = 0) = 0;
   virtual void console(const std::string& text) = 0; // agent printf / notices to gdb's console
+  // What a collector installed for TP_NUMBER at ADDRESS, while it is installed
+  // there (the tracepoint as install() was given it), for a collector that
+  // must make a probe again: kept by the engine once, not copied by each
+  // collector per probe (10 000 copies were ~5 MB of the stub). None once the
+  // engine no longer has it.
+  virtual std::optional<Tracepoint> definition(uint32_t tp_number, uint64_t address) const = 0;
 };
 
 // What only the collector sees, per tracepoint location (number, address):

@@ -21,9 +21,11 @@ void TraceBuffer::clear() {
   created_ = 0;
   discarded_ = 0;
   next_xoffset_ = 0;
+  sites_.clear();
+  free_sites_.clear();
   by_tp_.clear();
   by_pc_.clear();
-  last_tp_list_ = last_pc_list_ = nullptr;
+  last_site_ = kNoSite;
   populated_base_ = nullptr;
   populated_end_ = 0;
 }
@@ -124,19 +126,42 @@ bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_num
 void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set,
                            bool compact) {
   uint64_t seq = first_seq_ + metas_.size();
-  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, pc, tp_number, set, compact});
+  uint32_t site = site_for(tp_number, pc);
+  metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, site, set, compact});
   next_xoffset_ += expanded;
-  if (!last_tp_list_ || last_tp_ != tp_number) {
-    last_tp_list_ = &by_tp_[tp_number];
-    last_tp_ = tp_number;
-  }
-  if (!last_pc_list_ || last_pc_ != pc) {
-    last_pc_list_ = &by_pc_[pc];
-    last_pc_ = pc;
-  }
-  last_tp_list_->push_back(seq);
-  last_pc_list_->push_back(seq);
+  sites_[site].frames.push_back(seq);
   ++created_;
+}
+
+// The site of TP_NUMBER at PC, made when it has no frame yet.
+uint32_t TraceBuffer::site_for(uint16_t tp_number, uint64_t pc) {
+  if (last_site_ != kNoSite && sites_[last_site_].tp == tp_number && sites_[last_site_].pc == pc)
+    return last_site_;
+  auto [it, added] = by_pc_.try_emplace({pc, tp_number}, kNoSite);
+  if (added) {
+    if (free_sites_.empty()) {
+      it->second = uint32_t(sites_.size());
+      sites_.emplace_back();
+    } else {
+      it->second = free_sites_.back();
+      free_sites_.pop_back();
+    }
+    sites_[it->second].pc = pc;
+    sites_[it->second].tp = tp_number;
+    by_tp_.emplace(tp_number, it->second);
+  }
+  return last_site_ = it->second;
+}
+
+// SITE holds no frame any more (circular discards): it goes, its number is reused.
+void TraceBuffer::release_site(uint32_t site) {
+  Site& s = sites_[site];
+  by_pc_.erase({s.pc, s.tp});
+  by_tp_.erase({s.tp, site});
+  s = Site();
+  free_sites_.push_back(site);
+  if (last_site_ == site)
+    last_site_ = kNoSite;
 }
 
 // Room for BYTES more stored bytes: there already, or (circular) made by
@@ -144,11 +169,11 @@ void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uin
 bool TraceBuffer::make_room(size_t bytes) {
   if (bytes > capacity_)
     return false;
-  if (bytes <= free_bytes())
+  if (bytes <= free_bytes() && metas_.size() < kMaxFrames)
     return true;
   if (!circular_)
     return false;
-  while (bytes > free_bytes())
+  while (bytes > free_bytes() || metas_.size() >= kMaxFrames)
     drop_oldest();
   return true;
 }
@@ -197,22 +222,11 @@ void TraceBuffer::populate_ahead(size_t end) {
 }
 
 void TraceBuffer::drop_oldest() {
-  const Meta m = metas_.front();
+  const uint32_t site = metas_.front().site;
   const size_t size = stored_bytes(0);
-  auto tp = by_tp_.find(m.tp);
-  tp->second.pop_front();
-  if (tp->second.empty()) {
-    if (last_tp_list_ == &tp->second)
-      last_tp_list_ = nullptr;
-    by_tp_.erase(tp);
-  }
-  auto pc = by_pc_.find(m.pc);
-  pc->second.pop_front();
-  if (pc->second.empty()) {
-    if (last_pc_list_ == &pc->second)
-      last_pc_list_ = nullptr;
-    by_pc_.erase(pc);
-  }
+  sites_[site].frames.pop_front();
+  if (sites_[site].frames.empty())
+    release_site(site);
   metas_.pop_front();
   ++first_seq_;
   ++discarded_;
@@ -292,16 +306,22 @@ void TraceBuffer::read_stream(uint64_t offset, uint64_t length, const Sink& sink
   flush();
 }
 
-long TraceBuffer::first_in(const SeqList& list, uint64_t from_seq) const {
-  auto it = std::lower_bound(list.begin(), list.end(), from_seq);
-  return it == list.end() ? -1 : long(*it - first_seq_);
+long TraceBuffer::first_in(uint32_t site, uint64_t from_seq) const {
+  auto seq = sites_[site].frames.first_from(from_seq);
+  return seq ? long(*seq - first_seq_) : -1;
 }
 
 long TraceBuffer::find_tracepoint(uint16_t tp_number, long after) const {
-  auto it = by_tp_.find(tp_number);
-  if (it == by_tp_.end())
-    return -1;
-  return first_in(it->second, first_seq_ + uint64_t(after + 1));
+  uint64_t from = first_seq_ + uint64_t(after + 1);
+  long best = -1;
+  // One binary search per site: a location, and each pc its while-stepping reached.
+  for (auto it = by_tp_.lower_bound({tp_number, 0}); it != by_tp_.end() && it->first == tp_number;
+       ++it) {
+    long n = first_in(it->second, from);
+    if (n >= 0 && (best < 0 || n < best))
+      best = n;
+  }
+  return best;
 }
 
 long TraceBuffer::find_range(uint64_t lo, uint64_t hi, bool inside, long after) const {
@@ -314,15 +334,16 @@ long TraceBuffer::find_range(uint64_t lo, uint64_t hi, bool inside, long after) 
         best = n;
     }
   };
-  // One binary search per distinct pc in the range (tracepoint sites, while-stepping pcs).
+  // One binary search per site of a pc in the range (tracepoint locations, while-stepping pcs).
+  constexpr uint16_t kLastTp = 0xffff;
   if (inside) {
     if (lo > hi)
       return -1;
-    consider(by_pc_.lower_bound(lo), by_pc_.upper_bound(hi));
+    consider(by_pc_.lower_bound({lo, 0}), by_pc_.upper_bound({hi, kLastTp}));
   } else {
-    consider(by_pc_.begin(), by_pc_.lower_bound(lo));
+    consider(by_pc_.begin(), by_pc_.lower_bound({lo, 0}));
     if (hi != std::numeric_limits<uint64_t>::max())
-      consider(by_pc_.upper_bound(hi), by_pc_.end());
+      consider(by_pc_.upper_bound({hi, kLastTp}), by_pc_.end());
   }
   return best;
 }

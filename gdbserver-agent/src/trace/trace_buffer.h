@@ -14,20 +14,22 @@
 // Linear mode refuses a frame that does not fit (the run then stops with
 // tfull); circular mode discards the oldest frames to make room. Alongside the
 // bytes it keeps a frame index: frame number -> stored and expanded offsets
-// (O(1); a stream offset -> its frame is a binary search), and per tracepoint
-// and per pc sorted sequence lists, so every tfind form is a binary search
-// instead of a walk from the first frame.
+// (O(1); a stream offset -> its frame is a binary search), and a sorted list
+// of frame sequence numbers per site (a tracepoint at one pc), so every tfind
+// form is a binary search per site instead of a walk from the first frame.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "trace/compact_frame.h"
+#include "trace/seq_list.h"
 
 namespace gdbtrace {
 
@@ -36,7 +38,7 @@ public:
   static constexpr size_t kDefaultSize = 5 * 1024 * 1024; // gdbserver's default
 
   explicit TraceBuffer(size_t capacity = kDefaultSize) : capacity_(capacity) {}
-  TraceBuffer(const TraceBuffer&) = delete; // last_*_list_ point into its own indexes
+  TraceBuffer(const TraceBuffer&) = delete; // it holds the whole trace: never copied
   TraceBuffer& operator=(const TraceBuffer&) = delete;
 
   void clear();
@@ -104,13 +106,13 @@ public:
   // Frame N (0 = oldest present) in tfile layout: a view of the store, or of
   // SCRATCH when it was stored compactly. Empty when out of range.
   std::span<const uint8_t> frame(long n, std::vector<uint8_t>& scratch) const;
-  uint16_t frame_tp(long n) const { return metas_[size_t(n)].tp; }
+  uint16_t frame_tp(long n) const { return sites_[metas_[size_t(n)].site].tp; }
   // Bytes of frame N in the frame stream (its tfile size).
   size_t frame_stream_bytes(long n) const {
     return (size_t(n) + 1 < metas_.size() ? metas_[size_t(n) + 1].xoffset : next_xoffset_) -
            metas_[size_t(n)].xoffset;
   }
-  uint64_t frame_pc(long n) const { return metas_[size_t(n)].pc; }
+  uint64_t frame_pc(long n) const { return sites_[metas_[size_t(n)].site].pc; }
   // Frame N as stored, not expanded: its bytes, and the layout of its compact
   // register blocks (null: its register blocks are 'R' blocks). SET: its
   // register set (register_set(), kAllRegisters or another value for none).
@@ -135,43 +137,35 @@ public:
 private:
   // Meta::held: an index into sets_, kAllRegisters, or this.
   static constexpr uint16_t kNoRegisters = 0xfffe; // no 'R' block
-  // 32 bytes a frame: a frame's sizes are the distance to the next one's offsets.
+  // 24 bytes a frame: a frame's sizes are the distance to the next one's
+  // offsets, and its tracepoint and pc are its site's. With the 4 of its
+  // site's list, the index costs ~28 bytes a frame: at 48 it was a quarter of
+  // the stub's memory beyond the buffer in a 300 000-frame run of 10 000
+  // tracepoints (bench/tracepoints.sh).
   struct Meta {
     uint64_t offset;  // logical stored offset (store_ index + base_)
     uint64_t xoffset; // logical offset in the expanded stream
-    uint64_t pc;
-    uint16_t tp;
-    uint16_t held; // register set of the 'R' blocks
-    bool compact;  // its register blocks are stored as compact blocks of sets_[held]
+    uint32_t site;    // index into sites_
+    uint16_t held;    // register set of the 'R' blocks
+    bool compact;     // its register blocks are stored as compact blocks of sets_[held]
   };
-  static_assert(sizeof(Meta) == 32, "the index costs 32 bytes a frame (plus 16 in by_tp_/by_pc_)");
+  static_assert(sizeof(Meta) == 24, "the index costs 24 bytes a frame (plus 4 in its site's list)");
+  // Frames held at once stay below 2^32 (make_room): what SeqList needs.
+  static constexpr uint64_t kMaxFrames = SeqList::kMaxSpan;
   struct RegisterSet {
     RegisterMask mask;
     std::vector<bool> held;
     CompactRegisters layout;
   };
-  // Ascending frame sequence numbers of one tracepoint or pc. A vector with a
-  // moving start rather than a std::deque: a deque takes a 512-byte block per
-  // key, which with thousands of tracepoints was most of the tfind index
-  // (10 000 tracepoints hit 5 times each: 13 MB). Popping the front (circular
-  // buffers) compacts once half of it is dead: amortised O(1).
-  class SeqList {
-  public:
-    void push_back(uint64_t seq) { seqs_.push_back(seq); }
-    void pop_front() {
-      if (++head_ * 2 >= seqs_.size()) {
-        seqs_.erase(seqs_.begin(), seqs_.begin() + long(head_));
-        head_ = 0;
-      }
-    }
-    bool empty() const { return head_ == seqs_.size(); }
-    std::vector<uint64_t>::const_iterator begin() const { return seqs_.begin() + long(head_); }
-    std::vector<uint64_t>::const_iterator end() const { return seqs_.end(); }
-
-  private:
-    std::vector<uint64_t> seqs_;
-    size_t head_ = 0;
+  // The frames of one tracepoint at one pc: a tracepoint's location, or a pc
+  // its while-stepping reached. tfind tracepoint looks at a tracepoint's
+  // sites, tfind pc/range at the sites of the pcs; each frame is in one list.
+  struct Site {
+    uint64_t pc = 0;
+    uint16_t tp = 0;
+    SeqList frames;
   };
+  static constexpr uint32_t kNoSite = 0xffffffffu;
 
   size_t stored_bytes(size_t n) const {
     return (n + 1 < metas_.size() ? metas_[n + 1].offset : base_ + store_.size()) -
@@ -179,10 +173,12 @@ private:
   }
   bool make_room(size_t bytes);
   void add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set, bool compact);
+  uint32_t site_for(uint16_t tp_number, uint64_t pc);
+  void release_site(uint32_t site);
   void drop_oldest();
   void populate_ahead(size_t end);
   void prepare_at_start();
-  long first_in(const SeqList& list, uint64_t from_seq) const;
+  long first_in(uint32_t site, uint64_t from_seq) const;
   long frame_at_stream_offset(uint64_t offset) const;
 
   size_t capacity_;
@@ -202,15 +198,13 @@ private:
   const uint8_t* populated_base_ = nullptr;
   size_t populated_end_ = 0;
   bool populate_works_ = true;
-  std::unordered_map<uint16_t, SeqList> by_tp_;
-  std::map<uint64_t, SeqList> by_pc_;
-  // The lists the last frame went to: a busy run's frames come from one
-  // location in long runs, and the two lookups were ~5 % of a streamed
-  // frame's drain. Their nodes stay put until erased (drop_oldest, clear).
-  SeqList* last_tp_list_ = nullptr;
-  SeqList* last_pc_list_ = nullptr;
-  uint16_t last_tp_ = 0;
-  uint64_t last_pc_ = 0;
+  std::vector<Site> sites_; // Meta::site; those with no frame are on free_sites_
+  std::vector<uint32_t> free_sites_;
+  std::map<std::pair<uint64_t, uint16_t>, uint32_t> by_pc_; // (pc, tp) -> site
+  std::set<std::pair<uint16_t, uint32_t>> by_tp_;           // (tp, site)
+  // The site the last frame went to: a busy run's frames come from one
+  // location in long runs, and the lookups were ~5 % of a streamed frame's drain.
+  uint32_t last_site_ = kNoSite;
 };
 
 } // namespace gdbtrace

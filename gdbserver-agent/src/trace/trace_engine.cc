@@ -175,6 +175,15 @@ void TraceEngine::Impl::console(const std::string& text) {
     hooks.console(text);
 }
 
+// As install() gives it to collectors: with the stack snapshot actions when stacks are on.
+std::optional<Tracepoint> TraceEngine::Impl::definition(uint32_t tp_number,
+                                                        uint64_t address) const {
+  const TracepointEntry* e = tracepoints.find(tp_number, address);
+  if (!e)
+    return std::nullopt;
+  return stack_bytes ? with_stack_actions(e->tp, stack_bytes) : e->tp;
+}
+
 // ---------------------------------------------------------------- run control
 
 VerifyEnv TraceEngine::Impl::verify_env() const {

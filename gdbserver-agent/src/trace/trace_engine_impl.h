@@ -98,6 +98,7 @@ struct TraceEngine::Impl : TraceContext {
   bool collecting() const override { return running && !stop_pending; }
   void request_stop(TraceStopReason reason, std::string error_text, uint32_t tp_number) override;
   void console(const std::string& text) override;
+  std::optional<Tracepoint> definition(uint32_t tp_number, uint64_t address) const override;
 
   // --- operations (trace_operations.cc) ---
   Result<void> add_actions_to(TracepointEntry& e, ActionList list);

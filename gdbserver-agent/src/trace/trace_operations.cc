@@ -445,6 +445,7 @@ TraceReport TraceEngine::Impl::make_report() const {
   r.stack_bytes = stack_bytes;
   r.fallback = fallback_text();
   r.drain = drain_placement.where();
+  r.tracepoints.reserve(tracepoints.size()); // 10 000 of them: no doubling at the stub's peak
   for (const auto& e : tracepoints)
     r.tracepoints.push_back(report_for(*e));
   for (const auto& c : collectors) {

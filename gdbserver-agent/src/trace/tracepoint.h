@@ -2,7 +2,8 @@
 // and a trace state variable (QTDV).
 //
 // Owned by the TraceEngine; collectors receive a const reference when they
-// install probes and must copy whatever they need to keep.
+// install probes, and while a probe is installed can ask for it again
+// (TraceContext::definition) rather than keep a copy.
 #pragma once
 
 #include <cstdint>

@@ -110,6 +110,11 @@ public:
     stop_pending = true;
   }
   void console(const std::string&) override {}
+  std::map<std::pair<uint32_t, uint64_t>, Tracepoint> definitions; // what definition() answers
+  std::optional<Tracepoint> definition(uint32_t tp, uint64_t address) const override {
+    auto it = definitions.find({tp, address});
+    return it == definitions.end() ? std::nullopt : std::optional<Tracepoint>(it->second);
+  }
 };
 
 } // namespace gdbtrace::test

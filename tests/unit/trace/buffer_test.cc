@@ -152,6 +152,10 @@ TEST(TraceBuffer, IndexMatchesLinearScan) {
         return long(n);
     return -1;
   };
+  for (size_t n = 0; n < buf.frame_count(); ++n) {
+    ASSERT_EQ(buf.frame_tp(long(n)), all[first + n].first);
+    ASSERT_EQ(buf.frame_pc(long(n)), all[first + n].second);
+  }
   for (long after = -1; after < long(buf.frame_count()); ++after) {
     for (uint16_t tp = 1; tp <= 5; ++tp)
       ASSERT_EQ(buf.find_tracepoint(tp, after),
