@@ -22,6 +22,14 @@ from gdbtest import GDB, GdbTestCase, Server, address_file_offset, program, run_
 TRACEFS = Path("/sys/kernel/tracing")
 
 
+def mount_tracefs():
+    """A machine may boot without tracefs mounted (this project's CI VM did): mount it, as root
+    may, as bench/_lib.sh's bench_tracefs does."""
+    if not (TRACEFS / "uprobe_events").exists():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True)
+    return (TRACEFS / "uprobe_events").exists()
+
+
 def append_line(path, line):
     """tracefs files refuse the seek to their end that Python's append mode does."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -103,7 +111,7 @@ class UprobeClash(threading.Thread):
 
 class BreakpointTakenOut(GdbTestCase):
     def test_breakpoint_put_back_after_another_programs_uprobe(self):
-        self.assertTrue((TRACEFS / "uprobe_events").exists(), "tracefs is not mounted at /sys/kernel/tracing")
+        self.assertTrue(mount_tracefs(), "tracefs is not mounted at /sys/kernel/tracing and cannot be")
         prog = program("late_call")
         # Where gdb puts the breakpoint (after the prologue), as a link-time address.
         probe = subprocess.run([GDB, "-batch", "-nx", "-ex", "break late_target", prog],
