@@ -16,13 +16,11 @@ void SeqList::push_back(uint64_t seq) {
 }
 
 void SeqList::compact() {
-  uint64_t first = empty() ? base_ : base_ + seqs_[head_];
-  std::vector<uint32_t> live;
-  live.reserve(seqs_.size() - head_);
-  for (size_t i = head_; i < seqs_.size(); ++i)
-    live.push_back(uint32_t(base_ + seqs_[i] - first));
-  seqs_ = std::move(live);
-  base_ = first;
+  const uint32_t first = empty() ? 0 : seqs_[head_];
+  seqs_.erase(seqs_.begin(), seqs_.begin() + long(head_)); // in place: no allocation per pass
+  for (uint32_t& s : seqs_)
+    s -= first;
+  base_ += first;
   head_ = 0;
 }
 
