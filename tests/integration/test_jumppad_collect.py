@@ -46,15 +46,19 @@ class JumpPad(GdbTestCase):
         # (gdb sends bit_and, equal, dup/if_goto/pop for ||); only the hits where it holds are
         # frames. A condition reading memory (the global jp_bias) goes to the next collector.
         n = 20
-        run = run_gdb(["break jp_done", "ftrace *jp_probe if ($rdi & 3) == 0 || $rdi == 5", "actions",
-                       "collect $rdi", "end", "tstart", "continue", "monitor gdbtrace status", "tstop",
-                       "tstatus", "tfind 2", "print $rdi", "tfind 3", "print $rdi"],
+        # The TSV's adds are the stub's (k per frame or drop): only hits that pass count.
+        run = run_gdb(["break jp_done", "tvariable $n = 100",
+                       "ftrace *jp_probe if ($rdi & 3) == 0 || $rdi == 5", "actions",
+                       "collect $rdi", "teval $n = $n + 2", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "print $n", "tstop", "tstatus", "print $n",
+                       "tfind 2", "print $rdi", "tfind 3", "print $rdi"],
                       program=PROG, args=(n,))
         self.assertEqual(backends(run)[:1], ["jumppad"], run.transcript())
         kept = [x for x in range(n) if x & 3 == 0 or x == 5]
         self.assertOutput(run, rf"backend jumppad, hits {len(kept)}, frames {len(kept)}, drops 0")
-        self.assertOrdered(run, [rf"Collected {len(kept)} trace frames", rf"\$1 = {kept[2]}",
-                                 rf"\$2 = {kept[3]}"])
+        n_value = 100 + 2 * len(kept)
+        self.assertOrdered(run, [rf"\$1 = {n_value}", rf"Collected {len(kept)} trace frames",
+                                 rf"\$2 = {n_value}", rf"\$3 = {kept[2]}", rf"\$4 = {kept[3]}"])
         self.assertIn(f"BENCH jumppad calls={n} sum={sum(range(n)) + 3 * n} ", run.server_log)
         memory = run_gdb(["break jp_done", "ftrace *jp_probe if jp_bias == 3", "actions", "collect $rdi",
                           "end", "tstart", "continue", "monitor gdbtrace status", "tstop", "tstatus"],

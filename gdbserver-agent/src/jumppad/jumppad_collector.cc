@@ -33,6 +33,13 @@ bool cpu_has_rdpid() {
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 22));
 }
 
+// LAHF/SAHF in 64-bit mode (CPUID 0x80000001 ECX bit 0): every x86-64 CPU but
+// the first ones.
+bool cpu_has_sahf() {
+  unsigned a, b, c, d;
+  return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & 1u);
+}
+
 bool cpu_has_rdtscp() {
   unsigned a, b, c, d;
   return __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
@@ -314,11 +321,17 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   locations_.push_back(loc);
   site.locations.push_back(uint32_t(locations_.size() - 1));
 
-  PadSpec spec{tp.address,     0,
-               *view,          Area::armed(*view),
-               a.rings() - 1,  a.slots() - 1,
-               a.ring_shift(), cpu_has_rdpid(),
-               site.plan,      {}};
+  PadSpec spec{tp.address,
+               0,
+               *view,
+               Area::armed(*view),
+               a.rings() - 1,
+               a.slots() - 1,
+               a.ring_shift(),
+               cpu_has_rdpid(),
+               cpu_has_sahf(),
+               site.plan,
+               {}};
   for (uint32_t li : site.locations) {
     const Location& l = locations_[li];
     PadTracepoint pt{l.tp_slot, {}, true, l.condition, l.memory};
@@ -522,16 +535,34 @@ CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const 
   return s;
 }
 
+// The area's word holds the value the run started from (plus the adds of pads
+// that write no record); every record or drop of a location adds that
+// location's k, as the pad would have. Exact once drained: the engine drains
+// before it asks.
 std::optional<int64_t> JumppadCollector::tsv_value(uint32_t number) const {
+  std::optional<int64_t> value;
+  uint64_t added = 0;
   for (const Location& l : locations_)
-    for (const TsvIncrement& inc : l.tsv_adds)
-      if (inc.number == number)
-        if (auto it = areas_.find(l.pid); it != areas_.end()) {
-          auto idx = it->second.area->find_tsv(number);
-          if (idx)
-            return std::atomic_ref<int64_t>(it->second.area->tsv(*idx)).load();
-        }
-  return std::nullopt;
+    for (const TsvIncrement& inc : l.tsv_adds) {
+      if (inc.number != number)
+        continue;
+      auto it = areas_.find(l.pid);
+      if (it == areas_.end())
+        continue;
+      Area& a = *it->second.area;
+      auto idx = a.find_tsv(number);
+      if (!idx)
+        continue;
+      if (!value)
+        value = std::atomic_ref<int64_t>(a.tsv(*idx)).load();
+      auto r = records_.find({l.number, l.address});
+      uint64_t hits = std::atomic_ref<const uint64_t>(a.tp_slot(l.tp_slot).drops).load() +
+                      (r == records_.end() ? 0 : r->second);
+      added += hits * uint64_t(int64_t(inc.k)); // wraps as the pad's adds would
+    }
+  if (value)
+    value = int64_t(uint64_t(*value) + added);
+  return value;
 }
 
 } // namespace

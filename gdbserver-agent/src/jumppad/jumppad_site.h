@@ -69,6 +69,8 @@ struct PadTracepoint {
     uint32_t index;
     int32_t k;
   };
+  // Done by the pad (a locked add each) only when it writes no record: a
+  // recording tracepoint's adds are k per record or drop, added by the stub.
   std::vector<TsvAdd> tsv_adds;
   bool record = true; // write a record (a frame) per hit
   // The tracepoint's condition, compiled into the pad: false skips the rest of
@@ -91,6 +93,7 @@ struct PadSpec {
   uint32_t slot_mask = 0;  // slots per ring - 1 (a power of two)
   uint32_t ring_shift = 0; // log2 of one ring's bytes
   bool rdpid = false;      // the CPU has rdpid: rdtsc + rdpid is cheaper than rdtscp
+  bool sahf = false;       // the CPU has LAHF/SAHF in 64-bit mode: flags back without popfq
   SitePlan plan;
   std::vector<PadTracepoint> tps; // in definition order
 };

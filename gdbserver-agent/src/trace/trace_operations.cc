@@ -493,6 +493,7 @@ std::optional<int64_t> TraceEngine::tsv_value(uint32_t number) {
     return std::nullopt;
   if (!m.tsvs.count(number))
     return std::nullopt;
+  m.drain_for_counts(); // a collector may count adds from the frames it drains
   for (auto& c : m.collectors)
     if (auto v = c->tsv_value(number))
       return v;

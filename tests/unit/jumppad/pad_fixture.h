@@ -59,6 +59,7 @@ protected:
     spec.slot_mask = slots_ - 1;
     spec.ring_shift = ring_shift();
     spec.rdpid = rdpid_;
+    spec.sahf = sahf_;
     spec.plan = *plan;
     spec.tps = std::move(tps);
     auto code = emit_pad(spec, fixups);
@@ -86,6 +87,7 @@ protected:
   uint8_t* site_ = nullptr;
   std::vector<uint64_t> tails_;
   bool rdpid_ = false; // the rdtscp form; RdpidFormRecordsToo runs the other
+  bool sahf_ = false;  // popfq; FlagsSurviveThePad runs both
 };
 
 } // namespace gdbtrace::jumppad
