@@ -282,22 +282,33 @@ void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots, uint32_t rin
 std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
                                  std::vector<uint64_t>& tails) {
   std::vector<Record> out;
+  take_batch(ring_base, slots, ring_shift, tails, slots, out);
+  return out;
+}
+
+uint64_t take_batch(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
+                    std::vector<uint64_t>& tails, uint32_t max, std::vector<Record>& out) {
+  uint64_t cutoff = UINT64_MAX;
   for (uint32_t r = 0; r < tails.size(); ++r) {
     uint8_t* ring = ring_base + (uint64_t(r) << ring_shift);
-    for (uint32_t n = 0; n < slots; ++n) {
+    uint64_t last_stamp = 0;
+    uint32_t n = 0;
+    for (; n < std::min(max, slots); ++n) {
       uint64_t t = tails[r];
       auto* slot = reinterpret_cast<Record*>(ring + ((t & (slots - 1)) << kSlotShift));
       std::atomic_ref<uint64_t> seq(slot->seq);
       if (seq.load(std::memory_order_acquire) != t + 1)
         break;
-      Record copy;
+      Record& copy = out.emplace_back();
       std::memcpy(&copy, slot, sizeof copy);
       seq.store(t + slots, std::memory_order_release);
       tails[r] = t + 1;
-      out.push_back(copy);
+      last_stamp = std::max(last_stamp, copy.stamp);
     }
+    if (n == max)
+      cutoff = std::min(cutoff, last_stamp);
   }
-  return out;
+  return cutoff;
 }
 
 uint64_t ring_backlog(const uint8_t* heads, const std::vector<uint64_t>& tails) {

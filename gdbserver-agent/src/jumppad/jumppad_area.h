@@ -41,6 +41,12 @@ Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint
 void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots, uint32_t ring_shift);
 std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
                                  std::vector<uint64_t>& tails);
+// At most MAX records of each ring, appended to OUT. Returns the largest stamp
+// a later record of a ring cut at MAX may come after (the smallest of those
+// rings' last stamps: records stamped later may be preceded by ones not yet
+// taken), UINT64_MAX when no ring was cut.
+uint64_t take_batch(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
+                    std::vector<uint64_t>& tails, uint32_t max, std::vector<Record>& out);
 // The most records any ring holds past the stub's position (TAILS), read from
 // the ring heads at HEADS (kRingHeadsOffset) without touching a slot. The heads
 // are the tracee's to write: garbage only makes this large (a drain, harmless).
@@ -91,6 +97,9 @@ public:
 
   std::vector<Record> take_records() {
     return jumppad::take_records(local() + kRingOffset, slots_, ring_shift_, tails_);
+  }
+  uint64_t take_batch(uint32_t max, std::vector<Record>& out) {
+    return jumppad::take_batch(local() + kRingOffset, slots_, ring_shift_, tails_, max, out);
   }
   uint64_t ring_backlog() const {
     return jumppad::ring_backlog(local() + kRingHeadsOffset, tails_);

@@ -1,9 +1,11 @@
 #include "jumppad/jumppad_collector.h"
 
 #include <algorithm>
+#include <array>
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cpuid.h>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -16,6 +18,7 @@
 #include "jumppad/jumppad_site.h"
 #include "jumppad/tsc_clock.h"
 #include "target/crash_cleanup.h"
+#include "trace/compact_frame.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -73,6 +76,7 @@ bool uses_shadow_stack(Pid pid) {
 // one-second heartbeat, tstop).
 constexpr auto kPollPeriod = std::chrono::milliseconds(10);
 constexpr uint32_t kDrainMarkDivisor = 2; // drain at slots / 2 records in a ring
+constexpr uint32_t kDrainBatch = 4096;    // records a ring per drain pass (1 MB)
 
 class JumppadCollector final : public Collector {
 public:
@@ -118,6 +122,7 @@ private:
     std::vector<TsvIncrement> tsv_adds;
     std::optional<AgentExpr> condition;
     std::vector<MemRange> memory;
+    uint64_t records = 0; // drained this run: with the drops, its hits (the pad counts none)
   };
   struct Site {
     Pid pid = 0;
@@ -143,6 +148,7 @@ private:
     // Every placed pad's memory reads: faulting pc -> recovery pc (pads are
     // never rewritten nor unmapped, so entries stay true for the area's life).
     std::map<uint64_t, uint64_t> fixups;
+    std::vector<Record> pending; // taken, stamped after a ring cut short: the next pass's
   };
 
   Result<Area*> area_for(Pid pid, uint64_t site, size_t staging);
@@ -151,6 +157,9 @@ private:
   Result<void> write_site(Site& site, uint64_t address, uint64_t pad);
   Result<void> no_thread_inside(Pid pid, uint64_t address) const;
   void frame_from(const Record& r, const Location& loc);
+  void emit_in_order(Pid pid, std::vector<Record>& pending, uint64_t cutoff);
+  void handle_record(Pid pid, const Record& r);
+  uint64_t records_of(uint32_t number, uint64_t address) const;
   void add_memory_blocks(FrameBuilder& frame, const Record& r, const Location& loc);
   std::optional<uint64_t> recovery_for(Pid pid, uint64_t pc) const;
   void arm_poll();
@@ -169,11 +178,34 @@ private:
   std::vector<Location> locations_;
   std::map<uint32_t, size_t> by_slot_; // tp slot -> locations_ index (this run)
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_;
-  // Records drained per location this run: with the drops, its hits (the pad
-  // counts no hits where it writes a record).
-  std::map<std::pair<uint32_t, uint64_t>, uint64_t> records_;
   TscClock clock_; // the records' TSC stamps -> CLOCK_MONOTONIC, the eBPF stamps' clock
+  // A record's registers as a compact block: their gdb numbers, the engine's
+  // layout for them (slots by ascending number, 8 bytes each) and, for each
+  // slot, its index in Record::regs.
+  struct PadCompact {
+    RegisterMask mask;
+    CompactRegisters layout;
+    std::array<uint8_t, 18> source{};
+    PadCompact();
+  };
+  const PadCompact compact_;
+  FrameBuilder frame_{0};
+  std::vector<std::pair<uint64_t, uint32_t>> order_; // emit_in_order's (stamp, index)
+  uint32_t last_slot_ = UINT32_MAX;                  // handle_record's last lookup
+  Location* last_location_ = nullptr; // (reset wherever by_slot_ or locations_ change)
 };
+
+JumppadCollector::PadCompact::PadCompact() {
+  std::vector<unsigned> regnums(std::begin(kRecordRegs), std::end(kRecordRegs));
+  std::sort(regnums.begin(), regnums.end());
+  for (unsigned r : regnums)
+    mask[r] = true;
+  layout = CompactRegisters::of_mask(mask);
+  for (size_t j = 0; j < regnums.size(); ++j)
+    for (uint8_t i = 0; i < 18; ++i)
+      if (kRecordRegs[i] == regnums[j])
+        source[j] = i;
+}
 
 Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site, size_t staging) {
   auto it = areas_.find(pid);
@@ -183,7 +215,7 @@ Result<Area*> JumppadCollector::area_for(Pid pid, uint64_t site, size_t staging)
     auto a = Area::create(target_, pid, site, staging);
     if (!a)
       return a.error();
-    it = areas_.emplace(pid, ProcessArea{std::move(*a), {}, {}, {}, {}}).first;
+    it = areas_.emplace(pid, ProcessArea{std::move(*a), {}, {}, {}, {}, {}}).first;
   }
   return it->second.area.get();
 }
@@ -257,15 +289,16 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   if (sites_.empty()) {    // a new run counts from zero
     clock_.start();
     stats_.clear();
-    records_.clear();
     by_slot_.clear();
     locations_.clear();
+    last_slot_ = UINT32_MAX;
     for (auto& [p, pa] : areas_) {
       pa.tsvs_initialised.clear();
       // Records written since the last drain (threads that were inside a pad
       // at tstop) belong to no run; with tp slots reused they would look like
       // this run's.
       (void)pa.area->take_records();
+      pa.pending.clear();
     }
   }
   ctx_ = &ctx;
@@ -319,6 +352,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   }
   a.tp_slot(*slot) = TpSlot{0, 0, tp.enabled ? 1u : 0u, 0, 0};
   locations_.push_back(loc);
+  last_slot_ = UINT32_MAX; // the vector may have moved
   site.locations.push_back(uint32_t(locations_.size() - 1));
 
   PadSpec spec{tp.address,
@@ -351,6 +385,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     return failed(w.error());
   sites_[tp.address] = std::move(site);
   by_slot_[loc.tp_slot] = locations_.size() - 1;
+  last_slot_ = UINT32_MAX;
   std::vector<bool> valid(GT_NUM_REGS_AVX, false);
   for (unsigned r : kRecordRegs)
     valid[r] = true;
@@ -398,6 +433,7 @@ void JumppadCollector::remove_all() {
   }
   sites_.clear();
   by_slot_.clear();
+  last_slot_ = UINT32_MAX;
   poll_.cancel();
   polling_ = false;
 }
@@ -443,17 +479,29 @@ bool JumppadCollector::past_drain_mark() const {
   return false;
 }
 
+// The registers go in compact, as the eBPF collector's (the engine stores
+// them so): building gdb's whole register block for the engine to compact it
+// again was half of the stub's time per record.
 void JumppadCollector::frame_from(const Record& r, const Location& loc) {
-  FrameBuilder frame(uint16_t(loc.number));
+  FrameBuilder& frame = frame_;
+  frame.reset(uint16_t(loc.number));
   if (loc.registers) {
-    RegisterBlock block;
-    for (unsigned i = 0; i < 18; ++i)
-      block.set_u64(kRecordRegs[i], r.regs[i]);
-    frame.add_registers({block.bytes.data(), ctx_->register_block_size()});
+    uint8_t slots[8 * 18];
+    const auto& layout = compact_.layout.slots;
+    for (size_t j = 0; j < layout.size(); ++j) {
+      uint64_t v = r.regs[compact_.source[j]];
+      if (layout[j].size < 8) // eflags: 4 bytes, the slot's rest zero
+        v &= (uint64_t(1) << (8 * layout[j].size)) - 1;
+      std::memcpy(slots + 8 * j, &v, 8);
+    }
+    frame.add_compact_registers({slots, 8 * layout.size()});
   }
   add_memory_blocks(frame, r, loc);
   ctx_->next_hit_time(clock_.to_monotonic_ns(r.stamp));
-  ctx_->append_frame(frame.finish(), loc.address);
+  if (loc.registers)
+    ctx_->append_compact_frame(frame.finish(), compact_.mask, loc.address);
+  else
+    ctx_->append_frame(frame.finish(), loc.address);
   ctx_->record_hit(loc.number);
 }
 
@@ -493,27 +541,73 @@ std::optional<uint64_t> JumppadCollector::recovery_for(Pid pid, uint64_t pc) con
 // Records are untrusted input (the tracee can write anything there): a record
 // names a tp slot, which must be one of this run's locations; nothing else in
 // it is interpreted (register values are data).
+//
+// In passes of kDrainBatch records a ring, each sorted by stamp and framed
+// while it is in the cache (taking a whole 64 MB ring, then sorting the
+// 256-byte records themselves, cost ~2 us a record, at real-time priority on
+// a CPU the traced threads wanted). At most one lap of each ring per drain.
 void JumppadCollector::drain() {
   if (!ctx_)
     return;
   clock_.sample(); // the records are older (or written during this drain: extrapolated)
   for (auto& [pid, pa] : areas_) {
-    std::vector<Record> records = pa.area->take_records();
-    std::stable_sort(records.begin(), records.end(),
-                     [](const Record& a, const Record& b) { return a.stamp < b.stamp; });
-    for (const Record& r : records) {
-      auto it = by_slot_.find(r.tp_slot);
-      if (it == by_slot_.end() || locations_[it->second].pid != pid)
-        continue; // an earlier run's, or garbage
-      const Location& loc = locations_[it->second];
-      records_[{loc.number, loc.address}]++;
-      if (!ctx_->collecting()) {
-        stats_[{loc.number, loc.address}].after_stop++;
-        continue;
-      }
-      frame_from(r, loc);
+    const uint32_t passes = std::max<uint32_t>(pa.area->slots() / kDrainBatch, 1);
+    for (uint32_t pass = 1;; ++pass) {
+      uint64_t cutoff = pa.area->take_batch(kDrainBatch, pa.pending);
+      if (pass == passes)
+        cutoff = UINT64_MAX; // a lap done: the rest is the next drain's
+      emit_in_order(pid, pa.pending, cutoff);
+      if (cutoff == UINT64_MAX)
+        break;
     }
   }
+}
+
+// Frames for PENDING's records stamped up to CUTOFF, in stamp order (ties in
+// the order taken); the others stay in PENDING.
+void JumppadCollector::emit_in_order(Pid pid, std::vector<Record>& pending, uint64_t cutoff) {
+  order_.clear();
+  for (uint32_t i = 0; i < pending.size(); ++i)
+    order_.push_back({pending[i].stamp, i});
+  std::sort(order_.begin(), order_.end());
+  size_t done = 0;
+  for (; done < order_.size() && order_[done].first <= cutoff; ++done)
+    handle_record(pid, pending[order_[done].second]);
+  if (done == pending.size()) {
+    pending.clear();
+    return;
+  }
+  std::vector<Record> rest;
+  rest.reserve(order_.size() - done);
+  for (size_t k = done; k < order_.size(); ++k)
+    rest.push_back(pending[order_[k].second]);
+  pending.swap(rest);
+}
+
+void JumppadCollector::handle_record(Pid pid, const Record& r) {
+  const uint32_t tp_slot = r.tp_slot; // read once: the tracee may still write the record
+  if (tp_slot != last_slot_) {
+    auto it = by_slot_.find(tp_slot);
+    last_location_ = it == by_slot_.end() ? nullptr : &locations_[it->second];
+    last_slot_ = tp_slot;
+  }
+  Location* loc = last_location_;
+  if (!loc || loc->pid != pid)
+    return; // an earlier run's, or garbage
+  loc->records++;
+  if (!ctx_->collecting()) {
+    stats_[{loc->number, loc->address}].after_stop++;
+    return;
+  }
+  frame_from(r, *loc);
+}
+
+uint64_t JumppadCollector::records_of(uint32_t number, uint64_t address) const {
+  uint64_t n = 0;
+  for (const Location& l : locations_)
+    if (l.number == number && l.address == address)
+      n += l.records;
+  return n;
 }
 
 CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const {
@@ -528,9 +622,8 @@ CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const 
       continue;
     const TpSlot& t = it->second.area->tp_slot(l.tp_slot);
     s.drops = std::atomic_ref<const uint64_t>(t.drops).load(std::memory_order_relaxed);
-    auto r = records_.find({number, address});
     s.hits = std::atomic_ref<const uint64_t>(t.hits).load(std::memory_order_relaxed) + s.drops +
-             (r == records_.end() ? 0 : r->second);
+             records_of(number, address);
   }
   return s;
 }
@@ -555,9 +648,8 @@ std::optional<int64_t> JumppadCollector::tsv_value(uint32_t number) const {
         continue;
       if (!value)
         value = std::atomic_ref<int64_t>(a.tsv(*idx)).load();
-      auto r = records_.find({l.number, l.address});
-      uint64_t hits = std::atomic_ref<const uint64_t>(a.tp_slot(l.tp_slot).drops).load() +
-                      (r == records_.end() ? 0 : r->second);
+      uint64_t hits =
+          std::atomic_ref<const uint64_t>(a.tp_slot(l.tp_slot).drops).load() + l.records;
       added += hits * uint64_t(int64_t(inc.k)); // wraps as the pad's adds would
     }
   if (value)

@@ -30,13 +30,23 @@ template <typename T> T get_le(const uint8_t* p) {
 
 class FrameBuilder {
 public:
-  explicit FrameBuilder(uint16_t tp_number) {
+  explicit FrameBuilder(uint16_t tp_number) { reset(tp_number); }
+  // Starts another frame, keeping the buffer (a collector building one frame
+  // after another allocates once).
+  void reset(uint16_t tp_number) {
+    bytes_.clear();
     put_le<uint16_t>(bytes_, tp_number);
     put_le<uint32_t>(bytes_, 0);
   }
   void add_registers(std::span<const uint8_t> block) {
     bytes_.push_back(GT_TFRAME_REGS);
     bytes_.insert(bytes_.end(), block.begin(), block.end());
+  }
+  // A compact register block ('r'): SLOTS in the layout of a CompactRegisters,
+  // for TraceContext::append_compact_frame.
+  void add_compact_registers(std::span<const uint8_t> slots) {
+    bytes_.push_back(GT_TFRAME_COMPACT_REGS);
+    bytes_.insert(bytes_.end(), slots.begin(), slots.end());
   }
   // Memory blocks hold at most 65535 bytes (u16 length); longer ranges are split.
   void add_memory(uint64_t address, std::span<const uint8_t> data) {
