@@ -64,7 +64,8 @@ Result<Program> Generator::run() {
   if (out_.frame_max > kMaxFrameSize)
     return refuse("a frame would need " + std::to_string(out_.frame_max) + " bytes (limit " +
                   std::to_string(kMaxFrameSize) + ")");
-  a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + out_.frame_max)));
+  for (size_t at : reserve_at_)
+    a_.patch(at, mov64_imm(R2, int32_t(kFrame + out_.frame_max)));
   // A record: 8-byte ring header + stamp + frame, rounded up to 8.
   a_.patch(wake_window_at_,
            mov64_imm(R3, int32_t((BPF_RINGBUF_HDR_SZ + kFrame + out_.frame_max + 7) & ~7u)));
@@ -194,7 +195,7 @@ void Generator::count_hit_and_reserve() {
     a_.emit(st_imm(BPF_DW, R1, 0, 1));
     a_.bind(not_last);
   }
-  reserve_record(drop_);
+  reserve_at_ = reserve_record(drop_);
   a_.emit(mov64_imm(R8, kFrame + kHeader));
   store_tp_number(BPF_H, kFrame); // header: u16 tracepoint
 }
@@ -210,24 +211,44 @@ void Generator::lookup_key(int map_fd, int missing_label) {
 }
 
 // r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
-// stamped with the time and the probe's slot; FAIL_LABEL when the ring is full. The reservation
-// size is patched in run() once the actions are known.
-void Generator::reserve_record(int fail_label) {
+// or, when that is full and there are overflow rings, in this CPU's overflow
+// ring (the frame then wakes the reader: the stub is behind), stamped with the
+// time and the probe's slot; FAIL_LABEL when no ring has room. Returns where
+// the reservations' sizes go (patched once the actions are known).
+std::vector<size_t> Generator::reserve_record(int fail_label) {
+  std::vector<size_t> sizes_at;
   a_.emit(call(BPF_FUNC_get_smp_processor_id));
   a_.emit(stx(BPF_W, R10, kKey, R0));
-  lookup_key(maps_.ringbuf_fd, fail_label);
-  a_.emit(stx(BPF_DW, R10, kRing, R0));
-  a_.emit(mov64_reg(R1, R0));
-  reserve_at_ = a_.size();
-  a_.emit(mov64_imm(R2, 0));
-  a_.emit(mov64_imm(R3, 0));
-  a_.emit(call(BPF_FUNC_ringbuf_reserve));
-  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
+  if (maps_.overflow_fd < 0) {
+    reserve_in(maps_.ringbuf_fd, fail_label, sizes_at);
+  } else {
+    int full = a_.new_label(), reserved = a_.new_label();
+    reserve_in(maps_.ringbuf_fd, full, sizes_at);
+    a_.ja(reserved);
+    a_.bind(full);
+    reserve_in(maps_.overflow_fd, fail_label, sizes_at);
+    a_.emit(st_imm(BPF_DW, R10, kWake, 1));
+    a_.bind(reserved);
+  }
   a_.emit(mov64_reg(R7, R0));
   a_.emit(call(BPF_FUNC_ktime_get_ns));
   a_.emit(stx(BPF_DW, R7, 0, R0));
   load_slot(R1);
   a_.emit(stx(BPF_DW, R7, kRecordStamp, R1));
+  return sizes_at;
+}
+
+// r0 = a reservation in the ring of map OUTER_FD at the key kept at kKey (the
+// map pointer kept at kRing); FAIL_LABEL when it has no room.
+void Generator::reserve_in(int outer_fd, int fail_label, std::vector<size_t>& sizes_at) {
+  lookup_key(outer_fd, fail_label);
+  a_.emit(stx(BPF_DW, R10, kRing, R0));
+  a_.emit(mov64_reg(R1, R0));
+  sizes_at.push_back(a_.size());
+  a_.emit(mov64_imm(R2, 0));
+  a_.emit(mov64_imm(R3, 0));
+  a_.emit(call(BPF_FUNC_ringbuf_reserve));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), fail_label);
 }
 
 Result<void> Generator::action(const TraceAction& act) {
@@ -332,10 +353,8 @@ void Generator::error_paths() {
   a_.emit(ldx(BPF_DW, R1, R10, kErrPc));
   a_.emit(stx(BPF_DW, R9, offsetof(ControlSlot, last_error_pc), R1));
   stats_add(offsetof(StatsSlot, errors));
-  size_t frame_reserve = reserve_at_;
-  reserve_record(exit_);
-  a_.patch(reserve_at_, mov64_imm(R2, int32_t(kFrame + sizeof(ErrorRecord))));
-  reserve_at_ = frame_reserve;
+  for (size_t at : reserve_record(exit_))
+    a_.patch(at, mov64_imm(R2, int32_t(kFrame + sizeof(ErrorRecord))));
   auto at = [](size_t field) { return int16_t(kFrame + field); };
   a_.emit(st_imm(BPF_H, R7, at(offsetof(ErrorRecord, marker)), kErrorMarker));
   a_.emit(st_imm(BPF_W, R7, at(offsetof(ErrorRecord, size)), sizeof(ErrorRecord) - kHeader));

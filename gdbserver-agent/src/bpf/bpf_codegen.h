@@ -31,7 +31,9 @@ struct CodegenMaps {
   int tsv_fd = -1;
   int stats_fd = -1;
   int ringbuf_fd = -1;
-  int skip_fd = -1; // HASH skip_key -> address (see bpf_layout.h)
+  int skip_fd = -1;     // HASH skip_key -> address (see bpf_layout.h)
+  int overflow_fd = -1; // each CPU's second ring, for a record its first has no room for
+                        // (PerCpuRings); -1: none, a full first ring drops
 };
 
 struct CodegenOptions {

@@ -97,7 +97,8 @@ private:
   void skip_resumed_thread();
   Result<void> condition();
   void count_hit_and_reserve();
-  void reserve_record(int fail_label);
+  std::vector<size_t> reserve_record(int fail_label);
+  void reserve_in(int outer_fd, int fail_label, std::vector<size_t>& sizes_at);
   Result<void> action(const TraceAction& a);
   void finish_frame();
   void error_paths();
@@ -147,7 +148,7 @@ private:
   const CodegenOptions& opts_;
   Assembler a_;
   Program out_;
-  size_t reserve_at_ = 0;
+  std::vector<size_t> reserve_at_; // the frame's reservations' size operands (run() patches)
   size_t wake_window_at_ = 0;
   int exit_ = -1, drop_ = -1, cond_error_ = -1, action_error_ = -1, error_common_ = -1;
   std::map<uint32_t, int> pc_labels_;

@@ -2,19 +2,26 @@
 
 namespace gdbtrace::bpf_collector_internal {
 
-// Bytes of each CPU's ring for a trace buffer of BUFFER bytes: the rings stage
-// frames until the stub's next drain (a wake-up at half full, else the
-// engine's one-second heartbeat), so together they hold half the buffer, within [1 MB, 128 MB] per
-// CPU (1 MB: above the largest frame; a big buffer gets big rings because a stub starved of CPU on
-// a busy machine — it needs ~0.8 µs per `collect $regs` frame — falls behind a tracee producing
-// ~800 MB/s, and what the rings cannot hold is dropped). Pages are touched only as the rings fill.
-// GDBTRACE_BPF_RINGBUF_MB overrides. A streamed or circular run sizes them from
-// TraceContext::kStreamStagingBytes instead when that is larger (64 MB per
-// CPU on two CPUs, 128 MB of rings whatever the CPU count): its frames do not
-// stop at the buffer's size, and on a loaded machine the stub waits for a CPU
-// far longer than it needs to drain (1 M hits from 4 threads on 2 CPUs: 0.2 s
-// of stub CPU, 0.9 s waiting on the run queue).
-size_t ring_bytes_for(size_t buffer, size_t ncpu) {
+// Each CPU's rings for a trace buffer of BUFFER bytes: the rings stage frames
+// until the stub's next drain (a wake-up at half of the first ring, else the
+// engine's one-second heartbeat), so together they hold half the buffer,
+// within [1 MB, 128 MB] per CPU (1 MB: above the largest frame; a big buffer
+// gets big rings because a stub starved of CPU on a busy machine falls behind a
+// tracee producing ~800 MB/s, and what the rings cannot hold is dropped). A
+// streamed or circular run sizes them from TraceContext::kStreamStagingBytes
+// instead when that is larger (64 MB per CPU on two CPUs, 128 MB whatever the
+// CPU count): its frames do not stop at the buffer's size, and on a loaded
+// machine the stub waits for a CPU far longer than it needs to drain.
+//
+// A share above kHotRingBytes is split: a first ring of kHotRingBytes, where
+// every record goes while the stub keeps up, and an overflow ring of the
+// whole share for when it does not (bpf_rings.h). A `collect $regs` hit cost
+// 484-497 ns with 4 MB rings, 552 with 16 MB and 557-569 with 64 MB (tracefs
+// floor ~450; docs/benchmarks.md): the records of a large ring miss the cache.
+// GDBTRACE_BPF_RINGBUF_MB sets one ring per CPU, no overflow.
+constexpr size_t kHotRingBytes = size_t(4) << 20;
+
+RingSizes ring_sizes_for(size_t buffer, size_t ncpu) {
   auto pow2_ceil = [](size_t n) {
     size_t p = 1;
     while (p < n)
@@ -23,12 +30,15 @@ size_t ring_bytes_for(size_t buffer, size_t ncpu) {
   };
   if (const char* mb = getenv("GDBTRACE_BPF_RINGBUF_MB"))
     if (size_t n = size_t(atol(mb)); n > 0)
-      return pow2_ceil(n) << 20;
+      return {pow2_ceil(n) << 20, 0};
   size_t want = buffer / 2 / std::max<size_t>(ncpu, 1);
   size_t p = pow2_ceil(want);
   if (p > want)
     p >>= 1; // the power of two at or below the share
-  return std::clamp<size_t>(p, size_t(1) << 20, size_t(128) << 20);
+  size_t share = std::clamp<size_t>(p, size_t(1) << 20, size_t(128) << 20);
+  if (share <= kHotRingBytes)
+    return {share, 0};
+  return {kHotRingBytes, share};
 }
 
 int64_t monotonic_us() {
@@ -87,13 +97,13 @@ Result<void> BpfCollector::init() {
 // traces does not hold them. Called between runs only (no program uses them).
 Result<void> BpfCollector::size_rings(const TraceContext& ctx) {
   size_t ncpu = size_t(std::max(libbpf_num_possible_cpus(), 1));
-  size_t bytes = ring_bytes_for(ctx.staging_capacity(), ncpu);
-  if (rings_ && rings_.ring_bytes() == bytes)
+  RingSizes sizes = ring_sizes_for(ctx.staging_capacity(), ncpu);
+  if (rings_ && RingSizes{rings_.ring_bytes(), rings_.overflow_bytes()} == sizes)
     return ok();
   watching_ = false;
   watch_.reset(); // cancels a pending wait; its handler sees the error and returns
   rings_ = {};
-  auto rings = bpf::PerCpuRings::create(bytes);
+  auto rings = bpf::PerCpuRings::create(sizes.first, sizes.overflow);
   if (!rings)
     return make_error(rings.error().code, rings.error().message +
                                               " (rings sized from set trace-buffer-size or a "
@@ -129,7 +139,11 @@ std::string BpfCollector::describe() const {
     s += "kernel single-steps the probed instruction (register writes need Linux 6.19+)";
   s += support_.sleepable ? "; sleepable programs (memory not paged in yet is read)"
                           : "; memory the tracee has not touched yet reads as unavailable";
-  if (rings_)
+  if (rings_ && rings_.overflow_bytes())
+    s += "; per-CPU rings of " + std::to_string(rings_.ring_bytes() >> 10) + " KB and, when one " +
+         "is full, of " + std::to_string(rings_.overflow_bytes() >> 10) + " KB (" +
+         std::to_string(rings_.ring_count()) + " rings)";
+  else if (rings_)
     s += "; " + std::to_string(rings_.ring_count()) + " per-CPU rings of " +
          std::to_string(rings_.ring_bytes() >> 10) + " KB";
   if (!support_.task_fsbase_offset)
@@ -314,7 +328,8 @@ Result<Probe> BpfCollector::load_and_attach(Pid pid, const Tracepoint& tp, Trace
   o.emulation = emulation_site(*site, tp.address, slot);
   // An emulating program carries its site's instruction: it is that probe's own.
   o.slot_from_cookie = support_.uprobe_multi && !o.emulation;
-  bpf::CodegenMaps maps{control_.get(), tsvs_.get(), stats_.get(), rings_.outer_fd(), skips_.get()};
+  bpf::CodegenMaps maps{control_.get(),    tsvs_.get(),  stats_.get(),
+                        rings_.outer_fd(), skips_.get(), rings_.overflow_fd()};
   auto prog = bpf::generate_program(tp, maps, o);
   if (!prog)
     return prog.error();

@@ -50,7 +50,13 @@ using bpf::StatsSlot;
 // gdbserver's (and the engine's) builtin $trace_timestamp.
 constexpr uint32_t kTimestampTsv = 1;
 
-size_t ring_bytes_for(size_t buffer, size_t ncpu);
+// Each CPU's first ring and overflow ring (0: none), in bytes, for a run
+// staging BUFFER bytes on NCPU CPUs (bpf_collector.cc).
+struct RingSizes {
+  size_t first = 0, overflow = 0;
+  bool operator==(const RingSizes&) const = default;
+};
+RingSizes ring_sizes_for(size_t buffer, size_t ncpu);
 int64_t monotonic_us();
 
 // One installed tracepoint: the uprobe_multi link (or perf event) that

@@ -14,9 +14,10 @@
 
 namespace gdbtrace::bpf {
 
-Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
+Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes, size_t overflow_bytes) {
   PerCpuRings r;
   r.ring_bytes_ = ring_bytes;
+  r.overflow_bytes_ = overflow_bytes;
   r.page_ = size_t(sysconf(_SC_PAGESIZE));
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0)
@@ -25,52 +26,76 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes) {
     int e = errno;
     return make_error(e, explain_errno(e, what));
   };
-  for (int cpu = 0; cpu < ncpu; cpu++) {
+  auto make_ring = [&](size_t bytes, int cpu) -> Result<void> {
     Ring ring;
+    ring.bytes = bytes;
     ring.fd = UniqueFd(
-        bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(ring_bytes), nullptr));
+        bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gdbtrace_rb", 0, 0, uint32_t(bytes), nullptr));
     if (!ring.fd)
-      return fail("BPF ring buffer of " + std::to_string(ring_bytes >> 10) + " KB for CPU " +
+      return fail("BPF ring buffer of " + std::to_string(bytes >> 10) + " KB for CPU " +
                   std::to_string(cpu));
     void* c = mmap(nullptr, r.page_, PROT_READ | PROT_WRITE, MAP_SHARED, ring.fd.get(), 0);
     if (c == MAP_FAILED)
       return fail("mmap of a BPF ring buffer's consumer page");
     ring.consumer = Mapping(c, r.page_);
-    void* p =
-        mmap(nullptr, r.page_ + ring_bytes, PROT_READ, MAP_SHARED, ring.fd.get(), off_t(r.page_));
+    void* p = mmap(nullptr, r.page_ + bytes, PROT_READ, MAP_SHARED, ring.fd.get(), off_t(r.page_));
     if (p == MAP_FAILED)
       return fail("mmap of a BPF ring buffer's data");
-    ring.producer = Mapping(p, r.page_ + ring_bytes);
+    ring.producer = Mapping(p, r.page_ + bytes);
     r.rings_.push_back(std::move(ring));
+    return ok();
+  };
+  // The programs' map of one CPU's rings: RINGS[first, first + ncpu).
+  auto make_outer = [&](const char* name, size_t first) -> Result<UniqueFd> {
+    LIBBPF_OPTS(bpf_map_create_opts, opts, .inner_map_fd = uint32_t(r.rings_[first].fd.get()));
+    UniqueFd outer(bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, name, 4, 4, uint32_t(ncpu), &opts));
+    if (!outer)
+      return fail("BPF map of per-CPU ring buffers");
+    for (uint32_t cpu = 0; cpu < uint32_t(ncpu); cpu++) {
+      uint32_t fd = uint32_t(r.rings_[first + cpu].fd.get());
+      if (bpf_map_update_elem(outer.get(), &cpu, &fd, BPF_ANY) != 0)
+        return fail("filling the map of per-CPU ring buffers");
+    }
+    return outer;
+  };
+  for (int cpu = 0; cpu < ncpu; cpu++)
+    if (auto m = make_ring(ring_bytes, cpu); !m)
+      return m.error();
+  r.first_rings_ = r.rings_.size();
+  if (overflow_bytes)
+    for (int cpu = 0; cpu < ncpu; cpu++)
+      if (auto m = make_ring(overflow_bytes, cpu); !m)
+        return m.error();
+  auto outer = make_outer("gdbtrace_rings", 0);
+  if (!outer)
+    return outer.error();
+  r.outer_ = std::move(*outer);
+  if (overflow_bytes) {
+    auto more = make_outer("gdbtrace_over", r.first_rings_);
+    if (!more)
+      return more.error();
+    r.overflow_outer_ = std::move(*more);
   }
-
-  LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = uint32_t(r.rings_[0].fd.get()));
-  r.outer_ = UniqueFd(bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "gdbtrace_rings", 4, 4,
-                                     uint32_t(ncpu), &outer_opts));
-  if (!r.outer_)
-    return fail("BPF map of per-CPU ring buffers");
   r.epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
   if (!r.epoll_)
     return fail("epoll_create1");
-  for (uint32_t cpu = 0; cpu < r.rings_.size(); cpu++) {
-    uint32_t fd = uint32_t(r.rings_[cpu].fd.get());
-    if (bpf_map_update_elem(r.outer_.get(), &cpu, &fd, BPF_ANY) != 0)
-      return fail("filling the map of per-CPU ring buffers");
+  for (uint32_t i = 0; i < r.rings_.size(); i++) {
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.u32 = cpu;
-    if (epoll_ctl(r.epoll_.get(), EPOLL_CTL_ADD, int(fd), &ev) != 0)
+    ev.data.u32 = i;
+    if (epoll_ctl(r.epoll_.get(), EPOLL_CTL_ADD, r.rings_[i].fd.get(), &ev) != 0)
       return fail("epoll_ctl on a BPF ring buffer");
   }
   return r;
 }
 
 bool PerCpuRings::any_holds(uint64_t bytes) const {
-  for (const Ring& r : rings_) {
+  for (size_t i = 0; i < rings_.size(); i++) {
+    const Ring& r = rings_[i];
     uint64_t prod =
         std::atomic_ref<const uint64_t>(*r.producer_pos()).load(std::memory_order_acquire);
     uint64_t cons = std::atomic_ref<uint64_t>(*r.consumer_pos()).load(std::memory_order_relaxed);
-    if (prod - cons >= bytes)
+    if (prod - cons >= (i < first_rings_ ? bytes : 1))
       return true;
   }
   return false;
@@ -99,13 +124,13 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
     start[i] = std::atomic_ref<uint64_t>(*rings_[i].consumer_pos()).load(std::memory_order_relaxed);
   merge_.begin(start);
   wrapped_.clear();
-  const uint64_t mask = ring_bytes_ - 1;
   // Records of a ring looked at only in part may be followed there by records
   // that come before those of other rings: hand out only up to the smallest
   // last stamp of such a ring.
   uint64_t max_order = UINT64_MAX;
   for (uint32_t i = 0; i < rings_.size(); i++) {
     const Ring& ring = rings_[i];
+    const uint64_t mask = ring.bytes - 1;
     const uint8_t* data = static_cast<const uint8_t*>(ring.producer.get()) + page_;
     uint64_t cons = start[i];
     const uint64_t prod = std::min<uint64_t>(end[i], cons + kPassBytes);
@@ -122,9 +147,9 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
       if ((len & BPF_RINGBUF_DISCARD_BIT) || size < kRecordStamp)
         continue;
       const uint8_t* rec = data + off;
-      if (off + size > ring_bytes_) { // wraps: copy the two pieces together
-        size_t first = ring_bytes_ - off;
-        auto& copy = wrapped_.emplace_back(data + off, data + ring_bytes_);
+      if (off + size > ring.bytes) { // wraps: copy the two pieces together
+        size_t first = ring.bytes - off;
+        auto& copy = wrapped_.emplace_back(data + off, data + ring.bytes);
         copy.insert(copy.end(), data, data + (size - first));
         rec = copy.data(); // a vector's buffer stays put when wrapped_ grows
       }

@@ -7,6 +7,14 @@
 // gathers what every ring holds and hands records out in stamp order (hit order)
 // through the merge the module's rings use too (trace/ring_merge.h).
 //
+// With OVERFLOW_BYTES, each CPU has a second, larger ring (another
+// ARRAY_OF_MAPS: a map-in-map's inner maps have one size) that a program uses
+// only when its CPU's first ring is full: the first stays small enough to stay
+// in the cache, which makes every hit cheaper (a record written into a 64 MB
+// ring cost ~15% more a hit than into a 4 MB one, docs/benchmarks.md), and the
+// large one still absorbs a stub kept from draining (disk stalls, a busy
+// machine). The merge orders the records of both by stamp.
+//
 // The consumer maps each ring's data once (libbpf maps it twice so a record that
 // wraps reads contiguously; here a wrapping record is copied), so the stub's
 // resident memory is one ring size per CPU, not two.
@@ -26,16 +34,18 @@ namespace gdbtrace::bpf {
 
 class PerCpuRings {
 public:
-  // RING_BYTES: a power of two, at least a page.
-  static Result<PerCpuRings> create(size_t ring_bytes);
+  // RING_BYTES, OVERFLOW_BYTES (0: none): powers of two, at least a page.
+  static Result<PerCpuRings> create(size_t ring_bytes, size_t overflow_bytes = 0);
 
   PerCpuRings() = default;
   PerCpuRings(PerCpuRings&&) = default;
   PerCpuRings& operator=(PerCpuRings&&) = default;
 
   int outer_fd() const { return outer_.get(); } // the ARRAY_OF_MAPS the programs use
+  int overflow_fd() const { return overflow_outer_ ? overflow_outer_.get() : -1; }
   int epoll_fd() const { return epoll_.get(); } // readable when a ring was woken
   size_t ring_bytes() const { return ring_bytes_; }
+  size_t overflow_bytes() const { return overflow_bytes_; }
   size_t ring_count() const { return rings_.size(); }
   explicit operator bool() const { return bool(outer_); }
 
@@ -51,7 +61,8 @@ public:
   static constexpr size_t kPassBytes = 2 << 20;
   // Frees every committed record without looking at it.
   void discard();
-  // Whether some ring holds BYTES or more not yet consumed.
+  // Whether some first ring holds BYTES or more not yet consumed, or an
+  // overflow ring holds anything.
   bool any_holds(uint64_t bytes) const;
 
 private:
@@ -63,13 +74,15 @@ private:
     UniqueFd fd;
     Mapping consumer; // one page, read-write: consumer_pos
     Mapping producer; // producer_pos page + the data, read-only
+    size_t bytes = 0; // its data's size
     uint64_t* consumer_pos() const { return static_cast<uint64_t*>(consumer.get()); }
     const uint64_t* producer_pos() const { return static_cast<const uint64_t*>(producer.get()); }
   };
 
-  UniqueFd outer_, epoll_;
+  UniqueFd outer_, overflow_outer_, epoll_;
   std::vector<Ring> rings_;
-  size_t ring_bytes_ = 0;
+  size_t ring_bytes_ = 0, overflow_bytes_ = 0;
+  size_t first_rings_ = 0; // rings_[0, first_rings_): one per CPU; then the overflow rings
   size_t page_ = 4096;
   RingMerge merge_;
   std::vector<std::vector<uint8_t>> wrapped_; // records that wrap around a ring's end

@@ -664,14 +664,16 @@ TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
   FakeContext ctx;
   ctx.capacity = 64 << 20;
   ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
-  // Half the 64 MB buffer over the possible CPUs, a power of two of at least 1 MB each.
+  // Half the 64 MB buffer over the possible CPUs, a power of two of at least 1 MB each; above
+  // 4 MB, a first ring of 4 MB and an overflow ring of the share.
   size_t ncpu = size_t(libbpf_num_possible_cpus()), want = 1024;
   while (want * 2 <= (64u << 10) / 2 / ncpu)
     want *= 2;
-  EXPECT_NE(collector_->describe().find(std::to_string(ncpu) + " per-CPU rings of " +
-                                        std::to_string(want) + " KB"),
-            std::string::npos)
-      << collector_->describe();
+  std::string rings =
+      want > 4096 ? "per-CPU rings of 4096 KB and, when one is full, of " + std::to_string(want) +
+                        " KB (" + std::to_string(2 * ncpu)
+                  : std::to_string(ncpu) + " per-CPU rings of " + std::to_string(want) + " KB";
+  EXPECT_NE(collector_->describe().find(rings), std::string::npos) << collector_->describe();
   constexpr uint64_t kHits = 400;
   auto player = [](int cpu) {
     cpu_set_t set;
@@ -689,6 +691,45 @@ TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
   a.join();
   b.join();
   collector_->drain();
+  ASSERT_EQ(ctx.frames.size(), kHits);
+  for (uint64_t i = 0; i < kHits; i++) {
+    uint64_t seen = ~0ull;
+    FrameView(ctx.frames[i], 816).for_each([&](const FrameBlock& b) {
+      if (b.type == 'M' && b.length == 8)
+        memcpy(&seen, b.data, 8);
+      return true;
+    });
+    ASSERT_EQ(seen, i) << "frame " << i << " out of hit order";
+  }
+  collector_->remove_all();
+}
+
+// One CPU hits faster than nothing drains: its 4 MB first ring fills and the
+// rest goes to its overflow ring. Every hit is a frame, none dropped, and the
+// frames of the two rings come out in hit order.
+TEST_F(BpfLive, AFullFirstRingOverflows) {
+  static uint64_t count;
+  count = 0;
+  Tracepoint tp;
+  tp.number = 33;
+  tp.address = uint64_t(uintptr_t(bpf_test_probe));
+  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(&count)), 8});
+  FakeContext ctx;
+  ctx.capacity = size_t(libbpf_num_possible_cpus()) << 24; // 8 MB a CPU: 4 MB + 8 MB overflow
+  ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
+  ASSERT_NE(collector_->describe().find("when one is full, of 8192 KB"), std::string::npos)
+      << collector_->describe();
+  cpu_set_t set, old;
+  sched_getaffinity(0, sizeof old, &old);
+  CPU_ZERO(&set);
+  CPU_SET(0, &set);
+  sched_setaffinity(0, sizeof set, &set);
+  constexpr uint64_t kHits = 100000; // ~56-byte records: 4 MB holds ~75 000
+  for (; count < kHits; count++)
+    bpf_test_site();
+  sched_setaffinity(0, sizeof old, &old);
+  collector_->drain();
+  EXPECT_EQ(collector_->stats(33, tp.address).drops, 0u);
   ASSERT_EQ(ctx.frames.size(), kHits);
   for (uint64_t i = 0; i < kHits; i++) {
     uint64_t seen = ~0ull;
