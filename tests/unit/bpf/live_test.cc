@@ -650,6 +650,30 @@ TEST_F(BpfLive, FullRingBufferDropsWholeFrames) {
   small->remove_all();
 }
 
+// Tracepoint NUMBER at bpf_test_probe collecting the 8 bytes at WORD.
+Tracepoint collecting_word(uint32_t number, const void* word) {
+  Tracepoint tp;
+  tp.number = number;
+  tp.address = uint64_t(uintptr_t(bpf_test_probe));
+  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(word)), 8});
+  return tp;
+}
+
+// FRAMES hold one 8-byte memory block each, a count the hits made 0, 1, ...:
+// there are N of them and they come in that order.
+void expect_counted_in_order(const std::vector<std::vector<uint8_t>>& frames, uint64_t n) {
+  ASSERT_EQ(frames.size(), n);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t seen = ~0ull;
+    FrameView(frames[i], 816).for_each([&](const FrameBlock& b) {
+      if (b.type == 'M' && b.length == 8)
+        memcpy(&seen, b.data, 8);
+      return true;
+    });
+    ASSERT_EQ(seen, i) << "frame " << i << " out of hit order";
+  }
+}
+
 // Two threads on two CPUs hit the site strictly in turn; each hit collects the
 // turn number. Their frames sit in two rings, and come out in hit order.
 TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
@@ -657,10 +681,7 @@ TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
     GDBTRACE_SKIP("one-cpu") << "needs two CPUs";
   static std::atomic<uint64_t> turn;
   turn = 0;
-  Tracepoint tp;
-  tp.number = 32;
-  tp.address = uint64_t(uintptr_t(bpf_test_probe));
-  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(&turn)), 8});
+  Tracepoint tp = collecting_word(32, &turn);
   FakeContext ctx;
   ctx.capacity = 64 << 20;
   ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
@@ -691,16 +712,7 @@ TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
   a.join();
   b.join();
   collector_->drain();
-  ASSERT_EQ(ctx.frames.size(), kHits);
-  for (uint64_t i = 0; i < kHits; i++) {
-    uint64_t seen = ~0ull;
-    FrameView(ctx.frames[i], 816).for_each([&](const FrameBlock& b) {
-      if (b.type == 'M' && b.length == 8)
-        memcpy(&seen, b.data, 8);
-      return true;
-    });
-    ASSERT_EQ(seen, i) << "frame " << i << " out of hit order";
-  }
+  expect_counted_in_order(ctx.frames, kHits);
   collector_->remove_all();
 }
 
@@ -710,10 +722,7 @@ TEST_F(BpfLive, PerCpuRingsMergeInHitOrder) {
 TEST_F(BpfLive, AFullFirstRingOverflows) {
   static uint64_t count;
   count = 0;
-  Tracepoint tp;
-  tp.number = 33;
-  tp.address = uint64_t(uintptr_t(bpf_test_probe));
-  tp.actions.push_back(CollectMemory{-1, int64_t(uintptr_t(&count)), 8});
+  Tracepoint tp = collecting_word(33, &count);
   FakeContext ctx;
   ctx.capacity = size_t(libbpf_num_possible_cpus()) << 24; // 8 MB a CPU: 4 MB + 8 MB overflow
   ASSERT_TRUE(collector_->install(getpid(), tp, ctx));
@@ -730,16 +739,7 @@ TEST_F(BpfLive, AFullFirstRingOverflows) {
   sched_setaffinity(0, sizeof old, &old);
   collector_->drain();
   EXPECT_EQ(collector_->stats(33, tp.address).drops, 0u);
-  ASSERT_EQ(ctx.frames.size(), kHits);
-  for (uint64_t i = 0; i < kHits; i++) {
-    uint64_t seen = ~0ull;
-    FrameView(ctx.frames[i], 816).for_each([&](const FrameBlock& b) {
-      if (b.type == 'M' && b.length == 8)
-        memcpy(&seen, b.data, 8);
-      return true;
-    });
-    ASSERT_EQ(seen, i) << "frame " << i << " out of hit order";
-  }
+  expect_counted_in_order(ctx.frames, kHits);
   collector_->remove_all();
 }
 
