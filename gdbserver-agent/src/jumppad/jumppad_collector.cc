@@ -176,7 +176,10 @@ private:
   std::map<uint64_t, Site> left_;
   void restore_left_sites(Pid pid);
   std::vector<Location> locations_;
-  std::map<uint32_t, size_t> by_slot_; // tp slot -> locations_ index (this run)
+  // tp slot -> locations_ index this run, -1 for none: looked up for every
+  // record, so a table, not a map.
+  std::vector<int32_t> by_slot_ = std::vector<int32_t>(kMaxTpSlots, -1);
+  bool in_run(uint32_t tp_slot) const { return tp_slot < kMaxTpSlots && by_slot_[tp_slot] >= 0; }
   std::map<std::pair<uint32_t, uint64_t>, CollectorStats> stats_;
   TscClock clock_; // the records' TSC stamps -> CLOCK_MONOTONIC, the eBPF stamps' clock
   // A record's registers as a compact block: their gdb numbers, the engine's
@@ -191,8 +194,6 @@ private:
   const PadCompact compact_;
   FrameBuilder frame_{0};
   std::vector<std::pair<uint64_t, uint32_t>> order_; // emit_in_order's (stamp, index)
-  uint32_t last_slot_ = UINT32_MAX;                  // handle_record's last lookup
-  Location* last_location_ = nullptr; // (reset wherever by_slot_ or locations_ change)
 };
 
 JumppadCollector::PadCompact::PadCompact() {
@@ -289,9 +290,8 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   if (sites_.empty()) {    // a new run counts from zero
     clock_.start();
     stats_.clear();
-    by_slot_.clear();
+    by_slot_.assign(kMaxTpSlots, -1);
     locations_.clear();
-    last_slot_ = UINT32_MAX;
     for (auto& [p, pa] : areas_) {
       pa.tsvs_initialised.clear();
       // Records written since the last drain (threads that were inside a pad
@@ -352,7 +352,6 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   }
   a.tp_slot(*slot) = TpSlot{0, 0, tp.enabled ? 1u : 0u, 0, 0};
   locations_.push_back(loc);
-  last_slot_ = UINT32_MAX; // the vector may have moved
   site.locations.push_back(uint32_t(locations_.size() - 1));
 
   PadSpec spec{tp.address,
@@ -384,8 +383,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
   if (auto w = write_site(site, tp.address, *pad); !w)
     return failed(w.error());
   sites_[tp.address] = std::move(site);
-  by_slot_[loc.tp_slot] = locations_.size() - 1;
-  last_slot_ = UINT32_MAX;
+  by_slot_[loc.tp_slot] = int32_t(locations_.size() - 1);
   std::vector<bool> valid(GT_NUM_REGS_AVX, false);
   for (unsigned r : kRecordRegs)
     valid[r] = true;
@@ -432,8 +430,7 @@ void JumppadCollector::remove_all() {
     (void)target_.write_memory(site.pid, address, site.original);
   }
   sites_.clear();
-  by_slot_.clear();
-  last_slot_ = UINT32_MAX;
+  by_slot_.assign(kMaxTpSlots, -1);
   poll_.cancel();
   polling_ = false;
 }
@@ -585,15 +582,9 @@ void JumppadCollector::emit_in_order(Pid pid, std::vector<Record>& pending, uint
 }
 
 void JumppadCollector::handle_record(Pid pid, const Record& r) {
-  const uint32_t tp_slot = r.tp_slot; // read once: the tracee may still write the record
-  if (tp_slot != last_slot_) {
-    auto it = by_slot_.find(tp_slot);
-    last_location_ = it == by_slot_.end() ? nullptr : &locations_[it->second];
-    last_slot_ = tp_slot;
-  }
-  Location* loc = last_location_;
-  if (!loc || loc->pid != pid)
+  if (!in_run(r.tp_slot) || locations_[size_t(by_slot_[r.tp_slot])].pid != pid)
     return; // an earlier run's, or garbage
+  Location* loc = &locations_[size_t(by_slot_[r.tp_slot])];
   loc->records++;
   if (!ctx_->collecting()) {
     stats_[{loc->number, loc->address}].after_stop++;
@@ -615,7 +606,7 @@ CollectorStats JumppadCollector::stats(uint32_t number, uint64_t address) const 
   if (auto it = stats_.find({number, address}); it != stats_.end())
     s = it->second;
   for (const Location& l : locations_) {
-    if (l.number != number || l.address != address || !by_slot_.count(l.tp_slot))
+    if (l.number != number || l.address != address || !in_run(l.tp_slot))
       continue;
     auto it = areas_.find(l.pid);
     if (it == areas_.end())
