@@ -67,8 +67,40 @@ def judge(ok, text):
     row("target", script, None, judged="PASS" if ok else "MISS", text=text)
 
 
+BROKEN = []  # what broke a measurement itself (a hung session): the script exits 1, not 3
+
+
+def broken(text):
+    """Something that is neither a result nor a miss (a session that hung): logged, and the script
+    ends with exit 1 after its rows, so bench/run.sh reports it as broken even with --allow-miss."""
+    BROKEN.append(text)
+    log("BROKEN: " + text)
+
+
 def exit_code():
-    return 3 if MISSED else 0
+    return 1 if BROKEN else 3 if MISSED else 0
+
+
+def process_states(pid, label):
+    """Every thread of PID: state, wchan and kernel stack (root reads it), for a log of a hang."""
+    lines = [f"--- {label} (pid {pid}) ---"]
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError as e:
+        return lines[0] + f" gone: {e}\n"
+    for tid in tids:
+        base = f"/proc/{pid}/task/{tid}"
+        try:
+            stat = open(f"{base}/stat").read()
+            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            wchan = open(f"{base}/wchan").read().strip() or "-"
+            stack = " <- ".join(line.split()[-1] for line in open(f"{base}/stack").read().splitlines()[:8])
+        except (OSError, ValueError, IndexError) as e:
+            lines.append(f"thread {tid}: unreadable ({e})")
+            continue
+        lines.append(f"thread {tid} ({name}): state {rest[0]} policy {rest[38]} cpu {rest[36]} "
+                     f"wchan {wchan}; stack {stack or '-'}")
+    return "\n".join(lines) + "\n"
 
 
 def program(name):

@@ -16,6 +16,9 @@ needed (redis-benchmark's clients wait on their sockets while redis is stopped).
 instruction: the tracepoint is `trace *ADDR` with ADDR = libc's load address + `read`'s value in
 libc's dynamic symbol table, where bpftrace resolves `uprobe:LIBC:read`.
 
+A session that does not end (gdb's timeout) or a stub that stays after it is logged with every
+thread's state and kernel stack, and the script exits 1 (broken) after its rows.
+
 Judged (exit 3 on a MISS): the frames in the streamed file, read by gdb (`target tfile`, tstatus;
 loss markers are not frames) == bpftrace's count, and gdb opens the stream (first and last frame
 found by tfind, the tracepoint known at the libc address).
@@ -98,8 +101,10 @@ class Bpftrace:
         self.ready.set()
 
     def stop_command(self):
-        """A shell command (for gdb's `shell`) that stops bpftrace and waits until it printed."""
-        return f"kill -INT {self.proc.pid}; while [ ! -e {self.done} ]; do sleep 0.1; done"
+        """A shell command (for gdb's `shell`) that stops bpftrace and waits until it printed (at
+        most 60 s: then it is killed, and result() says it failed)."""
+        return (f"kill -INT {self.proc.pid}; for i in $(seq 600); do [ -e {self.done} ] && break; "
+                f"sleep 0.1; done; [ -e {self.done} ] || kill -KILL {self.proc.pid}")
 
     def result(self):
         """(hits, {tid: hits}) or (None, reason)."""
@@ -179,21 +184,35 @@ def run_case(found, io_threads, window):
             sys.exit("bpftrace did not attach in 60 s")
         stream = os.path.join(B.WORK, f"redis-io{io_threads}.tf")
         t0 = time.time()
+        # The session takes the window plus a few seconds (attach, tstop, bpftrace's exit).
         text = B.gdb(session_script(server.port, addr, stream, window, bpf.stop_command()),
-                     timeout=window + 600)
+                     timeout=window + (120 if B.SMOKE else 600))
         wall = time.time() - t0
+        if text.endswith("\nTIMEOUT\n"):
+            B.broken(f"redis io-threads {io_threads}: the gdb session did not end in {round(wall)} s; "
+                     "gdb's output, then the stub's and redis-server's threads:\n" + text[-3000:] +
+                     B.process_states(server.proc.pid, "gdbtrace-server") +
+                     B.process_states(redis.pid, "redis-server"))
         counted, by_tid = bpf.result()
-        server.proc.wait(timeout=30)  # gdb detached: the stub ends
+        try:
+            server.proc.wait(timeout=30)  # gdb detached: the stub ends
+        except subprocess.TimeoutExpired:
+            B.broken(f"redis io-threads {io_threads}: the stub did not end 30 s after gdb:\n" +
+                     B.process_states(server.proc.pid, "gdbtrace-server"))
         cmds = commands_processed(found["redis-cli"], port)
     finally:
+        if server:
+            server.stop()  # first: a stub left attached (a broken session) would hold redis's SIGTERM
         for p in (bench, redis):
             if p and p.poll() is None:
                 p.terminate()
-                p.wait(timeout=30)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         if bpf:
             bpf.kill()
-        if server:
-            server.stop()
     B.log(text[-4000:])
     status = B.stub_status(text)
     tp = next(iter(status.values()), {})

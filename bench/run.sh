@@ -53,6 +53,7 @@ done
 
 failed=0
 missed=0
+broken=() # scripts that failed: their logs are printed again after the report
 raw=$out/rows.txt
 : >"$raw"
 for s in "${scripts[@]}"; do
@@ -83,6 +84,7 @@ for s in "${scripts[@]}"; do
     echo "    a target was missed (exit 3)" >&2
   elif [ "$rc" != 0 ] || [ "$rows" = 0 ]; then
     failed=1
+    broken+=("$name")
     tail -5 "$out/$name.err" | sed 's/^/    /' >&2
   fi
 done
@@ -103,6 +105,11 @@ if [ "$BENCH_SMOKE" = 0 ] && [ ${#only[@]} -eq 0 ] && [ "$save" = 1 ]; then
   cp "$out/results.md" "$here/results/latest.md"
   echo "saved: bench/results/latest.json bench/results/latest.md" >&2
 fi
+for name in "${broken[@]}"; do
+  # After the report, so that the end of the log (all a CI run may show) says what broke.
+  echo "run.sh: bench/$name.sh failed; the end of its log ($out/$name.err):" >&2
+  tail -60 "$out/$name.err" | cut -c1-400 | sed 's/^/    /' >&2
+done
 if [ "$failed" = 1 ]; then
   exit 1
 elif [ "$missed" = 1 ] && [ "$allow_miss" = 0 ]; then

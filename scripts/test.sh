@@ -66,8 +66,8 @@ failure_digest() {
     [[ "${results[$i]}" == FAIL* ]] || continue
     log=$logs/${names[$i]}.log
     echo "--- ${names[$i]} failed; from $log:"
-    grep -E '^(FAIL|ERROR): |\*\*\*(Failed|Timeout|Exception)|^[[:space:]]*[0-9]+ - |^[A-Za-z.]*Error: |SUMMARY: [A-Za-z]+Sanitizer|runtime error:|sanitizer report|^--- .*sanitizer-reports/|^==[0-9]+==|^FAIL |^RESULT .*FAIL' \
-      "$log" 2>/dev/null | cut -c1-240 | head -20
+    grep -E '^(FAIL|ERROR): |\*\*\*(Failed|Timeout|Exception)|^[[:space:]]*[0-9]+ - |^[A-Za-z.]*Error: |SUMMARY: [A-Za-z]+Sanitizer|runtime error:|sanitizer report|^--- .*sanitizer-reports/|^==[0-9]+==|^FAIL |^RESULT .*FAIL|^run\.sh: bench/.* failed|^ *(BROKEN: |thread [0-9]+ \(|Traceback|[A-Za-z_.]+(Error|Exception|Expired): )' \
+      "$log" 2>/dev/null | cut -c1-240 | head -40
   done
 }
 
