@@ -136,6 +136,9 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
     const uint64_t prod = std::min<uint64_t>(end[i], cons + kPassBytes);
     uint64_t last_stamp = 0;
     while (cons < prod) {
+      // The records were written on other CPUs: ask for the lines 1 KB ahead
+      // (the hardware prefetcher stops at each page's end).
+      __builtin_prefetch(data + ((cons + 1024) & mask));
       // The header (u32 len with busy/discard bits, u32 page offset) never wraps.
       const auto* hdr = reinterpret_cast<const uint32_t*>(data + (cons & mask));
       uint32_t len = std::atomic_ref<const uint32_t>(*hdr).load(std::memory_order_acquire);

@@ -100,8 +100,11 @@ public:
   uint32_t data_size() const { return has_header() ? gt_tframe_size(frame_.data()) : 0; }
   // Header plus blocks; larger than the span when the frame is truncated.
   size_t total_size() const { return kFrameHeaderSize + size_t(data_size()); }
-  // Calls FN for each block in order; false when the frame is malformed.
-  bool for_each(const std::function<bool(const FrameBlock&)>& fn) const {
+  // Calls FN (bool(const FrameBlock&): false stops the walk) for each block in
+  // order; false when the frame is malformed. A template, not std::function:
+  // the engine walks every drained frame two or three times, and the indirect
+  // call per block was ~6 % of a streamed frame's drain.
+  template <class Fn> bool for_each(Fn&& fn) const {
     if (!has_header() || total_size() > frame_.size())
       return false;
     const uint8_t* p = frame_.data() + kFrameHeaderSize;

@@ -28,23 +28,37 @@ void TraceBuffer::clear() {
   last_site_ = kNoSite;
   populated_base_ = nullptr;
   populated_end_ = 0;
+  reserved_ = false;
 }
 
 void TraceBuffer::reserve_for_run() {
   // Growing by doubling during a run copies the whole buffer each time (and
   // faults in the new block), stealing CPU from the tracee while kernel rings
   // fill up. Reserve once instead: untouched pages cost nothing until written.
-  // A circular buffer's dead prefix can reach the live size before compaction.
-  size_t want = circular_ ? 2 * capacity_ : capacity_;
-  if (store_.capacity() >= want)
+  // A circular buffer keeps the bytes of the frames it dropped in front of the
+  // live ones until an append would outgrow the reservation (compact_for): the
+  // slack beyond the live size says how often the live bytes are moved down.
+  size_t want = circular_ ? capacity_ + circular_slack() : capacity_;
+  if (store_.capacity() >= want) {
+    reserved_ = true;
     return;
+  }
   try {
     store_.reserve(want);
   } catch (const std::bad_alloc&) {
     // Address space refused (huge size, strict overcommit): grow on demand as before.
     return;
   }
+  reserved_ = true;
   prepare_at_start();
+}
+
+// At least the live size (each compaction then moves at most what the appends
+// since the last one wrote), up to 4x it below 32 MB: gdb's default 5 MB
+// buffer, streamed, moves its live bytes once per 20 MB of frames, not once
+// per 5 (that move was 7 % of a streamed frame's drain), for 15 MB of memory.
+size_t TraceBuffer::circular_slack() const {
+  return std::max(capacity_, std::min(4 * capacity_, size_t(32) << 20));
 }
 
 // QTStart runs while gdb holds the tracee stopped: the first kPreparedAtStart
@@ -169,13 +183,32 @@ void TraceBuffer::release_site(uint32_t site) {
 bool TraceBuffer::make_room(size_t bytes) {
   if (bytes > capacity_)
     return false;
-  if (bytes <= free_bytes() && metas_.size() < kMaxFrames)
-    return true;
-  if (!circular_)
-    return false;
-  while (bytes > free_bytes() || metas_.size() >= kMaxFrames)
-    drop_oldest();
+  if (bytes > free_bytes() || metas_.size() >= kMaxFrames) {
+    if (!circular_)
+      return false;
+    while (bytes > free_bytes() || metas_.size() >= kMaxFrames)
+      drop_oldest();
+  }
+  compact_for(bytes);
   return true;
+}
+
+// Moves the live bytes to the front of the store, over the dropped frames',
+// when appending BYTES would outgrow its reservation; a store grown on demand
+// (no reservation) once the dead prefix is the larger part. A dead prefix
+// under a quarter of the live bytes when the store is outgrown (a buffer made
+// circular after its run's reservation) is left for the vector to grow past:
+// moving every live byte to gain a frame's room would do it at every append.
+// Each byte moves O(1) times.
+void TraceBuffer::compact_for(size_t bytes) {
+  if (start_ == 0)
+    return;
+  const bool outgrows = store_.size() + bytes > store_.capacity();
+  if (outgrows ? start_ < used() / 4 : (reserved_ || start_ <= store_.size() / 2))
+    return;
+  store_.erase(store_.begin(), store_.begin() + long(start_));
+  base_ += start_;
+  start_ = 0;
 }
 
 // A run has a few register sets (one per collector kind and FPU choice),
@@ -230,13 +263,7 @@ void TraceBuffer::drop_oldest() {
   metas_.pop_front();
   ++first_seq_;
   ++discarded_;
-  start_ += size;
-  // Compact once the dead prefix is the larger part: amortised O(1) per byte.
-  if (start_ > store_.size() / 2) {
-    store_.erase(store_.begin(), store_.begin() + long(start_));
-    base_ += start_;
-    start_ = 0;
-  }
+  start_ += size; // the bytes stay until compact_for needs the room
 }
 
 std::span<const uint8_t> TraceBuffer::frame(long n, std::vector<uint8_t>& scratch) const {

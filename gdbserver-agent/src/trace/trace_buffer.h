@@ -172,6 +172,8 @@ private:
            metas_[n].offset;
   }
   bool make_room(size_t bytes);
+  void compact_for(size_t bytes);
+  size_t circular_slack() const;
   void add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set, bool compact);
   uint32_t site_for(uint16_t tp_number, uint64_t pc);
   void release_site(uint32_t site);
@@ -198,6 +200,7 @@ private:
   const uint8_t* populated_base_ = nullptr;
   size_t populated_end_ = 0;
   bool populate_works_ = true;
+  bool reserved_ = false;   // store_ reserved for the run (reserve_for_run)
   std::vector<Site> sites_; // Meta::site; those with no frame are on free_sites_
   std::vector<uint32_t> free_sites_;
   std::map<std::pair<uint64_t, uint16_t>, uint32_t> by_pc_; // (pc, tp) -> site

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <system_error>
 
+#include <emmintrin.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -24,6 +25,32 @@ constexpr size_t kDirectBytes = 8 << 20;
 // Room for the most a stage holds: kDirectBytes, the partial block kept
 // after a write, and a block kept for a frame whose header was not read yet.
 constexpr size_t kStageRoom = kDirectBytes + 2 * TraceStream::kBlock;
+
+// Copies N bytes into a stage with non-temporal stores where it can: a stage
+// is read by the disk (O_DIRECT) or the kernel's copy into the page cache,
+// never again by the drain, and filling it through the caches read every line
+// in first and pushed out lines the drain still needed (the copy was ~8 % of
+// a streamed frame's drain). hand_over fences them before the writer sees them.
+void copy_to_stage(uint8_t* dst, const uint8_t* src, size_t n) {
+  const size_t head = (16 - (uintptr_t(dst) & 15)) & 15;
+  if (n < 256) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  std::memcpy(dst, src, head);
+  dst += head, src += head, n -= head;
+  for (; n >= 64; n -= 64, dst += 64, src += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
+  }
+  std::memcpy(dst, src, n);
+}
 
 uint64_t round_up(uint64_t at) {
   return (at + TraceStream::kBlock - 1) & ~uint64_t(TraceStream::kBlock - 1);
@@ -375,6 +402,7 @@ bool TraceStream::hand_over(bool flush, bool may_wait) {
   const int next = take_free_stage(may_wait);
   if (next < 0)
     return true; // every stage is being written: the next hand-over takes these frames
+  _mm_sfence();  // copy_to_stage's stores reach memory before the writer reads the stage
   Job job;
   job.stage = current_;
   job.at = stage_at_;
@@ -404,7 +432,7 @@ void TraceStream::add(std::span<const uint8_t> frames) {
   while (!frames.empty()) {
     size_t mark = direct_ ? kDirectBytes : kBufferedBytes;
     size_t n = std::min(frames.size(), kStageRoom - stage_len_);
-    std::memcpy(stage(current_) + stage_len_, frames.data(), n);
+    copy_to_stage(stage(current_) + stage_len_, frames.data(), n);
     stage_len_ += n;
     frames = frames.subspan(n);
     if (stage_len_ >= mark && !hand_over(false, true))

@@ -195,7 +195,9 @@ void TraceEngine::Impl::stream_cut_frames(long from) {
   constexpr size_t kBatch = 256 << 10; // frames handed to the stream together
   std::vector<uint8_t>& out = stream_scratch;
   out.clear();
-  for (long n = from; n < long(buffer.frame_count()) && stream->error().empty(); ++n) {
+  // stream->add() stops taking frames once the stream has failed; the loop
+  // asks at each batch, not per frame (error() takes the writer's lock).
+  for (long n = from; n < long(buffer.frame_count()); ++n) {
     const CompactRegisters* layout = nullptr;
     uint16_t set = 0;
     std::span<const uint8_t> stored = buffer.stored_frame(n, layout, set);
@@ -217,6 +219,8 @@ void TraceEngine::Impl::stream_cut_frames(long from) {
     if (out.size() >= kBatch) {
       stream->add(out);
       out.clear();
+      if (!stream->error().empty())
+        return;
     }
   }
   stream->add(out);

@@ -125,6 +125,43 @@ TEST(TraceBuffer, CircularDiscardsOldest) {
   EXPECT_FALSE(buf.append(frame_of(1, 200), 1, 0));
 }
 
+// A circular buffer keeps dropped frames' bytes in front of the live ones until
+// an append would outgrow its run's reservation, then moves the live bytes
+// down: across many such moves, and with the buffer made circular only after
+// its reservation (the store then grows once instead), the newest frames read
+// back intact and in order.
+TEST(TraceBuffer, CircularFramesSurviveCompaction) {
+  for (bool circular_first : {true, false}) {
+    SCOPED_TRACE(circular_first ? "circular at the reservation" : "circular after it");
+    TraceBuffer buf(64 << 10);
+    if (circular_first)
+      buf.set_circular(true);
+    buf.reserve_for_run();
+    buf.set_circular(true);
+    const uint32_t n = 20000; // ~2.3 MB of frames through a 64 KB buffer
+    for (uint32_t i = 0; i < n; ++i) {
+      FrameBuilder f(1);
+      f.add_memory(i, std::vector<uint8_t>(100, uint8_t(i * 7))); // address: the frame's number
+      ASSERT_TRUE(buf.append(f.finish(), 1, 0x1000));
+    }
+    ASSERT_GT(buf.frame_count(), 500u);
+    EXPECT_EQ(buf.frames_created(), n);
+    EXPECT_EQ(buf.frames_discarded() + buf.frame_count(), n);
+    for (size_t k = 0; k < buf.frame_count(); ++k) {
+      auto f = frame_at(buf, long(k));
+      size_t blocks = 0;
+      ASSERT_TRUE(FrameView(f, 0).for_each([&](const FrameBlock& b) {
+        const uint64_t i = n - buf.frame_count() + k;
+        EXPECT_EQ(b.address, i) << "frame " << k;
+        EXPECT_EQ(b.length, 100u);
+        EXPECT_EQ(b.data[99], uint8_t(i * 7)) << "frame " << k;
+        return ++blocks > 0;
+      }));
+      ASSERT_EQ(blocks, 1u);
+    }
+  }
+}
+
 TEST(TraceBuffer, ResizeClears) {
   TraceBuffer buf(100);
   ASSERT_TRUE(buf.append(frame_of(1, 10), 1, 0));
