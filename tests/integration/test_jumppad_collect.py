@@ -106,6 +106,47 @@ class JumpPad(GdbTestCase):
             expected += [rf"Found trace frame {i}, tracepoint {2 + i % 2}\b", rf"= {i // 2}\b"]
         self.assertOrdered(run, expected)
 
+    def test_a_tsv_both_collectors_add_to_is_their_sum(self):
+        # `teval $n = $n + K` in the pad (ftrace) and in eBPF (trace at jp_probe+7): each keeps its
+        # own copy; gdb must read the start value plus what both added, during and after the run.
+        n = 10
+        run = run_gdb(["break jp_done", "tvariable $n = 1000", "ftrace *jp_probe", "actions",
+                       "collect $rdi", "teval $n = $n + 1", "end", "trace *jp_probe+7", "actions",
+                       "collect $rdi", "teval $n = $n + 10", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "print $n", "tstop", "tstatus", "print $n"],
+                      program=PROG, args=(n,))
+        self.assertEqual(sorted(backends(run)), ["ebpf", "jumppad"], run.transcript())
+        total = 1000 + 11 * n
+        self.assertOrdered(run, [rf"\$1 = {total}\b", rf"Collected {2 * n} trace frames",
+                                 rf"\$2 = {total}\b"])
+
+    def test_a_tsv_another_tracepoint_reads_keeps_the_pad_off(self):
+        # The pad's adds go to its own copy, which eBPF's `collect $n` would not see: the ftrace
+        # goes to eBPF too (the status says why), and every frame holds the true value.
+        n = 6
+        run = run_gdb(["break jp_done", "tvariable $n = 1000", "ftrace *jp_probe", "actions",
+                       "collect $rdi", "teval $n = $n + 1", "end", "trace *jp_probe+7", "actions",
+                       "collect $rdi, $n", "end", "tstart", "continue", "monitor gdbtrace status",
+                       "tstop", "print $n", "tfind tracepoint 3", "print $n", "tfind tracepoint 3",
+                       "tfind tracepoint 3", "print $n"], program=PROG, args=(n,))
+        self.assertEqual(backends(run), ["ebpf", "ebpf"], run.transcript())
+        self.assertOutput(run, r"\(jumppad: tracepoint 3 reads or sets \$n, which this one adds to\)")
+        self.assertOrdered(run, [rf"\$1 = {1000 + n}\b", r"\$2 = 1001\b", r"\$3 = 1003\b"])
+
+    def test_a_tsv_split_by_a_collector_that_cannot_add_up_is_refused(self):
+        # while-stepping only runs in the ptrace collector (the engine's copy of $n), the other
+        # tracepoint in eBPF (its own): the stepping one reads $n, so the run is refused, with the
+        # reason, rather than record values that miss eBPF's adds.
+        run = run_gdb(["break jp_done", "tvariable $n = 0", "trace *jp_probe", "actions",
+                       "while-stepping 1", "collect $n", "end", "end", "trace *jp_probe+7", "actions",
+                       "teval $n = $n + 1", "end", "tstart", "info tracepoints"],
+                      program=PROG, args=(3,))
+        # (gdb shows the E reply's text; the remote protocol's `$` arrives as `?`)
+        self.assertOutput(run, r"trace state variable .n is used by tracepoints that "
+                               r"different collectors serve \(2 in ptrace, 3 in ebpf\) and "
+                               r"tracepoint 2 reads or sets it")
+        self.assertNotRegex(run.output, r"Trace is running")
+
     def test_unpatchable_site_falls_back_with_the_reason(self):
         # jp_done is a 1-byte `ret` (0xc3) at -O2.
         run = run_gdb(["break jp_probe", "ftrace *jp_done", "actions", "collect $rdi", "end",

@@ -208,7 +208,7 @@ void BpfCollector::start_run(TraceContext& ctx) {
 }
 
 // Index of TSV NUMBER in the map; the first use in a run seeds it with the
-// engine's value (its initial value from QTDV, or what the run has so far).
+// engine's value at the run's start (TraceContext::tsv_seed).
 std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* ctx) {
   if (auto it = tsv_slots_.find(number); it != tsv_slots_.end())
     return it->second;
@@ -216,7 +216,7 @@ std::optional<uint32_t> BpfCollector::tsv_index(uint32_t number, TraceContext* c
     return std::nullopt;
   uint32_t index = uint32_t(tsv_slots_.size());
   tsv_slots_[number] = index;
-  int64_t initial = ctx ? ctx->get_tsv(number).value_or(0) : 0;
+  int64_t initial = ctx ? ctx->tsv_seed(number).value_or(0) : 0;
   __atomic_store_n(tsv_cell(index), initial, __ATOMIC_RELAXED);
   return index;
 }

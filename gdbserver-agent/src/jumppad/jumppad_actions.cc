@@ -14,13 +14,6 @@ Error refuse(const std::string& why) {
   return Error{EOPNOTSUPP, why};
 }
 
-uint64_t big_endian(const std::vector<uint8_t>& code, size_t at, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; ++i)
-    v = v << 8 | code[at + i];
-  return v;
-}
-
 // An 'X' action that only computes from registers (gdb's `collect VAR` of a
 // variable living in a register sends one beside the 'R' mask naming that
 // register): it puts nothing in the frame, so the 'R' block is the collection.
@@ -89,7 +82,7 @@ std::optional<uint64_t> constant_at(const std::vector<uint8_t>& c, size_t& pc) {
   const unsigned n = 1u << (c[pc] - AX_OP_CONST8);
   if (pc + 1 + n > c.size())
     return std::nullopt;
-  uint64_t v = big_endian(c, pc + 1, n);
+  uint64_t v = ax_operand(c.data() + pc + 1, n);
   pc += 1 + n;
   return v;
 }
@@ -108,7 +101,7 @@ std::optional<CollectMemory> constant_trace(const AgentExpr& e) {
     len = c[pc + 1];
     pc += 2;
   } else if (c[pc] == AX_OP_TRACE16 && pc + 3 <= c.size()) {
-    len = big_endian(c, pc + 1, 2);
+    len = ax_operand(c.data() + pc + 1, 2);
     pc += 3;
   } else if ((len = constant_at(c, pc)) && pc < c.size() && c[pc] == AX_OP_TRACE) {
     pc += 1;
@@ -144,41 +137,6 @@ Result<void> add_memory_range(const CollectMemory& m, std::vector<MemRange>& out
 
 } // namespace
 
-Result<TsvIncrement> tsv_increment(const AgentExpr& e) {
-  const auto& c = e.code;
-  const Error no = refuse("the jump pad compiles only `$tsv = $tsv + K` expressions (this slice)");
-  if (c.size() < 3 || c[0] != AX_OP_GETV)
-    return no;
-  const uint32_t number = uint32_t(big_endian(c, 1, 2));
-  size_t pc = 3;
-  unsigned width = 0;
-  if (pc < c.size() && c[pc] == AX_OP_CONST8)
-    width = 1;
-  else if (pc < c.size() && c[pc] == AX_OP_CONST16)
-    width = 2;
-  else if (pc < c.size() && c[pc] == AX_OP_CONST32)
-    width = 4;
-  if (!width || pc + 1 + width > c.size())
-    return no;
-  const uint64_t k = big_endian(c, pc + 1, width);
-  pc += 1 + width;
-  if (pc >= c.size() || c[pc] != AX_OP_ADD)
-    return no;
-  ++pc;
-  if (pc + 1 < c.size() && c[pc] == AX_OP_EXT && c[pc + 1] == 64)
-    pc += 2; // gdb's `ext 64` after the add: a no-op on 64-bit values
-  if (pc + 3 > c.size() || c[pc] != AX_OP_SETV || big_endian(c, pc + 1, 2) != number)
-    return no;
-  pc += 3;
-  if (pc < c.size() && c[pc] == AX_OP_POP)
-    ++pc;
-  if (pc + 1 != c.size() || c[pc] != AX_OP_END)
-    return no;
-  if (k > uint64_t(INT32_MAX))
-    return refuse("a TSV increment above 2^31 - 1");
-  return TsvIncrement{number, int32_t(k)};
-}
-
 Result<PadActions> plan_actions(const Tracepoint& tp) {
   if (tp.step_count)
     return refuse("while-stepping needs the ptrace collector");
@@ -204,7 +162,7 @@ Result<PadActions> plan_actions(const Tracepoint& tp) {
     } else {
       auto inc = tsv_increment(std::get<CollectExpr>(a).expr);
       if (!inc)
-        return inc.error();
+        return refuse("the jump pad compiles only `$tsv = $tsv + K` expressions, K below 2^31");
       out.tsv_adds.push_back(*inc);
     }
   }

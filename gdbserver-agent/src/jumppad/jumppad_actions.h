@@ -15,13 +15,9 @@
 #include "common/result.h"
 #include "jumppad/jumppad_site.h"
 #include "trace/tracepoint.h"
+#include "trace/tsv_increment.h"
 
 namespace gdbtrace::jumppad {
-
-struct TsvIncrement {
-  uint32_t number; // the TSV's number
-  int32_t k;
-};
 
 struct PadActions {
   std::optional<AgentExpr> condition; // compiled into the pad
@@ -29,10 +25,6 @@ struct PadActions {
   std::vector<TsvIncrement> tsv_adds;
   std::vector<MemRange> memory; // 'M' actions, copied into the record by checked reads
 };
-
-// Recognises `getv N; const K; add; [ext 64;] setv N; [pop;] end` (gdb's
-// `teval $N = $N + K` sends it with `ext 64`).
-Result<TsvIncrement> tsv_increment(const AgentExpr& e);
 
 Result<PadActions> plan_actions(const Tracepoint& tp);
 

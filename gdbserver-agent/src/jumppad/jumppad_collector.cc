@@ -346,7 +346,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
     if (!idx)
       return idx.error();
     if (!inited[inc.number]) {
-      std::atomic_ref<int64_t>(a.tsv(*idx)).store(ctx.get_tsv(inc.number).value_or(0));
+      std::atomic_ref<int64_t>(a.tsv(*idx)).store(ctx.tsv_seed(inc.number).value_or(0));
       inited[inc.number] = true;
     }
   }

@@ -413,7 +413,7 @@ private:
     finished_.clear();
     after_stop_.clear();
     for (uint32_t n : defined_tsvs_)
-      (void)session_.define_tsv(n, ctx.get_tsv(n).value_or(0));
+      (void)session_.define_tsv(n, ctx.tsv_seed(n).value_or(0));
     run_start_cpu_drops_ = session_.ring_drops();
     (void)session_.start();
     run_active_ = true;
@@ -442,7 +442,7 @@ private:
         continue;
       if (n >= GDBTRACE_MAX_TSVS)
         return make_error(EINVAL, "trace state variable number too large for the kernel module");
-      if (auto r = session_.define_tsv(n, ctx.get_tsv(n).value_or(0)); !r)
+      if (auto r = session_.define_tsv(n, ctx.tsv_seed(n).value_or(0)); !r)
         return r;
       defined_tsvs_.insert(n);
     }

@@ -70,6 +70,10 @@ public:
   // kernel collectors keep their own and report through Collector::tsv_value).
   virtual std::optional<int64_t> get_tsv(uint32_t number) = 0;
   virtual void set_tsv(uint32_t number, int64_t value) = 0;
+  // What a kernel collector's own copy of TSV NUMBER starts from, whenever it
+  // installs: the engine's value at the run's start (tsv_keepers.cc adds up
+  // what each copy added to it). By default the engine's current value.
+  virtual std::optional<int64_t> tsv_seed(uint32_t number) { return get_tsv(number); }
   virtual int64_t trace_timestamp() = 0; // $trace_timestamp (µs)
   // Counts a hit toward TP_NUMBER's pass count (the pass count is the
   // tracepoint's, over all its locations); may request the tpasscount stop.

@@ -265,6 +265,13 @@ Result<void> TraceEngine::Impl::install(TracepointEntry& entry, unsigned exclude
                  ": cannot collect from an i386 (32-bit) process";
       continue;
     }
+    // The pad only adds to TSVs, in its own copy: not for one that another
+    // tracepoint reads or sets (that one would not see the pad's adds).
+    if (fast_only && preferred_backend.empty())
+      if (std::string why = shared_tsv_conflict(entry); !why.empty()) {
+        fast_note += (fast_note.empty() ? "" : "; ") + c->name() + ": " + why;
+        continue;
+      }
     auto ok = c->check(tp);
     if (!ok) {
       // An ftrace the jump pad declines is an ordinary fallback (most sites of

@@ -92,6 +92,7 @@ struct TraceEngine::Impl : TraceContext {
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
   void set_tsv(uint32_t number, int64_t value) override;
+  std::optional<int64_t> tsv_seed(uint32_t number) override;
   int64_t trace_timestamp() override;
   void record_hit(uint32_t tp_number) override;
   void while_stepping_done(uint32_t tp_number) override;
@@ -204,6 +205,14 @@ struct TraceEngine::Impl : TraceContext {
 
   TracepointTable<TracepointEntry> tracepoints; // definition order, indexed
   std::map<uint32_t, TsvEntry> tsvs;
+  // The run's TSV copies (tsv_keepers.cc): every collector with a tracepoint
+  // installed keeps its own, from the engine's values at the start.
+  std::map<uint32_t, int64_t> tsv_start;
+  std::vector<Collector*> tsv_keepers;
+  void note_tsv_start();
+  Result<void> check_shared_tsvs();
+  std::optional<int64_t> kept_tsv_value(uint32_t number);
+  std::string shared_tsv_conflict(const TracepointEntry& entry) const;
   std::unordered_map<Location, EngineCounters, LocationHash> counters; // per frame: hashed
   // The last frame's counters (a busy location's frames come in long runs):
   // nodes stay put until counters.clear(), which resets this.

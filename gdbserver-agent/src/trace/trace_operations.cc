@@ -88,6 +88,12 @@ Result<void> TraceEngine::define_tracepoint(TracepointDefinition def) {
     }
     m.retire_plt_locations(*e);
     m.stream_tracepoints_changed();
+    // Its collector may be new to the run's TSV copies (tsv_keepers.cc); one
+    // that cannot share them with the others ends the run, saying why.
+    if (auto r = m.check_shared_tsvs(); !r) {
+      m.console("gdbtrace: " + r.error().message + "\n");
+      m.request_stop(TraceStopReason::Error, r.error().message, e->tp.number);
+    }
   }
   return ok();
 }
@@ -298,6 +304,7 @@ Result<void> TraceEngine::start() {
       t->installed = false;
     m.console("gdbtrace: " + e.message + "\n");
   };
+  m.note_tsv_start(); // what each collector's copies start from
   for (auto& c : m.collectors)
     c->begin_install_batch();
   for (auto& e : m.tracepoints) {
@@ -311,6 +318,10 @@ Result<void> TraceEngine::start() {
       fail(r.error());
       return r;
     }
+  if (auto r = m.check_shared_tsvs(); !r) {
+    fail(r.error());
+    return r;
+  }
   if (!m.stream_path.empty()) {
     if (auto r = m.begin_stream(); !r) {
       fail(r.error());
@@ -494,10 +505,7 @@ std::optional<int64_t> TraceEngine::tsv_value(uint32_t number) {
   if (!m.tsvs.count(number))
     return std::nullopt;
   m.drain_for_counts(); // a collector may count adds from the frames it drains
-  for (auto& c : m.collectors)
-    if (auto v = c->tsv_value(number))
-      return v;
-  return m.get_tsv(number);
+  return m.kept_tsv_value(number);
 }
 
 std::vector<Tracepoint> TraceEngine::tracepoints() const {

@@ -24,7 +24,7 @@ Tracepoint fast_tp() {
 TEST(JumppadActions, TsvIncrementAsGdbSendsIt) {
   // teval $cnt = $cnt + 1 as gdb 13 compiles it: getv 2; const8 1; add; ext 64; setv 2; end
   auto inc = tsv_increment(expr({0x2c, 0, 2, 0x22, 1, 0x02, 0x16, 64, 0x2d, 0, 2, 0x27}));
-  ASSERT_TRUE(inc) << inc.error().message;
+  ASSERT_TRUE(inc);
   EXPECT_EQ(inc->number, 2u);
   EXPECT_EQ(inc->k, 1);
   auto big = tsv_increment(expr({0x2c, 0, 3, 0x24, 0, 1, 0, 0, 0x02, 0x2d, 0, 3, 0x27}));
