@@ -273,6 +273,20 @@ class SecondConnection(GdbTestCase):
             self.assertTrue(again.send("qSupported:multiprocess+").startswith(b"PacketSize="))
             again.close()
 
+    def test_gdb_reconnecting_at_once_is_served(self):
+        # gdb's `disconnect` then `target extended-remote` at once (disconnected-tracing.exp): the
+        # new connection can arrive before the stub has read the old one's end or finished with
+        # it. It is the same gdb coming back, not a second one: it must be served, every time.
+        with Server("multi") as server:
+            for i in range(100):
+                old = RspClient(server.port)
+                self.assertEqual(old.send("!"), b"OK", f"round {i}")
+                old.close()
+                new = RspClient(server.port)
+                reply = new.send("!")
+                new.close()
+                self.assertEqual(reply, b"OK", f"round {i}: {reply!r}\n{server.log()[-2000:]}")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -33,6 +33,8 @@ public:
   void set_log(bool log) { log_ = log; }
   void close();
   bool closed() const { return closed_; }
+  // gdb closed its end, and the stub has not read that yet (Transport::peer_hung_up).
+  bool peer_hung_up() const { return !closed_ && transport_->peer_hung_up(); }
 
 private:
   void read_more();

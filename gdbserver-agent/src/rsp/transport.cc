@@ -5,7 +5,11 @@
 #include <cstring>
 #include <fcntl.h>
 #include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <type_traits>
 
 namespace gdbtrace::rsp {
 namespace {
@@ -24,6 +28,15 @@ public:
                          [this, handler = std::move(handler)](std::error_code ec, size_t n) {
                            handler(ec, std::string_view(buf_.data(), ec ? 0 : n));
                          });
+  }
+
+  bool peer_hung_up() const override {
+    if constexpr (std::is_same_v<ReadStream, asio::ip::tcp::socket>) {
+      char byte;
+      const ssize_t n = ::recv(in_->native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+    return false;
   }
 
   std::error_code write_all(std::string_view data) override {

@@ -28,6 +28,9 @@ public:
   virtual void async_read_some(ReadHandler handler) = 0;
   virtual std::error_code write_all(std::string_view data) = 0;
   virtual void close() = 0;
+  // The peer closed its end (an unread EOF or a reset is pending): a socket
+  // says so without reading; other transports never do.
+  virtual bool peer_hung_up() const { return false; }
 };
 
 // gdb's "target remote | gdbtrace-server - prog": the protocol runs over the

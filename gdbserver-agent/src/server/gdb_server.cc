@@ -103,6 +103,16 @@ void GdbServer::attach_connection(std::shared_ptr<rsp::Connection> connection) {
                 [this] { on_disconnect(); }});
 }
 
+bool GdbServer::connection_over() {
+  if (!conn_)
+    return true;
+  if (!conn_->peer_hung_up())
+    return false;
+  auto conn = conn_; // close() calls on_disconnect, which lets go of conn_
+  conn->close();
+  return true;
+}
+
 void GdbServer::on_disconnect() {
   debug("connection closed");
   conn_.reset();

@@ -57,6 +57,10 @@ public:
   Result<void> attach_initial(Pid pid);
 
   void attach_connection(std::shared_ptr<rsp::Connection> connection);
+  // Whether gdb's connection is over: already closed (on_connection_closed is
+  // posted, not yet run), or gdb closed its end and the stub had not read that
+  // yet (then it is ended now, as if read). False while gdb is there.
+  bool connection_over();
   // Called after the connection closed; tells main whether to serve again.
   std::function<void()> on_connection_closed;
   bool exit_requested() const { return exit_requested_; }

@@ -174,21 +174,35 @@ private:
             }
             return;
           }
-          if (serving_) {
-            refuse(std::move(t), peer);
-          } else {
-            std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.host.c_str(),
-                         peer.port);
-            serving_ = true;
-            client_ = peer.host + ":" + std::to_string(peer.port);
-            start(std::move(t));
-            if (opts_.once) {
-              listener_->close();
-              return;
-            }
+          // gdb's `disconnect` then at once `target extended-remote`: the new
+          // connection can be accepted before connection_closed ran for the old
+          // one, or before the old socket's end was read (gdb's
+          // disconnected-tracing.exp was told "busy"). The old connection is
+          // ended first; the new one is taken once connection_closed has run.
+          if (serving_ && server_.connection_over()) {
+            auto held = std::make_shared<std::unique_ptr<rsp::Transport>>(std::move(t));
+            asio::post(io_, [this, held, peer] { take(std::move(*held), peer); });
+            return;
           }
-          accept();
+          take(std::move(t), peer);
         });
+  }
+
+  void take(std::unique_ptr<rsp::Transport> t, const rsp::TcpListener::Peer& peer) {
+    if (serving_) {
+      refuse(std::move(t), peer);
+    } else {
+      std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.host.c_str(),
+                   peer.port);
+      serving_ = true;
+      client_ = peer.host + ":" + std::to_string(peer.port);
+      start(std::move(t));
+      if (opts_.once) {
+        listener_->close();
+        return;
+      }
+    }
+    accept();
   }
 
   // Answers the extra gdb's first packet with the reason, then hangs up (gdb
