@@ -17,6 +17,7 @@
 
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 #include <dirent.h>
 
 #include <algorithm>
@@ -155,6 +156,8 @@ private:
   Mapping control_mem_, tsv_mem_;
   bpf::PerCpuRings rings_;
   std::unique_ptr<asio::posix::stream_descriptor> watch_;
+  std::unique_ptr<asio::steady_timer> retry_; // drain_past_mark after a drain that took nothing
+  size_t last_drained_ = 0;                   // records the last drain() took
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   TraceContext* ctx_ = nullptr;

@@ -131,14 +131,29 @@ void BpfCollector::arm_watch() {
 // and drop hits until the engine's one-second drain. So after re-arming, a
 // ring still past the mark is drained again, through the io_context, so gdb's
 // packets interleave. (Not the cause of the stream runs' losses: docs/benchmarks.md.)
+// A drain that took nothing stopped at a record still being written: its
+// thread was preempted inside the program, where it cannot migrate. Draining
+// again at once spun, at real-time priority (drain_placement.h), on the CPU
+// that thread needs; it is tried again a millisecond later.
 void BpfCollector::drain_past_mark() {
   if (!watch_ || !rings_.any_holds(rings_.ring_bytes() / 2))
     return;
-  asio::post(watch_->get_executor(), [this, alive = alive_] {
+  auto again = [this, alive = alive_] {
     if (!*alive || !run_active_)
       return;
     drain();
     drain_past_mark();
+  };
+  if (last_drained_ > 0) {
+    asio::post(watch_->get_executor(), again);
+    return;
+  }
+  if (!retry_)
+    retry_ = std::make_unique<asio::steady_timer>(io_);
+  retry_->expires_after(std::chrono::milliseconds(1));
+  retry_->async_wait([again](const std::error_code& ec) {
+    if (!ec)
+      again();
   });
 }
 
@@ -184,7 +199,8 @@ void BpfCollector::drain() {
   if (!rings_ || draining_)
     return;
   draining_ = true;
-  rings_.drain([this](std::span<const uint8_t> r, uint64_t stamp) { handle_record(r, stamp); });
+  last_drained_ =
+      rings_.drain([this](std::span<const uint8_t> r, uint64_t stamp) { handle_record(r, stamp); });
   if (run_active_)
     account_drops();
   draining_ = false;
