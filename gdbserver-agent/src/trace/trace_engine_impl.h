@@ -178,6 +178,15 @@ struct TraceEngine::Impl : TraceContext {
   void choose_stream_registers();
   // Appends buffer frames FROM.. to the file, cut to stream_present.
   void stream_cut_frames(long from);
+  bool stream_cut_one(long n);
+  void stream_add_pending();
+  // The frame just stored is the next one the file needs, and the file's
+  // header defines its tracepoint: it can be cut at once (append()), while
+  // its bytes are in the cache, instead of read back at the drain's end.
+  bool stream_takes_next_frame() const {
+    return stream && stream->open() && !stream_present.empty() && !stream_header_dirty &&
+           streamed_seq + 1 == buffer.first_sequence() + buffer.frame_count();
+  }
   // After a drain's frames: a loss marker per location whose collector dropped
   // frames since the last marker (at most every kDropMarkInterval, and at the end).
   void stream_mark_drops(bool now);
@@ -248,7 +257,7 @@ struct TraceEngine::Impl : TraceContext {
   std::string stream_tdesc;
   std::vector<std::optional<CutPlan>> stream_plans; // by register set, for compact frames
   std::optional<CutPlan> stream_full_plan;          // for frames with 'R' blocks
-  std::vector<uint8_t> stream_scratch;
+  std::vector<uint8_t> stream_pending; // frames cut, not yet handed to the stream
   // The target's stopped_epoch at the last drain_for_counts, when it had one.
   std::optional<uint64_t> drained_stopped_epoch;
   long current_frame = -1;

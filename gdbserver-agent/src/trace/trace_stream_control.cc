@@ -153,6 +153,7 @@ Result<void> TraceEngine::Impl::begin_stream() {
     stream_locations.emplace_back(e->tp.number, e->tp.address);
   stream = std::move(next);
   streamed_seq = buffer.first_sequence(); // the frames already held go in first
+  stream_pending.clear();
   stream_lost = 0;
   stream_marked_drops.clear();
   stream_markers = 0;
@@ -164,6 +165,7 @@ Result<void> TraceEngine::Impl::begin_stream() {
 void TraceEngine::Impl::stream_new_frames() {
   if (!stream || !stream->open())
     return;
+  stream_add_pending();                     // the frames append() cut as they came go first
   if (auto r = stream_write_header(); !r) { // no frame of a tracepoint the file does not define
     stream_failed(r.error().message);
     return;
@@ -192,38 +194,46 @@ void TraceEngine::Impl::stream_new_frames() {
 }
 
 void TraceEngine::Impl::stream_cut_frames(long from) {
+  for (long n = from; n < long(buffer.frame_count()); ++n)
+    if (!stream_cut_one(n))
+      return;
+  stream_add_pending();
+}
+
+// Cuts buffer frame N (to stream_present) into stream_pending, which goes to
+// the stream in batches: false once the stream has failed (asked per batch,
+// not per frame: error() takes the writer's lock).
+bool TraceEngine::Impl::stream_cut_one(long n) {
   constexpr size_t kBatch = 256 << 10; // frames handed to the stream together
-  std::vector<uint8_t>& out = stream_scratch;
-  out.clear();
-  // stream->add() stops taking frames once the stream has failed; the loop
-  // asks at each batch, not per frame (error() takes the writer's lock).
-  for (long n = from; n < long(buffer.frame_count()); ++n) {
-    const CompactRegisters* layout = nullptr;
-    uint16_t set = 0;
-    std::span<const uint8_t> stored = buffer.stored_frame(n, layout, set);
-    const CutPlan* plan;
-    if (layout) {
-      if (set >= stream_plans.size())
-        stream_plans.resize(set + 1);
-      if (!stream_plans[set])
-        stream_plans[set] =
-            CutPlan::make(stream_present, layout, register_layout(), register_block_size());
-      plan = &*stream_plans[set];
-    } else {
-      if (!stream_full_plan)
-        stream_full_plan =
-            CutPlan::make(stream_present, nullptr, register_layout(), register_block_size());
-      plan = &*stream_full_plan;
-    }
-    append_cut_frame(stored, *plan, stream_regblock, out);
-    if (out.size() >= kBatch) {
-      stream->add(out);
-      out.clear();
-      if (!stream->error().empty())
-        return;
-    }
+  const CompactRegisters* layout = nullptr;
+  uint16_t set = 0;
+  std::span<const uint8_t> stored = buffer.stored_frame(n, layout, set);
+  const CutPlan* plan;
+  if (layout) {
+    if (set >= stream_plans.size())
+      stream_plans.resize(set + 1);
+    if (!stream_plans[set])
+      stream_plans[set] =
+          CutPlan::make(stream_present, layout, register_layout(), register_block_size());
+    plan = &*stream_plans[set];
+  } else {
+    if (!stream_full_plan)
+      stream_full_plan =
+          CutPlan::make(stream_present, nullptr, register_layout(), register_block_size());
+    plan = &*stream_full_plan;
   }
-  stream->add(out);
+  append_cut_frame(stored, *plan, stream_regblock, stream_pending);
+  if (stream_pending.size() < kBatch)
+    return true;
+  stream_add_pending();
+  return stream->error().empty();
+}
+
+void TraceEngine::Impl::stream_add_pending() {
+  if (stream_pending.empty())
+    return;
+  stream->add(stream_pending);
+  stream_pending.clear();
 }
 
 // Frames a collector could not stage (a full per-CPU ring) leave a hole in the
@@ -236,6 +246,7 @@ void TraceEngine::Impl::stream_mark_drops(bool now) {
   if (!stream || !stream->open() || (!now && t - stream_drops_checked < kDropMarkInterval))
     return;
   stream_drops_checked = t;
+  stream_add_pending(); // the marker goes after the frames cut so far
   for (const auto& e : tracepoints) {
     if (!e->collector)
       continue;
@@ -290,6 +301,7 @@ void TraceEngine::Impl::end_stream(const std::string& why) {
     st.reason = TraceStopReason::Error;
     st.stop_text = why;
   }
+  stream_add_pending();
   stream_header_dirty = false; // finish() writes the header with every tracepoint that fits
   TfileContents c = stream_contents(st);
   stream_mark_drops(true); // the run's last drops, after its last frames
