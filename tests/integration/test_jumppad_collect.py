@@ -147,6 +147,17 @@ class JumpPad(GdbTestCase):
                                r"tracepoint 2 reads or sets it")
         self.assertNotRegex(run.output, r"Trace is running")
 
+    def test_trace_timestamp_is_no_kept_tsv(self):
+        # $trace_timestamp is a clock each collector reads, not a copy kept per collector: read by
+        # tracepoints in ptrace (while-stepping) and in eBPF, the run goes on.
+        run = run_gdb(["break jp_done", "trace *jp_probe", "actions", "while-stepping 1",
+                       "collect $trace_timestamp", "end", "end", "trace *jp_probe+7", "actions",
+                       "collect $trace_timestamp", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "tstop", "tstatus"], program=PROG, args=(3,))
+        self.assertEqual(sorted(backends(run)), ["ebpf", "ptrace"], run.transcript())
+        self.assertNotRegex(run.output, r"different collectors serve")
+        self.assertOutput(run, r"Collected \d+ trace frames")
+
     def test_unpatchable_site_falls_back_with_the_reason(self):
         # jp_done is a 1-byte `ret` (0xc3) at -O2.
         run = run_gdb(["break jp_probe", "ftrace *jp_done", "actions", "collect $rdi", "end",

@@ -26,14 +26,17 @@ void TraceEngine::Impl::note_tsv_start() {
 }
 
 namespace {
-// Calls FN(number, adds_only) for each TSV use of TP: adds_only for an action
-// that is `$number = $number + K` and nothing else.
-template <class Fn> void for_each_tsv_use(const Tracepoint& tp, Fn&& fn) {
+// Calls FN(number, adds_only) for each use of a kept TSV by TP (not builtins
+// such as $trace_timestamp, a clock every collector reads): adds_only for an
+// action that is `$number = $number + K` and nothing else.
+template <class Fn>
+void for_each_tsv_use(const Tracepoint& tp, const std::map<uint32_t, TsvEntry>& tsvs, Fn&& fn) {
   auto note = [&](const AgentExpr& x, bool action) {
     const auto inc = action ? tsv_increment(x) : std::nullopt;
     for (const auto* list : {&x.tsvs_read, &x.tsvs_written})
       for (uint32_t n : *list)
-        fn(n, inc && inc->number == n);
+        if (auto it = tsvs.find(n); it == tsvs.end() || !it->second.builtin)
+          fn(n, inc && inc->number == n);
   };
   if (tp.has_condition)
     note(tp.condition, false);
@@ -48,7 +51,7 @@ template <class Fn> void for_each_tsv_use(const Tracepoint& tp, Fn&& fn) {
 // another tracepoint reads or sets one of them; empty when none does.
 std::string TraceEngine::Impl::shared_tsv_conflict(const TracepointEntry& entry) const {
   std::set<uint32_t> adds;
-  for_each_tsv_use(entry.tp, [&](uint32_t n, bool adds_only) {
+  for_each_tsv_use(entry.tp, tsvs, [&](uint32_t n, bool adds_only) {
     if (adds_only)
       adds.insert(n);
   });
@@ -56,7 +59,7 @@ std::string TraceEngine::Impl::shared_tsv_conflict(const TracepointEntry& entry)
   for (const auto& e : tracepoints) {
     if (e.get() == &entry || e->tp.number == entry.tp.number || !why.empty())
       continue;
-    for_each_tsv_use(e->tp, [&](uint32_t n, bool adds_only) {
+    for_each_tsv_use(e->tp, tsvs, [&](uint32_t n, bool adds_only) {
       if (!adds_only && adds.count(n) && why.empty()) {
         auto it = tsvs.find(n);
         why = "tracepoint " + std::to_string(e->tp.number) + " reads or sets $" +
@@ -78,7 +81,7 @@ Result<void> TraceEngine::Impl::check_shared_tsvs() {
     if (!e->installed || !e->collector)
       continue;
     keepers.insert(e->collector);
-    for_each_tsv_use(e->tp, [&](uint32_t n, bool adds_only) {
+    for_each_tsv_use(e->tp, tsvs, [&](uint32_t n, bool adds_only) {
       uses[n].push_back({e.get(), adds_only});
     });
   }
