@@ -192,7 +192,8 @@ void BpfCollector::handle_record(std::span<const uint8_t> record, uint64_t stamp
   // The trace buffer stores it as it is (a record that does not parse is counted malformed).
   ctx_->next_hit_time(stamp); // bpf_ktime_get_ns: CLOCK_MONOTONIC
   ctx_->append_compact_frame({data, frame.total_size()}, p->registers, p->address);
-  ctx_->record_hit(p->tp); // may request a stop (pass count)
+  if (p->pass_count)         // the engine counts hits for pass counts only: no lookup per frame
+    ctx_->record_hit(p->tp); // may request a stop
 }
 
 void BpfCollector::drain() {

@@ -37,7 +37,13 @@ public:
   template <class Fn> size_t hand_out(Fn&& fn, uint64_t max_order = UINT64_MAX) {
     sort();
     size_t taken = 0;
-    for (const auto& r : records_) {
+    for (size_t i = 0; i < records_.size(); i++) {
+      // In hit order the records jump between rings, and a pass's scan read
+      // only their first lines, long enough ago to be out of this core's
+      // cache: the frames' other lines were a third of the engine's time.
+      if (i + kPrefetchAhead < records_.size())
+        prefetch(records_[i + kPrefetchAhead]);
+      const Record& r = records_[i];
       if (r.order > max_order || !fn(std::span<const uint8_t>(r.at, r.len), r.order))
         break;
       freed_[r.ring] = r.next_pos;
@@ -59,6 +65,11 @@ private:
     uint32_t ring;
     uint32_t len;
   };
+  static constexpr size_t kPrefetchAhead = 4; // records: ~0.5 us of the drain's work
+  static void prefetch(const Record& r) {
+    for (uint32_t off = 0; off < r.len; off += 64)
+      __builtin_prefetch(r.at + off);
+  }
   std::vector<Record> records_;
   std::vector<uint64_t> freed_, scanned_;
   std::vector<uint32_t> pending_; // records of each ring not handed out yet

@@ -21,7 +21,15 @@ CutPlan CutPlan::make(const std::vector<bool>& present, const CompactRegisters* 
     int32_t from = layout ? layout->slot_offset(r) : int32_t(regs.offset(r));
     if (!layout && regs.offset(r) + size > regblock_size)
       from = -1;
-    plan.copies.push_back({from, to, size});
+    // Registers next to each other in both blocks (or missing from both) go
+    // as one copy: a streamed frame used to take ~20 8-byte copies, each a
+    // branch, for what is mostly one run.
+    CutPlan::Copy* last = plan.copies.empty() ? nullptr : &plan.copies.back();
+    if (last && last->to + last->size == to &&
+        (from < 0 ? last->from < 0 : last->from >= 0 && last->from + last->size == from))
+      last->size = uint16_t(last->size + size);
+    else
+      plan.copies.push_back({from, to, size});
     to = uint16_t(to + size);
   }
   return plan;

@@ -8,6 +8,7 @@
 #include "abi/amd64_regs.h"
 #include "trace/compact_frame.h"
 #include "trace/frame.h"
+#include "trace/stream_frames.h"
 
 namespace gdbtrace {
 namespace {
@@ -140,6 +141,51 @@ TEST(CompactFrame, CompactingThenExpandingGivesTheSameBytes) {
   // eBPF's set in the 816-byte block: a quarter of the frame.
   auto regs = CompactRegisters::of_mask(register_mask(ebpf));
   EXPECT_EQ(regs.block_size(), 1u + 8 * 25);
+}
+
+// A streamed frame's register block (stream_frames.h) is the file's registers
+// one after the other, each from its compact slot or zeros when the frame does
+// not hold it; the plan copies runs of neighbours at once, with the same bytes.
+TEST(CompactFrame, CutBlockMatchesRegisterByRegisterCopy) {
+  std::vector<unsigned> held;
+  for (unsigned r = GT_RAX; r <= GT_GS; r++)
+    if (r != GT_RBX && r != GT_CS) // a gap in the middle of each run
+      held.push_back(r);
+  held.push_back(GT_ORIG_RAX);
+  held.push_back(GT_FS_BASE);
+  auto regs = CompactRegisters::of(held);
+  std::vector<uint64_t> values;
+  for (unsigned r : held)
+    values.push_back(0x1111111111111111ull * (r % 15 + 1) + r);
+  auto rec = record(6, values);
+
+  RegisterLayout layout; // amd64, no AVX
+  std::vector<bool> present(layout.count(), false);
+  for (unsigned r = GT_RAX; r <= GT_GS; r++)
+    present[r] = true; // rbx and cs too: zeros in the cut block
+  present[GT_ORIG_RAX] = present[GT_FS_BASE] = present[GT_FS_BASE + 1] = true;
+
+  std::vector<uint8_t> want_block;
+  for (unsigned r = 0; r < present.size(); r++) {
+    if (!present[r])
+      continue;
+    int at = regs.slot_offset(r);
+    for (unsigned i = 0; i < layout.size(r); i++)
+      want_block.push_back(at < 0 ? 0 : rec[GT_TFRAME_HEADER_SIZE + 1 + size_t(at) + i]);
+  }
+  FrameBuilder want(6);
+  want.add_registers(want_block);
+  want.add_memory(0x601000, std::vector<uint8_t>{1, 2, 3});
+  want.add_tsv(7, -5);
+  auto want_bytes = want.finish();
+
+  CutPlan plan = CutPlan::make(present, &regs, layout, layout.bytes());
+  EXPECT_LT(plan.copies.size(), held.size() / 2); // runs, not one copy per register
+  std::vector<uint8_t> out{9};                    // appended to
+  append_cut_frame(rec, plan, uint32_t(want_block.size()), out);
+  ASSERT_EQ(out.size(), 1 + want_bytes.size());
+  EXPECT_EQ(std::vector<uint8_t>(out.begin() + 1, out.end()),
+            std::vector<uint8_t>(want_bytes.begin(), want_bytes.end()));
 }
 
 } // namespace
