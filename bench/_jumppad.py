@@ -22,7 +22,10 @@ N_HITS is the agent's limit: its in-process buffer kept 82 663 of 100 000 frames
 
 Thread scaling: the pad's 1/2/4-thread throughputs (N_THREAD hits per thread, ~1-4 ms) against the
 untraced program's scaling, measured on runs of UNTRACED_SECONDS per thread (bench_threads' SECONDS
-argument); judged per round, median and worst round, same run. Every thread run is pinned
+argument); judged per round, median and worst round, same run. Each run makes its calls in PARTS
+parts 20 ms apart and counts the median part's throughput (bench_threads' REPS, as bench/threads.sh):
+whole runs of under a millisecond were decided by whether a stall of the host fell in them (2-thread
+rounds of 170 M hits/s and of 10 M in one run), which a median of parts at different moments is not. Every thread run is pinned
 (bench_threads' PIN: thread k on the k-th CPU, traced and untraced alike). Unpinned, a run of a few
 ms is over before the kernel's load balancing moves a thread: two untraced threads woken on one CPU
 ran one after the other (sched_getcpu), and the pad's 2-thread rounds were either ~47 M hits/s (what
@@ -59,7 +62,8 @@ def thread_hits():
 
 N_THREAD = B.n(thread_hits(), 500)  # per thread, all in the rings (frames = hits)
 N_SYSCALL = B.n(200000, 20000)
-UNTRACED_SECONDS = B.n(0.05, 0.005)  # per thread, for the untraced program's scaling
+UNTRACED_SECONDS = B.n(0.02, 0.005)  # per thread and part, for the untraced program's scaling
+PARTS = str(_threads.PARTS)  # bench_threads' REPS: the median of parts 20 ms apart
 PIN = "1"  # bench_threads: thread k on the k-th CPU
 THREADS = (1, 2, 4)
 IPA = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
@@ -117,11 +121,12 @@ def one_round(progs, rounds):
     floor = loop_ns(out or "")
     r["floor"] = floor["ns"] - base_pie if floor else (hits if out is None else "no_ns_per_iter")
     for t in THREADS:
-        base = B.untraced([thr, str(t), str(N_THREAD), "0", PIN], parse=_threads.parse)
+        base = B.untraced([thr, str(t), str(N_THREAD), "0", PIN, PARTS], parse=_threads.parse)
         r[("untraced_wall", t)] = base["wall_ns"]
-        long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS), PIN], parse=_threads.parse)
+        long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS), PIN, PARTS],
+                          parse=_threads.parse)
         r[("untraced", t)] = long["hits_per_s"]
-        got, why = traced("gdbtrace", thr, [t, N_THREAD, 0, PIN], "*t_site+1", ["collect $regs"], "jumppad",
+        got, why = traced("gdbtrace", thr, [t, N_THREAD, 0, PIN, PARTS], "*t_site+1", ["collect $regs"], "jumppad",
                           parse=_threads.parse, hits=t * N_THREAD)
         r[("pad", t)] = got["hits_per_s"] if got else why
         r[("pad_ns", t)] = (got["wall_ns"] - base["wall_ns"]) / N_THREAD if got else why

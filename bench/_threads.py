@@ -13,6 +13,16 @@ import re
 import _bench as B
 
 THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
+# Each run's calls in PARTS timed parts 20 ms apart (bench_threads' REPS): its throughput is the
+# median part's. Whole 70 ms runs on this shared VM moved by 20-40 % when a stall fell in them (a
+# floor round scaled 2.49x, an eBPF one 3.05x, against ~2.0x in the others); five back-to-back
+# parts still left a floor round at 2.29x (a slow patch longer than a part). Every mechanism and
+# the untraced runs alike.
+PARTS = 1 if B.SMOKE else 9
+
+
+def argv(prog, threads, n):
+    return [prog, str(threads), str(n), "0", "0", str(PARTS)]
 
 
 def parse(text):
@@ -59,7 +69,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf") if walk else None
-    text = B.gdb_session(kind, [prog, str(threads), str(n)], lambda server: script(
+    text = B.gdb_session(kind, argv(prog, threads, n), lambda server: script(
         prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper, env)
     traced = parse(text)
     total = B.frames_collected(text)
@@ -97,7 +107,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
 
 
 def floor_session(prog, t, n, base, emit=True, walk=True):
-    out, hits = B.with_uprobes([(prog, "t_site")], [prog, str(t), str(n)])
+    out, hits = B.with_uprobes([(prog, "t_site")], argv(prog, t, n))
     traced = parse(out or "")
     row = functools.partial(B.row, emit=emit)
     if not traced:
@@ -130,7 +140,7 @@ def interleaved(runs, rounds, listed=()):
                   **{k: v for k, v in r.items() if k not in ("mechanism", "workload", "ns_per_hit")})
             continue
         med = dict(sorted(ok, key=lambda r: r["hits_per_s"])[len(ok) // 2])
-        med["rounds"], med["failed_rounds"] = len(rows), failed
+        med["rounds"], med["failed_rounds"], med["parts"] = len(rows), failed, PARTS
         med["runs_hits_per_s"] = ",".join(str(r.get("hits_per_s") or "NA") for r in rows)
         for key in listed:
             if any(r.get(key) is not None for r in rows):
@@ -155,22 +165,23 @@ def main():
     n_fast = B.n(100000, 300)
     n_ptrace = B.n(20000, 20)
     n_trap = B.n(5000, 20)  # stock gdbserver's trap tracepoints: ~6 k hits/s
-    base = {t: B.untraced([prog, str(t), str(n_fast)], parse=parse) for t in THREADS}
-    base_ptrace = {t: B.untraced([prog, str(t), str(n_ptrace)], parse=parse) for t in THREADS}
-    base_trap = {t: B.untraced([prog, str(t), str(n_trap)], parse=parse) for t in THREADS}
+    base = {t: B.untraced(argv(prog, t, n_fast), parse=parse) for t in THREADS}
+    base_ptrace = {t: B.untraced(argv(prog, t, n_ptrace), parse=parse) for t in THREADS}
+    base_trap = {t: B.untraced(argv(prog, t, n_trap), parse=parse) for t in THREADS}
     n_ftrace = B.n(12000, 300)  # the in-process agent's frames are ~2.5 KB: stay under the 200 MB buffer
-    base_nopie = {t: B.untraced([nopie, str(t), str(n_ftrace)], parse=parse) for t in THREADS}
+    base_nopie = {t: B.untraced(argv(nopie, t, n_ftrace), parse=parse) for t in THREADS}
     for t in THREADS:
         B.row("untraced", f"bench_threads:{t}thr", base[t]["wall_ns"] / n_fast, unit="ns_per_iter",
               hits_per_s=round(base[t]["hits_per_s"]), threads=t, n=n_fast)
     # The raw floor and the in-kernel rows, interleaved: thread throughput on this shared 2-vCPU
     # machine moves by +-20 % between back-to-back runs, more than the differences measured.
-    # gdbtrace-ebpf: a 1 GB buffer gets 128 MB rings per CPU (bpf_collector.cc ring_bytes_for), whose
-    # half-full wake-up (64 MB, ~250 k records of 256 B) is beyond what a run puts in one CPU's ring
-    # (4 threads: 400 k records over 2 CPUs): the stub drains after the tracee's burst, when gdb
-    # asks, or at its one-second heartbeat, as with any trace that fits its rings. With 200 MB (32 MB
-    # rings) 2 threads' 100 k frames each crossed the mark and the stub's drain took a CPU from a
-    # tracee thread mid-run: 2-thread scaling 1.64x against 1.94x with rings that hold the run.
+    # gdbtrace-ebpf: a 1 GB buffer gets, per CPU, a 4 MB first ring and a 128 MB overflow ring
+    # (bpf_collector.cc ring_sizes_for). The first ring's half-full wake-up comes every ~7,000
+    # frames; on this 2-vCPU machine with two traced threads there is no idle CPU then, and the
+    # stub leaves the frames staged until an overflow ring is half full (64 MB, beyond what a run
+    # puts in one CPU's rings), as it does for any linear run on a machine with no idle CPU
+    # (bpf_collector_records.cc, deferral). Draining at each wake took a CPU from a traced
+    # thread: 2-thread scaling 1.43-1.70x against the floor's 1.95-2.16x in one run.
     # Sustained: rings of 1 MB per CPU (GDBTRACE_BPF_RINGBUF_MB) pass their half-full wake-up mark
     # every ~1,800 frames, so the stub drains all through the run, as in a stream of frames longer
     # than the rings; on 2 vCPUs both busy with tracee threads, that CPU (0.8-2.8 us per frame, the

@@ -212,9 +212,9 @@ void Generator::lookup_key(int map_fd, int missing_label) {
 
 // r7 = a record reserved in this CPU's ring (the map pointer kept at kRing),
 // or, when that is full and there are overflow rings, in this CPU's overflow
-// ring (the frame then wakes the reader: the stub is behind), stamped with the
-// time and the probe's slot; FAIL_LABEL when no ring has room. Returns where
-// the reservations' sizes go (patched once the actions are known).
+// ring (marked in kWake for finish_frame), stamped with the time and the
+// probe's slot; FAIL_LABEL when no ring has room. Returns where the
+// reservations' sizes go (patched once the actions are known).
 std::vector<size_t> Generator::reserve_record(int fail_label) {
   std::vector<size_t> sizes_at;
   a_.emit(call(BPF_FUNC_get_smp_processor_id));
@@ -227,7 +227,9 @@ std::vector<size_t> Generator::reserve_record(int fail_label) {
     a_.ja(reserved);
     a_.bind(full);
     reserve_in(maps_.overflow_fd, fail_label, sizes_at);
-    a_.emit(st_imm(BPF_DW, R10, kWake, 1));
+    a_.emit(ldx(BPF_DW, R1, R10, kWake));
+    a_.emit(alu64_imm(BPF_OR, R1, 2));
+    a_.emit(stx(BPF_DW, R10, kWake, R1));
     a_.bind(reserved);
   }
   a_.emit(mov64_reg(R7, R0));
@@ -273,19 +275,32 @@ Result<void> Generator::action(const TraceAction& act) {
 // or ends the run (pass count), which must reach the engine at once. Only the
 // frame that crosses the mark wakes the reader (which then drains everything):
 // waking on every frame above it costs each hit an irq_work until the reader
-// has run, several µs on a busy VM.
+// has run, several µs on a busy VM. A frame in an overflow ring wakes the
+// reader at once (it is behind), unless the stub defers draining: then first
+// rings wake nobody and an overflow ring wakes at its own mark.
 void Generator::finish_frame() {
-  int submit = a_.new_label();
+  int submit = a_.new_label(), first_ring = a_.new_label(), query = a_.new_label();
   a_.emit(mov64_reg(R1, R8));
   a_.emit(alu64_imm(BPF_SUB, R1, kFrame + kHeader));
   a_.emit(stx(BPF_W, R7, kFrame + kSizeField, R1));
   a_.emit(mov64_imm(R2, BPF_RB_FORCE_WAKEUP));
   a_.emit(ldx(BPF_DW, R0, R10, kWake));
-  a_.jump(jmp_imm(BPF_JNE, R0, 0, 0), submit);
+  a_.jump(jmp_imm(BPF_JSET, R0, 1, 0), submit);
+  a_.emit(ld_map_value(R1, maps_.control_fd, kDeferWakeOffset));
+  a_.emit(ldx(BPF_DW, R1, R1, 0));
+  a_.jump(jmp_imm(BPF_JEQ, R0, 0, 0), first_ring);
+  a_.jump(jmp_imm(BPF_JEQ, R1, 0, 0), submit); // overflow, not deferring: wake now
+  a_.emit(mov64_imm(R8, int32_t(opts_.overflow_wakeup_bytes)));
+  a_.ja(query);
+  a_.bind(first_ring);
+  a_.emit(mov64_imm(R2, BPF_RB_NO_WAKEUP));
+  a_.jump(jmp_imm(BPF_JNE, R1, 0, 0), submit); // deferring: the first rings wake nobody
+  a_.emit(mov64_imm(R8, int32_t(opts_.wakeup_bytes)));
+  a_.bind(query); // r8 = the ring's mark (r8 held the frame's size, written above)
   a_.emit(ldx(BPF_DW, R1, R10, kRing));
   a_.emit(mov64_imm(R2, BPF_RB_AVAIL_DATA));
   a_.emit(call(BPF_FUNC_ringbuf_query)); // unconsumed bytes, this record included
-  a_.emit(alu64_imm(BPF_SUB, R0, int32_t(opts_.wakeup_bytes)));
+  a_.emit(alu64_reg(BPF_SUB, R0, R8));
   wake_window_at_ = a_.size(); // r3 = this record's largest size, patched in run()
   a_.emit(mov64_imm(R3, 0));
   a_.emit(mov64_imm(R2, BPF_RB_NO_WAKEUP));

@@ -55,6 +55,10 @@ struct CodegenOptions {
   // Unconsumed ring-buffer bytes from which a frame wakes the reader (below
   // that, frames wait for the engine's periodic drain).
   uint32_t wakeup_bytes = 1u << 20;
+  // The same for an overflow ring (CodegenMaps::overflow_fd), used while the
+  // stub defers draining (bpf_layout.h kDeferWakeOffset); otherwise a frame
+  // there wakes the reader at once.
+  uint32_t overflow_wakeup_bytes = 1u << 20;
   // The program will be loaded sleepable (BPF_F_SLEEPABLE).
   bool sleepable = false;
   // Offset of thread.fsbase in task_struct (from vmlinux BTF); nullopt: fs_base unavailable.

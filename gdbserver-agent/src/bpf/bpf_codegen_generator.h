@@ -27,7 +27,8 @@ constexpr int16_t kErrPc = -16;
 constexpr int16_t kKey = -24;     // u32 map key for lookups; also scratch
 constexpr int16_t kErrCond = -32; // 1 when the error happened in the condition
 constexpr int16_t kAddr = -40;    // address of the memory block being collected
-constexpr int16_t kWake = -48;    // 1: this frame must wake the reader (pass count reached)
+constexpr int16_t kWake = -48;    // bit 0: this frame must wake the reader (pass count reached);
+                                  // bit 1: it is in an overflow ring
 constexpr int16_t kRing = -56;    // this CPU's ring buffer (map pointer from the ring array)
 constexpr int16_t kStackBase = -64;
 constexpr uint32_t kMaxAxSlots = (512 + kStackBase) / 8 + 1; // 56

@@ -146,6 +146,9 @@ std::string BpfCollector::describe() const {
   else if (rings_)
     s += "; " + std::to_string(rings_.ring_count()) + " per-CPU rings of " +
          std::to_string(rings_.ring_bytes() >> 10) + " KB";
+  if (deferred_wakes_)
+    s += "; " + std::to_string(deferred_wakes_) +
+         " ring wake-ups of the run left the frames staged (no idle CPU to drain on)";
   if (!support_.task_fsbase_offset)
     s += "; fs_base unavailable (no vmlinux BTF)";
   return s;
@@ -166,6 +169,7 @@ bpf::CodegenOptions BpfCollector::codegen_options(uint32_t slot, TraceContext* c
   // lower mark gives the same drain work in smaller batches, each taking a
   // CPU from the tracee mid-burst. Only the crossing frame wakes the stub.
   o.wakeup_bytes = uint32_t(rings_.ring_bytes() / 2);
+  o.overflow_wakeup_bytes = uint32_t(rings_.overflow_bytes() / 2);
   if (ctx)
     o.timestamp_offset_us = timestamp_offset_us_; // one value a run: programs stay shareable
   return o;
@@ -198,6 +202,8 @@ void BpfCollector::start_run(TraceContext& ctx) {
   ctx_ = &ctx;
   timestamp_offset_us_ = ctx.trace_timestamp() - monotonic_us();
   drops_seen_ = 0;
+  deferring_ = false; // the flag was cleared with the global slot
+  deferred_wakes_ = 0;
   run_active_ = true;
   discard_ = false;
   // Skips left over from the last run (threads that never resumed there).

@@ -134,6 +134,8 @@ private:
   uint64_t mark_threads_at(Pid pid, uint64_t address, uint32_t slot);
   uint64_t copy_skips(uint32_t from_slot, uint32_t to_slot);
   void arm_watch();
+  bool update_deferral();
+  bool past_mark() const;
   void drain_past_mark();
   void handle_record(std::span<const uint8_t> record, uint64_t stamp);
   void account_drops();
@@ -158,6 +160,8 @@ private:
   std::unique_ptr<asio::posix::stream_descriptor> watch_;
   std::unique_ptr<asio::steady_timer> retry_; // drain_past_mark after a drain that took nothing
   size_t last_drained_ = 0;                   // records the last drain() took
+  bool deferring_ = false;                    // the program's kDeferWakeOffset flag
+  uint64_t deferred_wakes_ = 0;               // wakes of the run left undrained (status)
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   TraceContext* ctx_ = nullptr;

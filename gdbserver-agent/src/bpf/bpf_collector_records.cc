@@ -1,6 +1,7 @@
 // The eBPF collector's records and counts: draining the per-CPU rings into the
 // trace, drops, per-probe statistics, TSV values, and taking probes away.
 #include "bpf/bpf_collector_impl.h"
+#include "trace/drain_placement.h"
 
 namespace gdbtrace::bpf_collector_internal {
 
@@ -117,12 +118,44 @@ void BpfCollector::arm_watch() {
                        watching_ = false;
                        if (ec)
                          return;
-                       drain();
+                       rings_.take_wakeups();
+                       if (update_deferral() && !past_mark())
+                         deferred_wakes_++; // a first ring's mark: the frames wait
+                       else
+                         drain();
                        if (run_active_) {
                          arm_watch();
                          drain_past_mark();
                        }
                      });
+}
+
+// Deferral (bpf_layout.h kDeferWakeOffset). On a machine with no idle CPU, a
+// drain takes its CPU from a traced thread: two threads on two CPUs, drained at
+// each 4 MB first ring's mark, scaled 1.43-1.70x where the same run with rings
+// that held it scaled 1.89-2.0x (docs/benchmarks.md). A linear run ends when
+// its buffer is full, so its frames can wait in the rings: a wake on such a
+// machine leaves them there and tells the programs to stop waking the stub
+// until an overflow ring is half full, when it must drain. Every drain looks
+// again (the heartbeat's too), so hot-ring wakes come back when a CPU is idle.
+// A stream or a circular buffer drains for as long as it runs: no deferral.
+bool BpfCollector::update_deferral() {
+  bool defer = run_active_ && rings_.overflow_bytes() > 0 && ctx_ && !ctx_->unbounded_run() &&
+               !idle_cpu_for_drain();
+  if (defer != deferring_) {
+    deferring_ = defer;
+    auto* flag = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(control_mem_.get()) +
+                                             bpf::kDeferWakeOffset);
+    __atomic_store_n(flag, defer ? 1 : 0, __ATOMIC_RELEASE);
+  }
+  return defer;
+}
+
+// Whether the rings hold what the programs wake the stub for.
+bool BpfCollector::past_mark() const {
+  if (deferring_)
+    return rings_.any_holds(UINT64_MAX, rings_.overflow_bytes() / 2);
+  return rings_.any_holds(rings_.ring_bytes() / 2);
 }
 
 // Only the frame that takes a ring past half full wakes the stub, and a wake
@@ -136,7 +169,7 @@ void BpfCollector::arm_watch() {
 // again at once spun, at real-time priority (drain_placement.h), on the CPU
 // that thread needs; it is tried again a millisecond later.
 void BpfCollector::drain_past_mark() {
-  if (!watch_ || !rings_.any_holds(rings_.ring_bytes() / 2))
+  if (!watch_ || !past_mark())
     return;
   auto again = [this, alive = alive_] {
     if (!*alive || !run_active_)
@@ -202,8 +235,10 @@ void BpfCollector::drain() {
   draining_ = true;
   last_drained_ =
       rings_.drain([this](std::span<const uint8_t> r, uint64_t stamp) { handle_record(r, stamp); });
-  if (run_active_)
+  if (run_active_) {
     account_drops();
+    update_deferral();
+  }
   draining_ = false;
   if (!run_active_) {
     discard_ = true;

@@ -55,6 +55,12 @@ constexpr uint32_t kStopFlagOffset =
 // collector reads the per-probe drop counts only when it moved.
 constexpr uint32_t kDropCountOffset =
     kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, hits);
+// Its `enabled` is 1 while the stub defers draining (a linear run on a machine
+// with no idle CPU, bpf_collector_records.cc): a frame in a first ring then wakes
+// nobody, and a frame in an overflow ring wakes the stub only when it takes that
+// ring past half full (else every overflow frame wakes it: it is behind).
+constexpr uint32_t kDeferWakeOffset =
+    kGlobalSlot * sizeof(ControlSlot) + offsetof(ControlSlot, enabled);
 
 struct StatsSlot {
   uint64_t hits;     // hits of a tracepoint without a pass count (else ControlSlot::hits)

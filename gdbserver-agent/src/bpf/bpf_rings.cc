@@ -81,7 +81,7 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes, size_t overflow_bytes
     return fail("epoll_create1");
   for (uint32_t i = 0; i < r.rings_.size(); i++) {
     epoll_event ev{};
-    ev.events = EPOLLIN;
+    ev.events = EPOLLIN | EPOLLET; // a wake-up, not data waiting: see take_wakeups()
     ev.data.u32 = i;
     if (epoll_ctl(r.epoll_.get(), EPOLL_CTL_ADD, r.rings_[i].fd.get(), &ev) != 0)
       return fail("epoll_ctl on a BPF ring buffer");
@@ -89,13 +89,19 @@ Result<PerCpuRings> PerCpuRings::create(size_t ring_bytes, size_t overflow_bytes
   return r;
 }
 
-bool PerCpuRings::any_holds(uint64_t bytes) const {
+void PerCpuRings::take_wakeups() {
+  epoll_event events[16];
+  while (epoll_wait(epoll_.get(), events, 16, 0) == 16) {
+  }
+}
+
+bool PerCpuRings::any_holds(uint64_t first_bytes, uint64_t overflow_bytes) const {
   for (size_t i = 0; i < rings_.size(); i++) {
     const Ring& r = rings_[i];
     uint64_t prod =
         std::atomic_ref<const uint64_t>(*r.producer_pos()).load(std::memory_order_acquire);
     uint64_t cons = std::atomic_ref<uint64_t>(*r.consumer_pos()).load(std::memory_order_relaxed);
-    if (prod - cons >= (i < first_rings_ ? bytes : 1))
+    if (prod - cons >= (i < first_rings_ ? first_bytes : overflow_bytes))
       return true;
   }
   return false;

@@ -43,7 +43,11 @@ public:
 
   int outer_fd() const { return outer_.get(); } // the ARRAY_OF_MAPS the programs use
   int overflow_fd() const { return overflow_outer_ ? overflow_outer_.get() : -1; }
-  int epoll_fd() const { return epoll_.get(); } // readable when a ring was woken
+  // Readable when a ring was woken since the last take_wakeups() (edge-triggered:
+  // a stub that leaves the frames staged must not be told again until the next
+  // wake-up, which it would be while a ring merely holds data).
+  int epoll_fd() const { return epoll_.get(); }
+  void take_wakeups();
   size_t ring_bytes() const { return ring_bytes_; }
   size_t overflow_bytes() const { return overflow_bytes_; }
   size_t ring_count() const { return rings_.size(); }
@@ -61,9 +65,9 @@ public:
   static constexpr size_t kPassBytes = 2 << 20;
   // Frees every committed record without looking at it.
   void discard();
-  // Whether some first ring holds BYTES or more not yet consumed, or an
-  // overflow ring holds anything.
-  bool any_holds(uint64_t bytes) const;
+  // Whether some first ring holds FIRST_BYTES or more not yet consumed, or an
+  // overflow ring OVERFLOW_BYTES or more.
+  bool any_holds(uint64_t first_bytes, uint64_t overflow_bytes = 1) const;
 
 private:
   // One pass: each ring from its consumer position up to at most kPassBytes,

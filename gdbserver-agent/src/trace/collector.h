@@ -64,6 +64,10 @@ public:
   // kStreamStagingBytes when larger. The rings together hold half of it.
   static constexpr size_t kStreamStagingBytes = size_t(256) << 20;
   virtual size_t staging_capacity() const { return buffer_capacity(); }
+  // Whether the run's frames outlive the buffer (a stream or a circular
+  // buffer): it drains for as long as it runs. A linear run ends when its
+  // buffer is full, so frames a collector stages wait at no cost to the tracee.
+  virtual bool unbounded_run() const { return false; }
   // Registers (bitmask over remote regnums) a collector fills in its 'R' blocks.
   virtual void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) = 0;
   // Trace state variables kept by the engine (the ptrace collector uses these;

@@ -1,6 +1,8 @@
 #include "trace/drain_placement.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -32,6 +34,28 @@ bool threads_cpus(int pid, cpu_set_t& out) {
 }
 
 } // namespace
+
+bool idle_cpu_for_drain() {
+  // "0.50 0.40 0.30 3/250 12345": the fourth field is runnable/total.
+  char text[128];
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return true;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0)
+    return true;
+  text[n] = 0;
+  const char* slash = strchr(text, '/');
+  if (!slash)
+    return true;
+  const char* p = slash;
+  while (p > text && p[-1] >= '0' && p[-1] <= '9')
+    --p;
+  long runnable = strtol(p, nullptr, 10);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus <= 0 || runnable - 1 < cpus;
+}
 
 std::string format_cpu_list(const cpu_set_t& set) {
   std::string out;

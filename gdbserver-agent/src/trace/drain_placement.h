@@ -54,4 +54,10 @@ private:
 // "0-2,5" for the CPUs in SET.
 std::string format_cpu_list(const cpu_set_t& set);
 
+// Whether a drain now would find an idle CPU: fewer tasks runnable than CPUs
+// online (/proc/loadavg's count, the caller's own thread not counted). Without
+// one, the drain takes its CPU from a runnable task, on a traced machine most
+// often a traced thread. True when the count cannot be read.
+bool idle_cpu_for_drain();
+
 } // namespace gdbtrace

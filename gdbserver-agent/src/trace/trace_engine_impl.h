@@ -85,10 +85,9 @@ struct TraceEngine::Impl : TraceContext {
   // A streamed or circular run drains for as long as it runs: rings sized
   // from the buffer alone overflow whenever the stub waits for a CPU.
   size_t staging_capacity() const override {
-    return stream_path.empty() && !circular_requested
-               ? buffer.capacity()
-               : std::max(buffer.capacity(), kStreamStagingBytes);
+    return unbounded_run() ? std::max(buffer.capacity(), kStreamStagingBytes) : buffer.capacity();
   }
+  bool unbounded_run() const override { return !stream_path.empty() || circular_requested; }
   void set_register_availability(uint32_t tp_number, const std::vector<bool>& valid) override;
   std::optional<int64_t> get_tsv(uint32_t number) override;
   void set_tsv(uint32_t number, int64_t value) override;
@@ -257,7 +256,7 @@ struct TraceEngine::Impl : TraceContext {
   std::string stream_tdesc;
   std::vector<std::optional<CutPlan>> stream_plans; // by register set, for compact frames
   std::optional<CutPlan> stream_full_plan;          // for frames with 'R' blocks
-  std::vector<uint8_t> stream_pending; // frames cut, not yet handed to the stream
+  std::vector<uint8_t> stream_pending;              // frames cut, not yet handed to the stream
   // The target's stopped_epoch at the last drain_for_counts, when it had one.
   std::optional<uint64_t> drained_stopped_epoch;
   long current_frame = -1;

@@ -74,7 +74,8 @@ public:
   std::vector<std::string> stops;
   bool stop_pending = false;
   uint32_t regblock = GT_REGBLOCK_SIZE_AVX;
-  size_t capacity = 0; // the trace buffer the collector sizes its rings from
+  size_t capacity = 0;    // the trace buffer the collector sizes its rings from
+  bool unbounded = false; // a streamed or circular run (TraceContext::unbounded_run)
 
   bool append_frame(std::span<const uint8_t> f, uint64_t address) override {
     frames.emplace_back(f.begin(), f.end());
@@ -83,6 +84,7 @@ public:
   }
   uint32_t register_block_size() const override { return regblock; }
   size_t buffer_capacity() const override { return capacity; }
+  bool unbounded_run() const override { return unbounded; }
   void set_register_availability(uint32_t tp, const std::vector<bool>& v) override {
     availability[tp] = v;
   }

@@ -744,6 +744,69 @@ TEST_F(BpfLive, AFullFirstRingOverflows) {
   collector_->remove_all();
 }
 
+// Every CPU busy with a thread hitting the site (4 MB first rings, 8 MB
+// overflow rings): a wake at a first ring's mark finds no idle CPU, so a linear
+// run leaves its frames staged (a drain would take a CPU from a traced thread)
+// until an overflow ring passes its own mark; a streamed run drains at each
+// wake. Either way every hit is a frame, in hit order per thread.
+void hit_on_every_cpu_while_serving(asio::io_context& io, uint64_t hits_per_cpu) {
+  int ncpu = libbpf_num_possible_cpus();
+  std::atomic<int> running{ncpu};
+  std::vector<std::thread> hitters;
+  for (int cpu = 0; cpu < ncpu; cpu++)
+    hitters.emplace_back([&, cpu] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      sched_setaffinity(0, sizeof set, &set);
+      for (uint64_t i = 0; i < hits_per_cpu; i++)
+        bpf_test_site();
+      running--;
+    });
+  while (running > 0) // the stub's io thread: the rings' wakes are handled here
+    io.run_for(std::chrono::milliseconds(1));
+  for (auto& t : hitters)
+    t.join();
+  io.poll();
+}
+
+TEST_F(BpfLive, NoIdleCpuLeavesALinearRunStagedUntilTheOverflowMark) {
+  if (std::thread::hardware_concurrency() < 2)
+    GDBTRACE_SKIP("one-cpu") << "needs two CPUs";
+  size_t ncpu = size_t(libbpf_num_possible_cpus());
+  auto run = [&](bool unbounded, uint64_t hits_per_cpu, size_t& staged_frames) {
+    auto made = make_bpf_collector(io_);
+    ASSERT_TRUE(made) << made.error().message;
+    auto& c = *made;
+    Tracepoint tp = regs_at_probe(34);
+    FakeContext ctx;
+    ctx.capacity = ncpu << 25; // 16 MB a CPU: 4 MB + 8 MB overflow rings (streamed: larger)
+    ctx.unbounded = unbounded;
+    ASSERT_TRUE(c->install(getpid(), tp, ctx));
+    hit_on_every_cpu_while_serving(io_, hits_per_cpu);
+    staged_frames = ctx.frames.size(); // what the wakes drained during the run
+    c->drain();
+    auto st = c->stats(34, tp.address);
+    EXPECT_EQ(st.drops, 0u);
+    EXPECT_EQ(ctx.frames.size(), hits_per_cpu * ncpu);
+    std::string d = c->describe();
+    bool deferred = d.find("ring wake-ups of the run left the frames staged") != std::string::npos;
+    EXPECT_EQ(deferred, !unbounded) << d;
+    c->remove_all();
+  };
+  // `collect $regs` records are ~250 bytes: 12 000 a CPU pass the 2 MB mark of
+  // the first ring and stay below its 4 MB.
+  size_t drained_during = 0;
+  run(false, 12000, drained_during);
+  EXPECT_EQ(drained_during, 0u) << "a wake drained with no idle CPU";
+  run(true, 12000, drained_during);
+  EXPECT_GT(drained_during, 0u) << "a streamed run's wake left the frames staged";
+  // 80 000 a CPU fill the first ring and pass half the overflow ring: that wake
+  // drains (were it missed, the 12 MB of rings would drop frames).
+  run(false, 80000, drained_during);
+  EXPECT_GT(drained_during, 0u) << "the overflow ring's mark did not drain";
+}
+
 TEST_F(BpfLive, KilledCollectorLeavesNothingBehind) {
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
