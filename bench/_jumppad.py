@@ -25,7 +25,11 @@ untraced program's scaling, measured on runs of UNTRACED_SECONDS per thread (ben
 argument); judged per round, median and worst round, same run. Each run makes its calls in PARTS
 parts 20 ms apart and counts the median part's throughput (bench_threads' REPS, as bench/threads.sh):
 whole runs of under a millisecond were decided by whether a stall of the host fell in them (2-thread
-rounds of 170 M hits/s and of 10 M in one run), which a median of parts at different moments is not. Every thread run is pinned
+scaling 0.735x the untraced program's in the median round of one run, 0.113x in its worst), which a
+median of parts at different moments is not. The record-writes rows are the untraced program writing
+what the pad writes per hit (168 bytes into 256-byte slots of a 64 MB ring per thread, bench_threads'
+RING_MB) with no pad: the machine's ceiling for a collector writing a record per hit, shown beside
+the judged rows (on the 2-vCPU VM it scaled 1.5x where the untraced program scaled 1.9x). Every thread run is pinned
 (bench_threads' PIN: thread k on the k-th CPU, traced and untraced alike). Unpinned, a run of a few
 ms is over before the kernel's load balancing moves a thread: two untraced threads woken on one CPU
 ran one after the other (sched_getcpu), and the pad's 2-thread rounds were either ~47 M hits/s (what
@@ -64,6 +68,7 @@ N_THREAD = B.n(thread_hits(), 500)  # per thread, all in the rings (frames = hit
 N_SYSCALL = B.n(200000, 20000)
 UNTRACED_SECONDS = B.n(0.02, 0.005)  # per thread and part, for the untraced program's scaling
 PARTS = str(_threads.PARTS)  # bench_threads' REPS: the median of parts 20 ms apart
+RECORD_RING_MB = 64  # a pad ring of the script's 200 MB buffer on two CPUs (262 144 slots of 256 B)
 PIN = "1"  # bench_threads: thread k on the k-th CPU
 THREADS = (1, 2, 4)
 IPA = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
@@ -126,6 +131,11 @@ def one_round(progs, rounds):
         long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS), PIN, PARTS],
                           parse=_threads.parse)
         r[("untraced", t)] = long["hits_per_s"]
+        # The pad's memory traffic without a pad (bench_threads' RING_MB): the ceiling of any
+        # collector writing a record per hit on this machine, for the scaling row's context.
+        rec = B.untraced([thr, str(t), str(N_THREAD), "0", PIN, PARTS, str(RECORD_RING_MB)],
+                         parse=_threads.parse)
+        r[("records", t)] = rec.get("hits_per_s", "no_run")
         got, why = traced("gdbtrace", thr, [t, N_THREAD, 0, PIN, PARTS], "*t_site+1", ["collect $regs"], "jumppad",
                           parse=_threads.parse, hits=t * N_THREAD)
         r[("pad", t)] = got["hits_per_s"] if got else why
@@ -157,6 +167,11 @@ def per_hit_rows(rounds):
     B.row("uprobe-tracefs", "probe_me", statistics.median(f) if len(f) == len(rounds) else None,
           worst=round(max(f), 1) if f else None, n=N_HITS, reason=reason(rounds, "floor"))
     for t in THREADS:
+        v = nums(rounds, ("records", t))
+        B.row("record-writes", f"t_site:{t}thr:168B", None, threads=t, n=N_THREAD, column=f"threads{t}",
+              hits_per_s=round(statistics.median(v)) if len(v) == len(rounds) else None,
+              runs_hits_per_s=",".join(str(round(x)) for x in v) or None, ring_mb=RECORD_RING_MB,
+              reason=None if len(v) == len(rounds) else "no_run")
         for who, mech, value in (("untraced", "untraced", "untraced_wall"), ("pad", "gdbtrace-jumppad", "pad_ns")):
             v, ns = nums(rounds, (who, t)), nums(rounds, (value, t))
             complete = len(v) == len(rounds)

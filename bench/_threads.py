@@ -56,7 +56,7 @@ def script(prog, port, trace_cmd, site, backend, tfile, buffer_size):
     lines += [f"{trace_cmd} {site}", "actions", "collect $regs, *p", "end", "tstart", "continue", "tstop",
               "tstatus"]
     if backend:
-        lines.append("monitor gdbtrace status")
+        lines += ["monitor gdbtrace status", "monitor gdbtrace backend"]
     if tfile:
         lines.append(f"tsave {tfile}")
     lines.append("kill")
@@ -100,8 +100,11 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
             walked, torn, dups = None, None, f"tsave_failed:{e}".replace(" ", "_")
     hits = threads * n
     per_hit = (traced["wall_ns"] - base[threads]["wall_ns"]) / n
+    # The eBPF collector's wake-ups left undrained for want of an idle CPU (collectors.md).
+    deferred = re.search(r"(\d+) ring wake-ups of the run left the frames staged", text)
     return row(mech, workload, per_hit, column=f"threads{threads}", threads=threads, n=n,
                  hits_per_s=round(traced["hits_per_s"]), hits=hits, frames=total,
+                 deferred_wakes=int(deferred.group(1)) if deferred else (0 if backend == "ebpf" else None),
                  drops=st.get("drops", hits - total), frames_walked=walked, torn=torn, duplicates=dups,
                  complete="yes" if total == hits else "no")
 
@@ -205,7 +208,7 @@ def main():
         runs[("gdbtrace-ebpf-condfalse", t)] = lambda emit, walk, t=t: session(
             "gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
             cond=" if i < 0", emit=emit)
-    interleaved(runs, 1 if B.SMOKE else 5, listed=("drops",))
+    interleaved(runs, 1 if B.SMOKE else 5, listed=("drops", "deferred_wakes"))
     ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
     if os.environ.get("BENCH_QUICK") == "1":  # the floor and eBPF only
         return

@@ -4,21 +4,21 @@
  * consistent only if rdi = tid, rsi = i, rdx = p and all 8 words of *p = tid << 32 | i: a torn
  * frame (data from two hits, or a blob read while being rewritten) breaks that. t_site starts with
  * `nop` (emulated at a uprobe) then a 7-byte rip-relative mov (fast tracepoints go at +1). Usage:
- * bench_threads <threads> <n per thread> [seconds] [pin] [reps]; prints wall time, hits and hits
- * per second. With SECONDS (0: none), each thread stops after that long (or n calls, whichever
- * comes first; the clock is read every 4096 calls; with REPS, each part lasts that long), so a run
- * lasts as long however fast the machine is that minute. With PIN = 1, thread k runs on the k-th
- * CPU the process may use (round robin): a run of a few ms is over before the kernel's load
- * balancing moves a thread, so two threads woken on one CPU stayed there and ran one after the
+ * bench_threads <threads> <n per thread> [seconds] [pin] [reps] [ring_mb]; prints wall time, hits
+ * and hits per second. With SECONDS (0: none), each thread stops after that long (or n calls,
+ * whichever comes first; the clock is read every 4096 calls; with REPS, each part lasts that long),
+ * so a run lasts as long however fast the machine is that minute. With PIN = 1, thread k runs on
+ * the k-th CPU the process may use (round robin): a run of a few ms is over before the kernel's
+ * load balancing moves a thread, so two threads woken on one CPU stayed there and ran one after the
  * other (sched_getcpu said so), which read as no scaling. The threads start together from a spin
  * (each waits, pinned and running, for the others): woken from a barrier, a thread on an idle CPU
- * of a VM started up to ~100 us after the first, a few percent of a 2 ms run. With REPS (not with
- * SECONDS), each thread's n calls are made in REPS timed parts 20 ms apart (n / REPS calls each),
+ * of a VM started up to ~100 us after the first, a few percent of a 2 ms run. With REPS, each
+ * thread's n calls are made in REPS timed parts 20 ms apart (n / REPS calls each),
  * every thread finishing one before any starts the next (they block between parts, so a thread done
  * early takes no CPU from one still calling): wall_ns adds the parts up, hits_per_s is the median
  * part's, and reps_hits_per_s lists them all. On a shared VM a stall of a few to tens of ms moved a
  * whole 70 ms run's throughput by 20-40 %; it moves a few parts of nine, and the median little. The
- * calls' arguments (tid, i) are the same as in one part. */
+ * calls' arguments (tid, i) are the same as in one part. RING_MB: see write_record. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -68,6 +68,25 @@ static void pin_to(long k) {
     }
 }
 
+// RING_MB > 0: besides the call, each iteration writes what a jump pad writes for a `collect $regs`
+// hit: a 168-byte record (seq, stamp, slot, 18 registers) into the next 256-byte slot of the
+// thread's own ring of RING_MB (pre-touched), with a prefetchw 16 slots ahead, as jumppad_site.cc's
+// emit_record does. No pad, no tracing: the memory traffic alone, whose scaling over threads is the
+// machine's ceiling for any collector that writes a record per hit (bench/jumppad.sh).
+static size_t ring_bytes;
+
+static void write_record(unsigned char* ring, long i, long tid) {
+  const size_t at = ((size_t)i * 256) & (ring_bytes - 1);
+  long* r = (long*)(ring + at);
+  r[1] = i;   // stamp
+  r[2] = tid; // slot
+  for (int k = 0; k < 18; k++)
+    r[3 + k] = i + k;
+  __atomic_store_n(&r[0], i + 1, __ATOMIC_RELEASE); // seq: committed
+  for (int line = 0; line < 3; line++)
+    __builtin_prefetch(ring + ((at + 16 * 256 + 64 * line) & (ring_bytes - 1)), 1);
+}
+
 static int threads_total;
 
 static void* worker(void* arg) {
@@ -75,6 +94,13 @@ static void* worker(void* arg) {
   struct blob64 blob;
   if (pin)
     pin_to(tid - 1);
+  unsigned char* ring = NULL;
+  if (ring_bytes) {
+    ring = aligned_alloc(4096, ring_bytes);
+    if (!ring)
+      return NULL;
+    memset(ring, 0, ring_bytes);
+  }
   long i = 0;
   for (int rep = 0; rep < reps; rep++) {
     if (rep > 0) {
@@ -94,6 +120,8 @@ static void* worker(void* arg) {
       for (int k = 0; k < 8; k++)
         ((volatile long*)blob.v)[k] = tid << 32 | i;
       t_site(tid, i, &blob);
+      if (ring)
+        write_record(ring, i, tid);
     }
     finished[rep][tid - 1] = now_ns();
     part_calls[rep][tid - 1] = i - first;
@@ -113,6 +141,9 @@ int main(int argc, char** argv) {
   seconds = argc > 3 ? atof(argv[3]) : 0;
   pin = argc > 4 ? atoi(argv[4]) : 0;
   reps = argc > 5 ? atoi(argv[5]) : 1;
+  ring_bytes = argc > 6 ? (size_t)atol(argv[6]) << 20 : 0;
+  if (ring_bytes & (ring_bytes - 1))
+    return 2; // a power of two
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
     return 2;
   pthread_t t[64];
