@@ -17,12 +17,14 @@ THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
 # median part's. Whole 70 ms runs on this shared VM moved by 20-40 % when a stall fell in them (a
 # floor round scaled 2.49x, an eBPF one 3.05x, against ~2.0x in the others); five back-to-back
 # parts still left a floor round at 2.29x (a slow patch longer than a part). Every mechanism and
-# the untraced runs alike.
+# the untraced runs alike. Threads are pinned round robin (bench_threads' PIN, as jumppad.sh's):
+# woken together after each part's pause, two unpinned threads sometimes shared one CPU for the
+# next part (an eBPF round at 1.42 M hits/s, one thread's rate, its floor round at 2.47 M).
 PARTS = 1 if B.SMOKE else 9
 
 
 def argv(prog, threads, n):
-    return [prog, str(threads), str(n), "0", "0", str(PARTS)]
+    return [prog, str(threads), str(n), "0", "1", str(PARTS)]
 
 
 def parse(text):
