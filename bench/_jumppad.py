@@ -136,6 +136,7 @@ def one_round(progs, rounds):
         rec = B.untraced([thr, str(t), str(N_THREAD), "0", PIN, PARTS, str(RECORD_RING_MB)],
                          parse=_threads.parse)
         r[("records", t)] = rec.get("hits_per_s", "no_run")
+        r[("records_wall", t)] = rec.get("wall_ns", "no_run")
         got, why = traced("gdbtrace", thr, [t, N_THREAD, 0, PIN, PARTS], "*t_site+1", ["collect $regs"], "jumppad",
                           parse=_threads.parse, hits=t * N_THREAD)
         r[("pad", t)] = got["hits_per_s"] if got else why
@@ -167,8 +168,9 @@ def per_hit_rows(rounds):
     B.row("uprobe-tracefs", "probe_me", statistics.median(f) if len(f) == len(rounds) else None,
           worst=round(max(f), 1) if f else None, n=N_HITS, reason=reason(rounds, "floor"))
     for t in THREADS:
-        v = nums(rounds, ("records", t))
-        B.row("record-writes", f"t_site:{t}thr:168B", None, threads=t, n=N_THREAD, column=f"threads{t}",
+        v, ns = nums(rounds, ("records", t)), nums(rounds, ("records_wall", t))
+        B.row("record-writes", f"t_site:{t}thr:168B", statistics.median(ns) / N_THREAD if len(ns) == len(rounds)
+              else None, unit="ns_per_iter", threads=t, n=N_THREAD, column=f"threads{t}",
               hits_per_s=round(statistics.median(v)) if len(v) == len(rounds) else None,
               runs_hits_per_s=",".join(str(round(x)) for x in v) or None, ring_mb=RECORD_RING_MB,
               reason=None if len(v) == len(rounds) else "no_run")
