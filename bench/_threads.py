@@ -17,14 +17,17 @@ THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
 # median part's. Whole 70 ms runs on this shared VM moved by 20-40 % when a stall fell in them (a
 # floor round scaled 2.49x, an eBPF one 3.05x, against ~2.0x in the others); five back-to-back
 # parts still left a floor round at 2.29x (a slow patch longer than a part). Every mechanism and
-# the untraced runs alike. Threads are pinned round robin (bench_threads' PIN, as jumppad.sh's):
-# woken together after each part's pause, two unpinned threads sometimes shared one CPU for the
-# next part (an eBPF round at 1.42 M hits/s, one thread's rate, its floor round at 2.47 M).
+# the untraced runs alike. The in-kernel rows and their floor pin thread k to the k-th CPU
+# (bench_threads' PIN, as jumppad.sh's): woken together after each part's pause, two unpinned
+# threads sometimes shared one CPU for the next part (an eBPF round at 1.42 M hits/s, one thread's
+# rate, its floor round at 2.47 M). The trap collectors' rows stay unpinned, as users' threads are:
+# a ptrace hit is a ping-pong between the thread and the stub, and pinning decides whether the two
+# share a CPU (one pinned thread made 52 k hits/s, unpinned 18 k, so pinned 2 threads "scaled" 0.96x).
 PARTS = 1 if B.SMOKE else 9
 
 
-def argv(prog, threads, n):
-    return [prog, str(threads), str(n), "0", "1", str(PARTS)]
+def argv(prog, threads, n, pin=True):
+    return [prog, str(threads), str(n), "0", "1" if pin else "0", str(PARTS)]
 
 
 def parse(text):
@@ -66,12 +69,12 @@ def script(prog, port, trace_cmd, site, backend, tfile, buffer_size):
 
 
 def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=(), cond="",
-            env=None, emit=True, buffer_size=200000000, walk=True):
+            env=None, emit=True, buffer_size=200000000, walk=True, pin=True):
     """One gdb session; WALK: tsave the buffer and check every frame (torn, duplicates)."""
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf") if walk else None
-    text = B.gdb_session(kind, argv(prog, threads, n), lambda server: script(
+    text = B.gdb_session(kind, argv(prog, threads, n, pin), lambda server: script(
         prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper, env)
     traced = parse(text)
     total = B.frames_collected(text)
@@ -171,10 +174,10 @@ def main():
     n_ptrace = B.n(20000, 20)
     n_trap = B.n(5000, 20)  # stock gdbserver's trap tracepoints: ~6 k hits/s
     base = {t: B.untraced(argv(prog, t, n_fast), parse=parse) for t in THREADS}
-    base_ptrace = {t: B.untraced(argv(prog, t, n_ptrace), parse=parse) for t in THREADS}
-    base_trap = {t: B.untraced(argv(prog, t, n_trap), parse=parse) for t in THREADS}
+    base_ptrace = {t: B.untraced(argv(prog, t, n_ptrace, pin=False), parse=parse) for t in THREADS}
+    base_trap = {t: B.untraced(argv(prog, t, n_trap, pin=False), parse=parse) for t in THREADS}
     n_ftrace = B.n(12000, 300)  # the in-process agent's frames are ~2.5 KB: stay under the 200 MB buffer
-    base_nopie = {t: B.untraced(argv(nopie, t, n_ftrace), parse=parse) for t in THREADS}
+    base_nopie = {t: B.untraced(argv(nopie, t, n_ftrace, pin=False), parse=parse) for t in THREADS}
     for t in THREADS:
         B.row("untraced", f"bench_threads:{t}thr", base[t]["wall_ns"] / n_fast, unit="ns_per_iter",
               hits_per_s=round(base[t]["hits_per_s"]), threads=t, n=n_fast)
@@ -216,16 +219,16 @@ def main():
         return
     for t in THREADS:
         session("gdbserver-ftrace-nopie", "gdbserver", nopie, t, n_ftrace, base_nopie, trace_cmd="ftrace",
-                wrapper=ipa)
+                wrapper=ipa, pin=False)
     # The ptrace collector in interleaved rounds too: single runs of 5,000 hits gave 2-thread scaling
     # 1.43x in one full run and 1.76x in the next.
     runs = {("gdbtrace-ptrace", t): lambda emit, walk, t=t: session(
         "gdbtrace-ptrace", "gdbtrace", prog, t, n_ptrace, base_ptrace, backend="ptrace", emit=emit,
-        walk=walk)
+        walk=walk, pin=False)
         for t in THREADS}
     interleaved(runs, 1 if B.SMOKE else 5, listed=("drops",))
     for t in THREADS:
-        session("gdbserver-trace", "gdbserver", prog, t, n_trap, base_trap)
+        session("gdbserver-trace", "gdbserver", prog, t, n_trap, base_trap, pin=False)
 
 
 if __name__ == "__main__":

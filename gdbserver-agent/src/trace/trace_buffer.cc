@@ -233,7 +233,7 @@ uint16_t TraceBuffer::register_set(const RegisterMask& held) {
 // frames stays small. A batch is 1 MB: the drain stops while it is made
 // present (~0.4 us a page on the 2-vCPU VM), and a 4 MB batch (~1.7 ms) let
 // the other CPU's threads fill a 1 MB ring past its room meanwhile (4 threads
-// on 2 CPUs: 450-900 of 400 000 frames dropped a run; none with 1 MB batches).
+// on 2 CPUs: ~3 000-5 000 of 400 000 frames dropped a run; none with 1 MB batches).
 void TraceBuffer::populate_ahead(size_t end) {
   constexpr size_t kBatch = 1 << 20;
   if (store_.data() != populated_base_) { // first append, or the vector moved
