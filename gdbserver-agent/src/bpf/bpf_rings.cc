@@ -139,7 +139,7 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
     const uint64_t mask = ring.bytes - 1;
     const uint8_t* data = static_cast<const uint8_t*>(ring.producer.get()) + page_;
     uint64_t cons = start[i];
-    const uint64_t prod = std::min<uint64_t>(end[i], cons + kPassBytes);
+    const uint64_t prod = std::min<uint64_t>(end[i], cons + pass_bytes(ring.bytes));
     uint64_t last_stamp = 0;
     while (cons < prod) {
       // The records were written on other CPUs: ask for the lines 1 KB ahead
