@@ -17,13 +17,16 @@ alike); targets are judged per round, on the median AND the worst round.
 Run length: with the 200 MB buffer a pad ring holds 262 144 records per CPU; the stub looks at the
 rings every 10 ms and drains one past half full, but a loop that does nothing but hit the pad fills
 one far faster than any drain (~20 ns per hit), so a run puts at most what one ring holds (no hit is
-a cheaper drop; drops are checked to be 0): THREADS x N_THREAD even if every thread ran on one CPU.
+a cheaper drop; drops are checked to be 0): n_thread(T) per thread even if every thread ran on one CPU.
 N_HITS is the agent's limit: its in-process buffer kept 82 663 of 100 000 frames.
 
-Thread scaling: the pad's 1/2/4-thread throughputs (N_THREAD hits per thread, ~1-4 ms) against the
-untraced program's scaling, measured on runs of UNTRACED_SECONDS per thread (bench_threads' SECONDS
-argument); judged per round, median and worst round, same run. Each run makes its calls in PARTS
-parts 20 ms apart and counts the median part's throughput (bench_threads' REPS, as bench/threads.sh):
+Thread scaling: the pad's 2/4-thread scaling (n_thread(T) hits per thread and part kind, ~1-4 ms)
+against the untraced program's, measured on runs of UNTRACED_SECONDS per thread and part
+(bench_threads' SECONDS argument); judged per round, median and worst round, same run. Runs of more
+than one thread are paired (bench_threads' PAIRED, as bench/threads.sh): each thread alone on its
+CPU, then all together, PARTS times; the scaling is the median cycle's together rate over its alone
+rates, so a vCPU slowed for a second by the host is compared with itself. Each run's parts are 20 ms
+apart and its throughput is the median part's (bench_threads' REPS, as bench/threads.sh):
 whole runs of under a millisecond were decided by whether a stall of the host fell in them (2-thread
 scaling 0.735x the untraced program's in the median round of one run, 0.113x in its worst), which a
 median of parts at different moments is not. The record-writes rows are the untraced program writing
@@ -35,8 +38,8 @@ ms is over before the kernel's load balancing moves a thread: two untraced threa
 ran one after the other (sched_getcpu), and the pad's 2-thread rounds were either ~47 M hits/s (what
 one thread does) or ~96 M (2.0x). Pinned, two pad threads still made only 1.1-1.2x in the quiet
 rounds of one run (docs/benchmarks.md, sixth run): the placement is one cause, not all. The
-untraced program at N_THREAD calls per thread ran ~180 us at one thread, where start-up skew read
-its 2-thread scaling as 0.9-1.1x in one run (1.8-1.9x on long runs); its N_THREAD runs remain the
+untraced program at n_thread(T) calls per thread ran ~180 us at one thread, where start-up skew read
+its 2-thread scaling as 0.9-1.1x in one run (1.8-1.9x on long runs); its n_thread(T) runs remain the
 base of the pad's per-hit cost.
 """
 import os
@@ -49,22 +52,26 @@ from _targets import median_and_worst
 
 ROUNDS = 1 if B.SMOKE else 7
 N_HITS = B.n(12000, 2000)  # per run: the agent's own buffer keeps ~82 000 of 100 000 hits
-def thread_hits():
-    """Hits per thread of the thread rows: as many as the pad's rings take before the stub's drain
-    mark (half a ring: jumppad_collector.cc kDrainMarkDivisor; slots_per_ring for the script's
-    200 MB buffer; 4 threads pinned round robin, so one CPU's ring takes ceil(4 / CPUs) of them), at
-    most 120 000. The rows measure the pad absorbing a burst: a drain during the run (the stub's
-    cost per frame, ~10x the pad's, at real-time priority on a CPU the threads need) would be what
-    they time instead."""
+def thread_hits(threads):
+    """Hits per thread and part kind of the THREADS-thread rows: as many as the pad's rings take
+    before the stub's drain mark (half a ring: jumppad_collector.cc kDrainMarkDivisor; slots_per_ring
+    for the script's 200 MB buffer; threads pinned round robin, so one CPU's ring takes ceil(THREADS /
+    CPUs) of them, each making 2n calls when paired), at most 120 000. The rows measure the pad
+    absorbing a burst: a drain during the run (the stub's cost per frame, ~10x the pad's, at
+    real-time priority on a CPU the threads need) would be what they time instead."""
     cpus = len(os.sched_getaffinity(0))
     want = 200_000_000 // cpus // 256
     slots = 16384
     while slots < 262144 and slots * 2 <= want:
         slots *= 2
-    return min(120000, slots // 2 * 9 // 10 // -(-4 // cpus))
+    per_thread = _threads.calls_per_thread(threads, 1)
+    return min(120000, slots // 2 * 9 // 10 // (-(-threads // cpus) * per_thread))
 
 
-N_THREAD = B.n(thread_hits(), 500)  # per thread, all in the rings (frames = hits)
+def n_thread(threads):
+    return B.n(thread_hits(threads), 500)  # per thread, all in the rings (frames = hits)
+
+
 N_SYSCALL = B.n(200000, 20000)
 UNTRACED_SECONDS = B.n(0.02, 0.005)  # per thread and part, for the untraced program's scaling
 PARTS = str(_threads.PARTS)  # bench_threads' REPS: the median of parts 20 ms apart
@@ -126,21 +133,26 @@ def one_round(progs, rounds):
     floor = loop_ns(out or "")
     r["floor"] = floor["ns"] - base_pie if floor else (hits if out is None else "no_ns_per_iter")
     for t in THREADS:
-        base = B.untraced([thr, str(t), str(N_THREAD), "0", PIN, PARTS], parse=_threads.parse)
+        n = n_thread(t)
+        paired = "1" if t > 1 else "0"  # bench_threads' PAIRED: its alone parts are the scaling's base
+        base = B.untraced([thr, str(t), str(n), "0", PIN, PARTS, "0", paired], parse=_threads.parse)
         r[("untraced_wall", t)] = base["wall_ns"]
-        long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS), PIN, PARTS],
+        long = B.untraced([thr, str(t), str(10**12), str(UNTRACED_SECONDS), PIN, PARTS, "0", paired],
                           parse=_threads.parse)
         r[("untraced", t)] = long["hits_per_s"]
+        r[("untraced_scaling", t)] = long.get("paired_scaling", "no_paired_scaling")
         # The pad's memory traffic without a pad (bench_threads' RING_MB): the ceiling of any
         # collector writing a record per hit on this machine, for the scaling row's context.
-        rec = B.untraced([thr, str(t), str(N_THREAD), "0", PIN, PARTS, str(RECORD_RING_MB)],
+        rec = B.untraced([thr, str(t), str(n), "0", PIN, PARTS, str(RECORD_RING_MB), paired],
                          parse=_threads.parse)
         r[("records", t)] = rec.get("hits_per_s", "no_run")
         r[("records_wall", t)] = rec.get("wall_ns", "no_run")
-        got, why = traced("gdbtrace", thr, [t, N_THREAD, 0, PIN, PARTS], "*t_site+1", ["collect $regs"], "jumppad",
-                          parse=_threads.parse, hits=t * N_THREAD)
+        r[("records_scaling", t)] = rec.get("paired_scaling", "no_paired_scaling")
+        got, why = traced("gdbtrace", thr, [t, n, 0, PIN, PARTS, 0, paired], "*t_site+1", ["collect $regs"],
+                          "jumppad", parse=_threads.parse, hits=_threads.calls_per_thread(t, n) * t)
         r[("pad", t)] = got["hits_per_s"] if got else why
-        r[("pad_ns", t)] = (got["wall_ns"] - base["wall_ns"]) / N_THREAD if got else why
+        r[("pad_ns", t)] = (got["wall_ns"] - base["wall_ns"]) / n if got else why
+        r[("pad_scaling", t)] = got.get("paired_scaling", "no_paired_scaling") if got else why
     rounds.append(r)
     B.log("round", len(rounds), {k if isinstance(k, str) else "/".join(map(str, k)): v for k, v in r.items()})
 
@@ -168,20 +180,29 @@ def per_hit_rows(rounds):
     B.row("uprobe-tracefs", "probe_me", statistics.median(f) if len(f) == len(rounds) else None,
           worst=round(max(f), 1) if f else None, n=N_HITS, reason=reason(rounds, "floor"))
     for t in THREADS:
+        n = n_thread(t)
         v, ns = nums(rounds, ("records", t)), nums(rounds, ("records_wall", t))
-        B.row("record-writes", f"t_site:{t}thr:168B", statistics.median(ns) / N_THREAD if len(ns) == len(rounds)
-              else None, unit="ns_per_iter", threads=t, n=N_THREAD, column=f"threads{t}",
+        B.row("record-writes", f"t_site:{t}thr:168B", statistics.median(ns) / n if len(ns) == len(rounds)
+              else None, unit="ns_per_iter", threads=t, n=n, column=f"threads{t}",
               hits_per_s=round(statistics.median(v)) if len(v) == len(rounds) else None,
               runs_hits_per_s=",".join(str(round(x)) for x in v) or None, ring_mb=RECORD_RING_MB,
+              runs_scaling=scaling_list(rounds, ("records_scaling", t)),
               reason=None if len(v) == len(rounds) else "no_run")
         for who, mech, value in (("untraced", "untraced", "untraced_wall"), ("pad", "gdbtrace-jumppad", "pad_ns")):
             v, ns = nums(rounds, (who, t)), nums(rounds, (value, t))
             complete = len(v) == len(rounds)
-            B.row(mech, f"t_site:{t}thr:$regs", statistics.median(ns) / (N_THREAD if who == "untraced" else 1)
+            B.row(mech, f"t_site:{t}thr:$regs", statistics.median(ns) / (n if who == "untraced" else 1)
                   if complete else None, unit="ns_per_iter" if who == "untraced" else None, threads=t,
-                  n=N_THREAD, column=f"threads{t}", hits_per_s=round(statistics.median(v)) if complete else None,
+                  n=n, column=f"threads{t}", hits_per_s=round(statistics.median(v)) if complete else None,
                   hits_per_s_run_s=UNTRACED_SECONDS if who == "untraced" else None,
-                  runs_hits_per_s=",".join(str(round(x)) for x in v) or None, reason=reason(rounds, (who, t)))
+                  runs_hits_per_s=",".join(str(round(x)) for x in v) or None,
+                  runs_scaling=scaling_list(rounds, (f"{who}_scaling", t)), reason=reason(rounds, (who, t)))
+
+
+def scaling_list(rounds, key):
+    """Each round's paired scaling of KEY, None for one thread."""
+    v = [r.get(key) for r in rounds]
+    return ",".join(f"{x:.3f}" if isinstance(x, float) else "NA" for x in v) if key[1] > 1 else None
 
 
 def ratio_target(rounds, num, den, limit, at_least, text):
@@ -218,14 +239,9 @@ def judge(rounds):
         B.judge(False, f"jumppad never-true condition <= 20 ns: not served by the pad "
                        f"({reason(rounds, ('pad', 'never_true'))})")
     for t in (2, 4):
-        ratio_target(rounds, lambda r, t=t: ratio(r[("pad", t)], r[("pad", 1)]),
-                     lambda r, t=t: ratio(r[("untraced", t)], r[("untraced", 1)]), 0.9, True,
-                     f"jumppad {t}-thread scaling ({N_THREAD} hits per thread) >= 0.9x the untraced "
-                     f"program's ({UNTRACED_SECONDS} s per thread)")
-
-
-def ratio(a, b):
-    return a / b if isinstance(a, float) and isinstance(b, float) and b > 0 else f"{a}/{b}"
+        ratio_target(rounds, lambda r, t=t: r[("pad_scaling", t)], lambda r, t=t: r[("untraced_scaling", t)],
+                     0.9, True, f"jumppad {t}-thread scaling ({n_thread(t)} hits per thread alone and together, "
+                     f"paired) >= 0.9x the untraced program's ({UNTRACED_SECONDS} s per thread and part)")
 
 
 def main():

@@ -174,8 +174,17 @@ def hits_per_s(row):
     return float(row["hits_per_s"]) if row and row.get("hits_per_s") else None
 
 
+def scaling(row, one):
+    """ROW's scaling over one thread: its paired scaling (bench_threads' PAIRED: each thread alone
+    and all together in the same run), else its throughput over ONE's."""
+    if row and row.get("paired_scaling"):
+        return float(row["paired_scaling"])
+    return hits_per_s(row) / hits_per_s(one) if hits_per_s(row) and hits_per_s(one) else None
+
+
 def four_threads(t4, t1):
-    return f", 4 threads {hits_per_s(t4) / hits_per_s(t1):.2f}x" if hits_per_s(t4) and hits_per_s(t1) else ""
+    s = scaling(t4, t1)
+    return f", 4 threads {s:.2f}x" if s else ""
 
 
 def floor_thread_scaling(t, m, limit):
@@ -195,7 +204,7 @@ def floor_thread_scaling(t, m, limit):
         return []
     if not (hits_per_s(f1) and hits_per_s(f2)):
         return [(NA, f"{m} 2-thread scaling >= {limit}x the raw floor's: no floor measurement")]
-    ratio, floor = hits_per_s(t2) / hits_per_s(t1), hits_per_s(f2) / hits_per_s(f1)
+    ratio, floor = scaling(t2, t1), scaling(f2, f1)
     per = [a / b for a, b in zip(per_round(t2, "runs_scaling"), per_round(f2, "runs_scaling")) if a and b]
     ok, med, worst = median_and_worst(per or [ratio / floor], limit, at_least=True)
     torn, _ = t.frame_counts(m)
@@ -229,13 +238,13 @@ def own_thread_scaling(t, m, limit):
         if t1 or t2:
             return [(NA, f"{m} 2 threads >= {limit}x one thread's throughput: no measurement")]
         return []
-    ratio = hits_per_s(t2) / hits_per_s(t1)
+    ratio = scaling(t2, t1)
     per = [x for x in per_round(t2, "runs_scaling") if x]
     ok, med, worst = median_and_worst(per or [ratio], limit, at_least=True)
     failed = failed_rounds(t1, t2)
     return [(PASS if ok and not failed else MISS,
              f"{m} 2 threads >= {limit}x one thread's throughput (median and worst round): "
-             f"{fmt(hits_per_s(t2))} vs {fmt(hits_per_s(t1))} hits/s = {ratio:.2f}x; per round median "
+             f"{fmt(hits_per_s(t2))} vs {fmt(hits_per_s(t1))} hits/s, scaling {ratio:.2f}x; per round median "
              f"{med:.2f}, worst {worst:.2f} over {len(per)} rounds, {failed} failed{four_threads(t4, t1)}")]
 
 

@@ -24,15 +24,31 @@ THREADS = (1, 2) if B.SMOKE else (1, 2, 4)
 # a ptrace hit is a ping-pong between the thread and the stub, and pinning decides whether the two
 # share a CPU (one pinned thread made 52 k hits/s, unpinned 18 k, so pinned 2 threads "scaled" 0.96x).
 PARTS = 1 if B.SMOKE else 9
+# Runs of more than one thread are paired (bench_threads' PAIRED): PARTS cycles of each thread alone
+# on its CPU then all together, each thread making 2n calls (n alone, n together); the scaling is the
+# median cycle's together rate over its alone rates. Slow patches of this VM (1-4 s) move one vCPU's
+# speed: a floor's back-to-back 2-thread runs scaled 1.60-1.99x over separate 1-thread runs whose
+# rate moved 7 %; scaling from parts tens of ms apart compares each CPU with itself at that moment.
 
 
 def argv(prog, threads, n, pin=True):
-    return [prog, str(threads), str(n), "0", "1" if pin else "0", str(PARTS)]
+    return [prog, str(threads), str(n), "0", "1" if pin else "0", str(PARTS), "0", "1" if threads > 1 else "0"]
+
+
+def calls_per_thread(threads, n):
+    """Calls each thread makes in a run of ARGV: 2n when paired (n alone, n together)."""
+    return 2 * n if threads > 1 else n
 
 
 def parse(text):
     m = re.search(r"threads=(\d+) n=(\d+) hits=(\d+) wall_ns=(\d+) hits_per_s=(\d+)", text)
-    return {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5)), "hits": int(m.group(3))} if m else {}
+    if not m:
+        return {}
+    out = {"wall_ns": float(m.group(4)), "hits_per_s": float(m.group(5)), "hits": int(m.group(3))}
+    p = re.search(r"paired_scaling=([0-9.]+) pairs_scaling=([0-9.,]+)", text)
+    if p:
+        out["paired_scaling"], out["pairs_scaling"] = float(p.group(1)), p.group(2)
+    return out
 
 
 def check_tfile(path, threads, n):
@@ -46,7 +62,8 @@ def check_tfile(path, threads, n):
         tid, i, p = B.reg(f.regs, 5), B.reg(f.regs, 4), B.reg(f.regs, 3)
         addr, data = f.mem[0]
         word = (tid << 32 | i).to_bytes(8, "little")
-        if not (1 <= tid <= threads and 0 <= i < n and addr == p and data == word * 8):
+        if not (1 <= tid <= threads and 0 <= i < calls_per_thread(threads, n) and addr == p
+                and data == word * 8):
             torn += 1
         seen.add((tid, i))
     return frames, torn, frames - torn - len(seen)
@@ -86,8 +103,9 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
                          reason=B.first_error(text) or "no_run")
         return row(mech, workload + ":never_true", (traced["wall_ns"] - base[threads]["wall_ns"]) / n,
                      column=f"threads{threads}", threads=threads, n=n,
-                     hits_per_s=round(traced["hits_per_s"]), hits=threads * n, frames=total or 0,
-                     condition=cond.strip().replace(" ", ""))
+                     hits_per_s=round(traced["hits_per_s"]), hits=traced["hits"], frames=total or 0,
+                     condition=cond.strip().replace(" ", ""), paired_scaling=traced.get("paired_scaling"),
+                     pairs_scaling=traced.get("pairs_scaling"))
     if not traced or not total:
         return row(mech, workload, None, column=f"threads{threads}", threads=threads, n=n,
                      reason=B.first_error(text) or "no_frames")
@@ -103,7 +121,8 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
             os.unlink(tfile)  # up to ~360 MB (4 threads x 100,000 frames)
         except (OSError, ValueError) as e:
             walked, torn, dups = None, None, f"tsave_failed:{e}".replace(" ", "_")
-    hits = threads * n
+    hits = traced["hits"]  # every call of every part
+    # The latency a thread sees with every thread calling: the together parts' wall, n calls each.
     per_hit = (traced["wall_ns"] - base[threads]["wall_ns"]) / n
     # The eBPF collector's wake-ups left undrained for want of an idle CPU (collectors.md).
     deferred = re.search(r"(\d+) ring wake-ups of the run left the frames staged", text)
@@ -111,7 +130,8 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
                  hits_per_s=round(traced["hits_per_s"]), hits=hits, frames=total,
                  deferred_wakes=int(deferred.group(1)) if deferred else (0 if backend == "ebpf" else None),
                  drops=st.get("drops", hits - total), frames_walked=walked, torn=torn, duplicates=dups,
-                 complete="yes" if total == hits else "no")
+                 complete="yes" if total == hits else "no", paired_scaling=traced.get("paired_scaling"),
+                 pairs_scaling=traced.get("pairs_scaling"))
 
 
 def floor_session(prog, t, n, base, emit=True, walk=True):
@@ -122,7 +142,8 @@ def floor_session(prog, t, n, base, emit=True, walk=True):
         return row("uprobe-tracefs", f"t_site:{t}thr", None, column=f"threads{t}", reason=hits)
     return row("uprobe-tracefs", f"t_site:{t}thr", (traced["wall_ns"] - base[t]["wall_ns"]) / n,
                column=f"threads{t}", threads=t, n=n, hits=hits.get("t_site"),
-               hits_per_s=round(traced["hits_per_s"]))
+               hits_per_s=round(traced["hits_per_s"]), paired_scaling=traced.get("paired_scaling"),
+               pairs_scaling=traced.get("pairs_scaling"))
 
 
 def interleaved(runs, rounds, listed=()):
@@ -130,8 +151,8 @@ def interleaved(runs, rounds, listed=()):
     slow patch of a shared machine hits every mechanism alike), then prints one row per key: the
     round with the median throughput, noting every round's throughput (runs_hits_per_s, NA for a
     round that failed: failed_rounds counts them and bench/_targets.py fails the row's target) and,
-    for 2 threads, each round's own 2-thread scaling (runs_scaling: this round's 2-thread / the same
-    round's 1-thread). Every list has one entry per round, in round order, so lists of different
+    for 2 and 4 threads, each round's own scaling (runs_scaling: the run's paired scaling, each thread
+    alone against all together in the same run; NA for a failed round). Every list has one entry per round, in round order, so lists of different
     rows pair by round; LISTED names more per-round figures to list the same way (runs_<key>).
     Only the first round walks every frame (tsave + check_tfile made a 4-thread
     session with 400,000 frames last 24 s); the median row carries that walk's counts."""
@@ -156,11 +177,9 @@ def interleaved(runs, rounds, listed=()):
         for key in ("frames_walked", "torn", "duplicates"):
             if rows[0].get(key) is not None:
                 med[key] = rows[0][key]
-        one = got.get((mech, 1))
-        if t == 2 and one:
-            med["runs_scaling"] = ",".join(
-                f"{b['hits_per_s'] / a['hits_per_s']:.2f}" if a.get("hits_per_s") and b.get("hits_per_s") else "NA"
-                for a, b in zip(one, rows))  # both lists are indexed by round
+        if t > 1 and any(r.get("paired_scaling") for r in rows):
+            med["runs_scaling"] = ",".join(f"{r['paired_scaling']:.3f}" if r.get("paired_scaling") and
+                                           r.get("hits_per_s") else "NA" for r in rows)
         B.row(med.pop("mechanism"), med.pop("workload"), med.pop("ns_per_hit"), **med)
 
 
@@ -176,7 +195,8 @@ def main():
     base = {t: B.untraced(argv(prog, t, n_fast), parse=parse) for t in THREADS}
     base_ptrace = {t: B.untraced(argv(prog, t, n_ptrace, pin=False), parse=parse) for t in THREADS}
     base_trap = {t: B.untraced(argv(prog, t, n_trap, pin=False), parse=parse) for t in THREADS}
-    n_ftrace = B.n(12000, 300)  # the in-process agent's frames are ~2.5 KB: stay under the 200 MB buffer
+    # The in-process agent's frames are ~2.5 KB: 4 paired threads' 8 x 6,000 stay under the 200 MB buffer.
+    n_ftrace = B.n(6000, 300)
     base_nopie = {t: B.untraced(argv(nopie, t, n_ftrace, pin=False), parse=parse) for t in THREADS}
     for t in THREADS:
         B.row("untraced", f"bench_threads:{t}thr", base[t]["wall_ns"] / n_fast, unit="ns_per_iter",

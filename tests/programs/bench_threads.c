@@ -18,7 +18,14 @@
  * early takes no CPU from one still calling): wall_ns adds the parts up, hits_per_s is the median
  * part's, and reps_hits_per_s lists them all. On a shared VM a stall of a few to tens of ms moved a
  * whole 70 ms run's throughput by 20-40 %; it moves a few parts of nine, and the median little. The
- * calls' arguments (tid, i) are the same as in one part. RING_MB: see write_record. */
+ * calls' arguments (tid, i) are the same as in one part. RING_MB: see write_record. PAIRED = 1
+ * (threads > 1): REPS cycles of parts, each thread alone (pinned, thread 1 first) then every thread
+ * together; each thread makes 2n calls (i from 0 to 2n - 1), n alone and n together. hits_per_s
+ * is the median together part's, one_hits_per_s the median of thread 1's alone parts, and
+ * paired_scaling the median over cycles of T x the together rate / the sum of the T alone rates:
+ * each CPU's own rate a few tens of ms before. On this shared VM one vCPU's speed moves for seconds
+ * at a time (a floor's 2-thread runs back to back scaled 1.60-1.99x over thread 1 alone, its 1-thread
+ * rate steady within 7 %): the scaling of two separate runs judged the vCPUs' speed of the moment. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -39,11 +46,14 @@ static int pin;        // 1: thread k on the k-th allowed CPU
 static cpu_set_t allowed;
 static int reps = 1;
 #define MAX_REPS 16
-static volatile int ready; // each worker counts itself ready for a part, then spins until all are
+#define MAX_PARTS (5 * MAX_REPS)
+static int paired; // 1: cycles of parts, each thread alone then all together
+static int parts = 1;
+static volatile int ready[MAX_PARTS]; // each worker counts itself ready for a part, then spins until all are
 static pthread_barrier_t between_parts;
-static double started[MAX_REPS][64],
-    finished[MAX_REPS][64];           // a part's wall: last finish - first start
-static long part_calls[MAX_REPS][64]; // calls each thread made in each part
+static double started[MAX_PARTS][64],
+    finished[MAX_PARTS][64];           // a part's wall: last finish - first start
+static long part_calls[MAX_PARTS][64]; // calls each thread made in each part
 
 static double now_ns(void) {
   struct timespec t;
@@ -89,6 +99,12 @@ static void write_record(unsigned char* ring, long i, long tid) {
 
 static int threads_total;
 
+// Paired: the thread alone in PART (1-based), 0 for a part of every thread.
+static int alone_in(int part) {
+  const int j = part % (threads_total + 1);
+  return paired && j < threads_total ? j + 1 : 0;
+}
+
 static void* worker(void* arg) {
   long tid = (long)arg;
   struct blob64 blob;
@@ -101,18 +117,27 @@ static void* worker(void* arg) {
       return NULL;
     memset(ring, 0, ring_bytes);
   }
+  // Paired: a thread takes part in its own alone part and the together part
+  // of each cycle; each thread splits its calls evenly over its own parts.
+  const int my_parts = paired ? 2 * reps : reps;
+  const long my_calls = paired ? 2 * n_per_thread : n_per_thread;
   long i = 0;
-  for (int rep = 0; rep < reps; rep++) {
-    if (rep > 0) {
+  int mine = 0;
+  for (int part = 0; part < parts; part++) {
+    if (part > 0) {
       pthread_barrier_wait(&between_parts);
       usleep(20000); // parts 20 ms apart sample different moments of a noisy machine
     }
-    __atomic_add_fetch(&ready, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&ready, __ATOMIC_SEQ_CST) < threads_total * (rep + 1))
+    const int alone = alone_in(part);
+    if (alone && alone != tid)
+      continue;
+    const int taking_part = alone ? 1 : threads_total;
+    __atomic_add_fetch(&ready[part], 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&ready[part], __ATOMIC_SEQ_CST) < taking_part)
       __builtin_ia32_pause();
-    started[rep][tid - 1] = now_ns();
-    const double end = seconds > 0 ? started[rep][tid - 1] + seconds * 1e9 : 0;
-    const long last = n_per_thread / reps * (rep + 1) + (rep == reps - 1 ? n_per_thread % reps : 0);
+    started[part][tid - 1] = now_ns();
+    const double end = seconds > 0 ? started[part][tid - 1] + seconds * 1e9 : 0;
+    const long last = my_calls / my_parts * (mine + 1) + (mine == my_parts - 1 ? my_calls % my_parts : 0);
     const long first = i;
     for (; i < last; i++) {
       if (end && ((i - first) & 4095) == 0 && now_ns() >= end)
@@ -123,9 +148,10 @@ static void* worker(void* arg) {
       if (ring)
         write_record(ring, i, tid);
     }
-    finished[rep][tid - 1] = now_ns();
-    part_calls[rep][tid - 1] = i - first;
+    finished[part][tid - 1] = now_ns();
+    part_calls[part][tid - 1] = i - first;
     i = last; // a timed part stops early: the next part's calls keep their own numbers
+    mine++;
   }
   return NULL;
 }
@@ -135,6 +161,30 @@ static int by_value(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+// The median of N values (of a sorted copy).
+static double median(const double* v, int n) {
+  double sorted[MAX_REPS];
+  memcpy(sorted, v, sizeof v[0] * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof v[0], by_value);
+  return sorted[n / 2];
+}
+
+// Part PART's rate: its calls over its wall, from the first start to the last finish of the
+// threads that took part in it.
+static double part_rate(int part, double* wall) {
+  const int alone = alone_in(part);
+  const int from = alone ? alone - 1 : 0, to = alone ? alone : threads_total;
+  double first = started[part][from], last = finished[part][from];
+  long calls = 0;
+  for (int k = from; k < to; k++) {
+    first = started[part][k] < first ? started[part][k] : first;
+    last = finished[part][k] > last ? finished[part][k] : last;
+    calls += part_calls[part][k];
+  }
+  *wall = last - first;
+  return (double)calls / (last - first) * 1e9;
+}
+
 int main(int argc, char** argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   n_per_thread = argc > 2 ? atol(argv[2]) : 100000;
@@ -142,6 +192,7 @@ int main(int argc, char** argv) {
   pin = argc > 4 ? atoi(argv[4]) : 0;
   reps = argc > 5 ? atoi(argv[5]) : 1;
   ring_bytes = argc > 6 ? (size_t)atol(argv[6]) << 20 : 0;
+  paired = argc > 7 ? atoi(argv[7]) == 1 && threads > 1 : 0;
   if (ring_bytes & (ring_bytes - 1))
     return 2; // a power of two
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
@@ -149,41 +200,59 @@ int main(int argc, char** argv) {
   pthread_t t[64];
   if (threads < 1 || threads > 64 || reps < 1 || reps > MAX_REPS || n_per_thread < reps)
     return 2;
+  parts = paired ? (threads + 1) * reps : reps;
   threads_total = threads;
   pthread_barrier_init(&between_parts, NULL, (unsigned)threads);
   for (long k = 0; k < threads; k++)
     pthread_create(&t[k], NULL, worker, (void*)(k + 1));
   for (int k = 0; k < threads; k++)
     pthread_join(t[k], NULL);
-  double ns = 0, rates[MAX_REPS];
+  // all: the parts every thread took part in; one: thread 1's alone (paired);
+  // scaling: each cycle's together rate over its alone rates (paired). Paired,
+  // wall_ns and ns_per_iter are the together parts' (the latency a thread sees
+  // with every thread calling); hits counts every part's calls.
+  double all_ns = 0, together_ns = 0, all[MAX_REPS], one[MAX_REPS], scaling[MAX_REPS],
+         alone_sum = 0;
+  long hits = 0, together_calls = 0;
+  int n_all = 0, n_one = 0;
   char listed[MAX_REPS * 16] = "";
-  for (int rep = 0; rep < reps; rep++) {
-    double first = started[rep][0], last = finished[rep][0];
-    for (int k = 1; k < threads; k++) {
-      first = started[rep][k] < first ? started[rep][k] : first;
-      last = finished[rep][k] > last ? finished[rep][k] : last;
-    }
+  for (int part = 0; part < parts; part++) {
+    double wall;
+    const double rate = part_rate(part, &wall);
     long calls = 0;
     for (int k = 0; k < threads; k++)
-      calls += part_calls[rep][k];
-    ns += last - first;
-    rates[rep] = (double)calls / (last - first) * 1e9;
-    snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s%.0f", rep ? "," : "",
-             rates[rep]);
+      calls += part_calls[part][k];
+    hits += calls;
+    all_ns += wall;
+    if (alone_in(part)) {
+      if (alone_in(part) == 1)
+        one[n_one++] = rate;
+      alone_sum += rate;
+      continue;
+    }
+    together_ns += wall;
+    together_calls += calls;
+    if (paired)
+      scaling[n_all] = threads * rate / alone_sum;
+    alone_sum = 0;
+    snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s%.0f", n_all ? "," : "",
+             rate);
+    all[n_all++] = rate;
   }
-  long hits = 0;
-  for (int rep = 0; rep < reps; rep++)
-    for (int k = 0; k < threads; k++)
-      hits += part_calls[rep][k];
-  double rate = hits / ns * 1e9;
-  if (reps > 1) {
-    qsort(rates, (size_t)reps, sizeof rates[0], by_value);
-    rate = rates[reps / 2];
-  }
+  const double ns = together_ns;
+  const double rate = reps > 1 || paired ? median(all, n_all) : hits / all_ns * 1e9;
   printf("threads=%d n=%ld hits=%ld wall_ns=%.0f hits_per_s=%.0f ns_per_iter=%.1f", threads,
-         n_per_thread, hits, ns, rate, ns / ((double)hits / threads));
+         n_per_thread, hits, ns, rate, ns / ((double)together_calls / threads));
   if (reps > 1)
     printf(" reps_hits_per_s=%s", listed);
+  if (paired) {
+    printf(" one_hits_per_s=%.0f paired_scaling=%.4f", median(one, n_one), median(scaling, n_all));
+    char pairs[MAX_REPS * 8] = "";
+    for (int k = 0; k < n_all; k++)
+      snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%.3f", k ? "," : "",
+               scaling[k]);
+    printf(" pairs_scaling=%s", pairs);
+  }
   printf("\n");
   fflush(stdout);
   return 0;
