@@ -205,7 +205,13 @@ def floor_thread_scaling(t, m, limit):
     if not (hits_per_s(f1) and hits_per_s(f2)):
         return [(NA, f"{m} 2-thread scaling >= {limit}x the raw floor's: no floor measurement")]
     ratio, floor = scaling(t2, t1), scaling(f2, f1)
-    per = [a / b for a, b in zip(per_round(t2, "runs_scaling"), per_round(f2, "runs_scaling")) if a and b]
+    # Rows that carry the floor in their own runs (bench_threads' REF: t_ref's scaling in the same
+    # cycles) are judged on that; otherwise each round's scaling over the floor row's in that round.
+    per = [x for x in per_round(t2, "runs_vs_ref") if x] or [
+        a / b for a, b in zip(per_round(t2, "runs_scaling"), per_round(f2, "runs_scaling")) if a and b]
+    how = "paired rounds"
+    if t2.get("ref_scaling"):
+        floor, how = float(t2["ref_scaling"]), "rounds, the floor in the same runs"
     ok, med, worst = median_and_worst(per or [ratio / floor], limit, at_least=True)
     torn, _ = t.frame_counts(m)
     drops = round_drops(t1, t2, t4)
@@ -213,7 +219,7 @@ def floor_thread_scaling(t, m, limit):
     text = (f"{m} 2-thread scaling >= {limit}x the raw floor's own 2-thread scaling (same run; median and "
             f"worst round), 0 torn, 0 drops in every round: "
             f"{ratio:.2f}x vs floor {floor:.2f}x = {ratio / floor:.2f}; per round median {med:.2f}, worst "
-            f"{worst:.2f} over {len(per)} paired rounds, {failed} failed{four_threads(t4, t1)}; torn {torn}"
+            f"{worst:.2f} over {len(per)} {how}, {failed} failed{four_threads(t4, t1)}; torn {torn}"
             + ("" if drops is None else ", drops per round " + "; ".join(
                 f"{n} thr {','.join(fmt(v) for v in counts)}" for n, counts in drops.items())))
     dropped = drops is not None and any(v for counts in drops.values() for v in counts if v)

@@ -29,15 +29,23 @@ PARTS = 1 if B.SMOKE else 9
 # median cycle's together rate over its alone rates. Slow patches of this VM (1-4 s) move one vCPU's
 # speed: a floor's back-to-back 2-thread runs scaled 1.60-1.99x over separate 1-thread runs whose
 # rate moved 7 %; scaling from parts tens of ms apart compares each CPU with itself at that moment.
+# The in-kernel rows' runs of more than one thread also carry the floor (bench_threads' REF): each
+# cycle runs on t_ref, a twin site with the raw tracefs uprobe, then on t_site, which the collector
+# traces; the judged figure is the median cycle's t_site scaling over t_ref's (vs_ref). Paired runs
+# alone still put the floor at 1.69x in one round and 1.96x in the next (two busy vCPUs slowed
+# together for seconds), and its round's eBPF run elsewhere in that time.
 
 
-def argv(prog, threads, n, pin=True):
-    return [prog, str(threads), str(n), "0", "1" if pin else "0", str(PARTS), "0", "1" if threads > 1 else "0"]
+def argv(prog, threads, n, pin=True, ref=False):
+    paired = threads > 1
+    return [prog, str(threads), str(n), "0", "1" if pin else "0", str(PARTS), "0", "1" if paired else "0",
+            "1" if ref and paired else "0"]
 
 
-def calls_per_thread(threads, n):
-    """Calls each thread makes in a run of ARGV: 2n when paired (n alone, n together)."""
-    return 2 * n if threads > 1 else n
+def calls_per_thread(threads, n, ref=False):
+    """Calls each thread makes in a run of ARGV (its i go from 0 to this - 1): 2n at t_site when
+    paired (n alone, n together); with REF as many again at t_ref."""
+    return n if threads == 1 else 4 * n if ref else 2 * n
 
 
 def parse(text):
@@ -48,10 +56,14 @@ def parse(text):
     p = re.search(r"paired_scaling=([0-9.]+) pairs_scaling=([0-9.,]+)", text)
     if p:
         out["paired_scaling"], out["pairs_scaling"] = float(p.group(1)), p.group(2)
+    r = re.search(r"ref_hits=(\d+) ref_scaling=([0-9.]+) vs_ref=([0-9.]+) cycles_vs_ref=([0-9.,]+)", text)
+    if r:
+        out.update(ref_hits=int(r.group(1)), ref_scaling=float(r.group(2)), vs_ref=float(r.group(3)),
+                   cycles_vs_ref=r.group(4))
     return out
 
 
-def check_tfile(path, threads, n):
+def check_tfile(path, threads, n, ref=False):
     """(frames, torn, duplicates) after walking every frame of the saved buffer."""
     frames, torn, seen = 0, 0, set()
     for f in B.tfile_frames(path):
@@ -62,7 +74,7 @@ def check_tfile(path, threads, n):
         tid, i, p = B.reg(f.regs, 5), B.reg(f.regs, 4), B.reg(f.regs, 3)
         addr, data = f.mem[0]
         word = (tid << 32 | i).to_bytes(8, "little")
-        if not (1 <= tid <= threads and 0 <= i < calls_per_thread(threads, n) and addr == p
+        if not (1 <= tid <= threads and 0 <= i < calls_per_thread(threads, n, ref) and addr == p
                 and data == word * 8):
             torn += 1
         seen.add((tid, i))
@@ -86,16 +98,27 @@ def script(prog, port, trace_cmd, site, backend, tfile, buffer_size):
 
 
 def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace", wrapper=(), cond="",
-            env=None, emit=True, buffer_size=200000000, walk=True, pin=True):
-    """One gdb session; WALK: tsave the buffer and check every frame (torn, duplicates)."""
+            env=None, emit=True, buffer_size=200000000, walk=True, pin=True, ref=False):
+    """One gdb session; WALK: tsave the buffer and check every frame (torn, duplicates); REF: the raw
+    floor's uprobe on t_ref during the session (bench_threads' REF, when paired)."""
     site = ("*t_site+1" if trace_cmd == "ftrace" else "*t_site") + cond
     workload = f"t_site:{threads}thr:$regs+*p"
     tfile = os.path.join(B.WORK, f"{mech}-{threads}.tf") if walk else None
-    text = B.gdb_session(kind, argv(prog, threads, n, pin), lambda server: script(
-        prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper, env)
+    ref = ref and threads > 1
+    row = functools.partial(B.row, emit=emit)
+    with B.RawUprobes([(prog, "t_ref")] if ref else []) as floor:
+        if floor.error:
+            return row(mech, workload, None, column=f"threads{threads}", threads=threads, reason=floor.error)
+        text = B.gdb_session(kind, argv(prog, threads, n, pin, ref), lambda server: script(
+            prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper,
+            env)
+        floor_hits = floor.hits().get("t_ref") if ref else None
     traced = parse(text)
     total = B.frames_collected(text)
-    row = functools.partial(B.row, emit=emit)
+    if ref and traced and traced.get("ref_hits") != floor_hits:  # t_ref ran without the floor's uprobe
+        return row(mech, workload, None, column=f"threads{threads}", threads=threads,
+                   reason=f"t_ref_calls_{traced.get('ref_hits')}_uprobe_hits_{floor_hits}")
+    floor_fields = {k: traced.get(k) for k in ("ref_scaling", "vs_ref", "cycles_vs_ref")}
     if cond:  # a condition that is never true: no frames, only the hit path
         st = next(iter(B.stub_status(text).values()), {})
         if not traced or st.get("backend") != backend:
@@ -105,7 +128,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
                      column=f"threads{threads}", threads=threads, n=n,
                      hits_per_s=round(traced["hits_per_s"]), hits=traced["hits"], frames=total or 0,
                      condition=cond.strip().replace(" ", ""), paired_scaling=traced.get("paired_scaling"),
-                     pairs_scaling=traced.get("pairs_scaling"))
+                     pairs_scaling=traced.get("pairs_scaling"), **floor_fields)
     if not traced or not total:
         return row(mech, workload, None, column=f"threads{threads}", threads=threads, n=n,
                      reason=B.first_error(text) or "no_frames")
@@ -117,7 +140,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
     walked, torn, dups = None, None, None
     if tfile:
         try:
-            walked, torn, dups = check_tfile(tfile, threads, n)
+            walked, torn, dups = check_tfile(tfile, threads, n, ref)
             os.unlink(tfile)  # up to ~360 MB (4 threads x 100,000 frames)
         except (OSError, ValueError) as e:
             walked, torn, dups = None, None, f"tsave_failed:{e}".replace(" ", "_")
@@ -131,7 +154,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
                  deferred_wakes=int(deferred.group(1)) if deferred else (0 if backend == "ebpf" else None),
                  drops=st.get("drops", hits - total), frames_walked=walked, torn=torn, duplicates=dups,
                  complete="yes" if total == hits else "no", paired_scaling=traced.get("paired_scaling"),
-                 pairs_scaling=traced.get("pairs_scaling"))
+                 pairs_scaling=traced.get("pairs_scaling"), **floor_fields)
 
 
 def floor_session(prog, t, n, base, emit=True, walk=True):
@@ -152,7 +175,8 @@ def interleaved(runs, rounds, listed=()):
     round with the median throughput, noting every round's throughput (runs_hits_per_s, NA for a
     round that failed: failed_rounds counts them and bench/_targets.py fails the row's target) and,
     for 2 and 4 threads, each round's own scaling (runs_scaling: the run's paired scaling, each thread
-    alone against all together in the same run; NA for a failed round). Every list has one entry per round, in round order, so lists of different
+    alone against all together in the same run; runs_vs_ref: that over the floor's at t_ref in the
+    same run's cycles; NA for a failed round). Every list has one entry per round, in round order, so lists of different
     rows pair by round; LISTED names more per-round figures to list the same way (runs_<key>).
     Only the first round walks every frame (tsave + check_tfile made a 4-thread
     session with 400,000 frames last 24 s); the median row carries that walk's counts."""
@@ -177,9 +201,9 @@ def interleaved(runs, rounds, listed=()):
         for key in ("frames_walked", "torn", "duplicates"):
             if rows[0].get(key) is not None:
                 med[key] = rows[0][key]
-        if t > 1 and any(r.get("paired_scaling") for r in rows):
-            med["runs_scaling"] = ",".join(f"{r['paired_scaling']:.3f}" if r.get("paired_scaling") and
-                                           r.get("hits_per_s") else "NA" for r in rows)
+        for key, out in (("paired_scaling", "runs_scaling"), ("vs_ref", "runs_vs_ref")):
+            if t > 1 and any(r.get(key) for r in rows):
+                med[out] = ",".join(f"{r[key]:.3f}" if r.get(key) and r.get("hits_per_s") else "NA" for r in rows)
         B.row(med.pop("mechanism"), med.pop("workload"), med.pop("ns_per_hit"), **med)
 
 
@@ -223,16 +247,16 @@ def main():
     for t in THREADS:
         runs[("gdbtrace-ebpf", t)] = lambda emit, walk, t=t: session(
             "gdbtrace-ebpf", "gdbtrace", prog, t, n_fast, base, backend="ebpf", emit=emit,
-            buffer_size=kernel_buffer, walk=walk)
+            buffer_size=kernel_buffer, walk=walk, ref=True)
     for t in THREADS:
         runs[("gdbtrace-ebpf-sustained", t)] = lambda emit, walk, t=t: session(
             "gdbtrace-ebpf-sustained", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
             env={"GDBTRACE_BPF_RINGBUF_MB": "1"}, emit=emit, buffer_size=kernel_buffer,
-            walk=walk)
+            walk=walk, ref=True)
     for t in THREADS:
         runs[("gdbtrace-ebpf-condfalse", t)] = lambda emit, walk, t=t: session(
             "gdbtrace-ebpf-condfalse", "gdbtrace", prog, t, n_fast, base, backend="ebpf",
-            cond=" if i < 0", emit=emit)
+            cond=" if i < 0", emit=emit, ref=True)
     interleaved(runs, 1 if B.SMOKE else 5, listed=("drops", "deferred_wakes"))
     ipa = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")
     if os.environ.get("BENCH_QUICK") == "1":  # the floor and eBPF only

@@ -25,7 +25,13 @@
  * paired_scaling the median over cycles of T x the together rate / the sum of the T alone rates:
  * each CPU's own rate a few tens of ms before. On this shared VM one vCPU's speed moves for seconds
  * at a time (a floor's 2-thread runs back to back scaled 1.60-1.99x over thread 1 alone, its 1-thread
- * rate steady within 7 %): the scaling of two separate runs judged the vCPUs' speed of the moment. */
+ * rate steady within 7 %): the scaling of two separate runs judged the vCPUs' speed of the moment.
+ * REF = 1 (paired): each cycle first runs the same parts on t_ref, a twin of t_site at another
+ * address (the bench puts the raw floor's uprobe there), then on t_site; each thread makes 4n calls,
+ * 2n at each site. hits, wall_ns and hits_per_s are t_site's; ref_scaling is t_ref's paired scaling,
+ * and vs_ref the median over cycles of t_site's scaling over t_ref's in the same cycle: the paired
+ * runs still scaled 1.69x in one round and 1.96x in the next, both threads slowed together for
+ * seconds when they ran at once; a cycle's two sites are ~100 ms apart. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -46,8 +52,9 @@ static int pin;        // 1: thread k on the k-th allowed CPU
 static cpu_set_t allowed;
 static int reps = 1;
 #define MAX_REPS 16
-#define MAX_PARTS (5 * MAX_REPS)
+#define MAX_PARTS (10 * MAX_REPS)
 static int paired; // 1: cycles of parts, each thread alone then all together
+static int ref;    // 1 (paired): each cycle on t_ref first, then on t_site
 static int parts = 1;
 static volatile int ready[MAX_PARTS]; // each worker counts itself ready for a part, then spins until all are
 static pthread_barrier_t between_parts;
@@ -63,6 +70,12 @@ static double now_ns(void) {
 
 __attribute__((noinline)) void t_site(long tid, long i, struct blob64* p) {
   asm volatile("nop; mov sink(%%rip), %%rax" ::"D"(tid), "S"(i), "d"(p) : "rax", "memory");
+}
+
+// t_site's twin (REF): its own address, the same instructions. The asm's comment keeps gcc's
+// identical-code folding from making the two one function.
+__attribute__((noinline)) void t_ref(long tid, long i, struct blob64* p) {
+  asm volatile("nop; mov sink(%%rip), %%rax # t_ref" ::"D"(tid), "S"(i), "d"(p) : "rax", "memory");
 }
 
 // The (K mod the number of allowed CPUs)-th CPU of ALLOWED, alone in a set.
@@ -105,6 +118,9 @@ static int alone_in(int part) {
   return paired && j < threads_total ? j + 1 : 0;
 }
 
+// REF: whether PART calls t_ref (the first half of each cycle).
+static int on_ref(int part) { return ref && part % (2 * (threads_total + 1)) < threads_total + 1; }
+
 static void* worker(void* arg) {
   long tid = (long)arg;
   struct blob64 blob;
@@ -119,8 +135,8 @@ static void* worker(void* arg) {
   }
   // Paired: a thread takes part in its own alone part and the together part
   // of each cycle; each thread splits its calls evenly over its own parts.
-  const int my_parts = paired ? 2 * reps : reps;
-  const long my_calls = paired ? 2 * n_per_thread : n_per_thread;
+  const int my_parts = (paired ? 2 * reps : reps) * (ref ? 2 : 1);
+  const long my_calls = (paired ? 2 * n_per_thread : n_per_thread) * (ref ? 2 : 1);
   long i = 0;
   int mine = 0;
   for (int part = 0; part < parts; part++) {
@@ -144,7 +160,10 @@ static void* worker(void* arg) {
         break;
       for (int k = 0; k < 8; k++)
         ((volatile long*)blob.v)[k] = tid << 32 | i;
-      t_site(tid, i, &blob);
+      if (on_ref(part))
+        t_ref(tid, i, &blob);
+      else
+        t_site(tid, i, &blob);
       if (ring)
         write_record(ring, i, tid);
     }
@@ -193,6 +212,7 @@ int main(int argc, char** argv) {
   reps = argc > 5 ? atoi(argv[5]) : 1;
   ring_bytes = argc > 6 ? (size_t)atol(argv[6]) << 20 : 0;
   paired = argc > 7 ? atoi(argv[7]) == 1 && threads > 1 : 0;
+  ref = argc > 8 ? atoi(argv[8]) == 1 && paired : 0;
   if (ring_bytes & (ring_bytes - 1))
     return 2; // a power of two
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
@@ -200,21 +220,22 @@ int main(int argc, char** argv) {
   pthread_t t[64];
   if (threads < 1 || threads > 64 || reps < 1 || reps > MAX_REPS || n_per_thread < reps)
     return 2;
-  parts = paired ? (threads + 1) * reps : reps;
+  parts = (paired ? (threads + 1) * reps : reps) * (ref ? 2 : 1);
   threads_total = threads;
   pthread_barrier_init(&between_parts, NULL, (unsigned)threads);
   for (long k = 0; k < threads; k++)
     pthread_create(&t[k], NULL, worker, (void*)(k + 1));
   for (int k = 0; k < threads; k++)
     pthread_join(t[k], NULL);
-  // all: the parts every thread took part in; one: thread 1's alone (paired);
-  // scaling: each cycle's together rate over its alone rates (paired). Paired,
+  // all: t_site's parts every thread took part in; one: thread 1's alone
+  // (paired); scaling: each cycle's together rate over its alone rates
+  // (paired), ref_scaling the same of t_ref, vs_ref their ratio (REF). Paired,
   // wall_ns and ns_per_iter are the together parts' (the latency a thread sees
-  // with every thread calling); hits counts every part's calls.
+  // with every thread calling); hits counts every t_site part's calls.
   double all_ns = 0, together_ns = 0, all[MAX_REPS], one[MAX_REPS], scaling[MAX_REPS],
-         alone_sum = 0;
-  long hits = 0, together_calls = 0;
-  int n_all = 0, n_one = 0;
+         ref_scaling[MAX_REPS], vs_ref[MAX_REPS], alone_sum = 0;
+  long hits = 0, ref_hits = 0, together_calls = 0;
+  int n_all = 0, n_one = 0, n_ref = 0;
   char listed[MAX_REPS * 16] = "";
   for (int part = 0; part < parts; part++) {
     double wall;
@@ -222,22 +243,31 @@ int main(int argc, char** argv) {
     long calls = 0;
     for (int k = 0; k < threads; k++)
       calls += part_calls[part][k];
-    hits += calls;
-    all_ns += wall;
     if (alone_in(part)) {
-      if (alone_in(part) == 1)
+      if (alone_in(part) == 1 && !on_ref(part))
         one[n_one++] = rate;
       alone_sum += rate;
+    } else if (on_ref(part)) {
+      ref_scaling[n_ref++] = threads * rate / alone_sum;
+      alone_sum = 0;
+    } else {
+      together_ns += wall;
+      together_calls += calls;
+      if (paired)
+        scaling[n_all] = threads * rate / alone_sum;
+      if (ref)
+        vs_ref[n_all] = scaling[n_all] / ref_scaling[n_ref - 1];
+      alone_sum = 0;
+      snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s%.0f",
+               n_all ? "," : "", rate);
+      all[n_all++] = rate;
+    }
+    if (on_ref(part)) {
+      ref_hits += calls;
       continue;
     }
-    together_ns += wall;
-    together_calls += calls;
-    if (paired)
-      scaling[n_all] = threads * rate / alone_sum;
-    alone_sum = 0;
-    snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s%.0f", n_all ? "," : "",
-             rate);
-    all[n_all++] = rate;
+    hits += calls;
+    all_ns += wall;
   }
   const double ns = together_ns;
   const double rate = reps > 1 || paired ? median(all, n_all) : hits / all_ns * 1e9;
@@ -252,6 +282,15 @@ int main(int argc, char** argv) {
       snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%.3f", k ? "," : "",
                scaling[k]);
     printf(" pairs_scaling=%s", pairs);
+  }
+  if (ref) {
+    printf(" ref_hits=%ld ref_scaling=%.4f vs_ref=%.4f", ref_hits, median(ref_scaling, n_ref),
+           median(vs_ref, n_all));
+    char pairs[MAX_REPS * 8] = "";
+    for (int k = 0; k < n_all; k++)
+      snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%.3f", k ? "," : "",
+               vs_ref[k]);
+    printf(" cycles_vs_ref=%s", pairs);
   }
   printf("\n");
   fflush(stdout);
