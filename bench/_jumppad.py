@@ -30,7 +30,7 @@ apart and its throughput is the median part's (bench_threads' REPS, as bench/thr
 whole runs of under a millisecond were decided by whether a stall of the host fell in them (2-thread
 scaling 0.735x the untraced program's in the median round of one run, 0.113x in its worst), which a
 median of parts at different moments is not. The record-writes rows are the untraced program writing
-what the pad writes per hit (168 bytes into 256-byte slots of a 64 MB ring per thread, bench_threads'
+what the pad writes per hit (168 bytes into 192-byte slots of a 64 MB ring per thread, bench_threads'
 RING_MB) with no pad: the machine's ceiling for a collector writing a record per hit, shown beside
 the judged rows (on the 2-vCPU VM it scaled 1.5x where the untraced program scaled 1.9x). Every thread run is pinned
 (bench_threads' PIN: thread k on the k-th CPU, traced and untraced alike). Unpinned, a run of a few
@@ -60,7 +60,7 @@ def thread_hits(threads):
     absorbing a burst: a drain during the run (the stub's cost per frame, ~10x the pad's, at
     real-time priority on a CPU the threads need) would be what they time instead."""
     cpus = len(os.sched_getaffinity(0))
-    want = 200_000_000 // cpus // 256
+    want = 200_000_000 // cpus // 192  # jumppad_layout.h kSlotSize
     slots = 16384
     while slots < 262144 and slots * 2 <= want:
         slots *= 2
@@ -75,7 +75,7 @@ def n_thread(threads):
 N_SYSCALL = B.n(200000, 20000)
 UNTRACED_SECONDS = B.n(0.02, 0.005)  # per thread and part, for the untraced program's scaling
 PARTS = str(_threads.PARTS)  # bench_threads' REPS: the median of parts 20 ms apart
-RECORD_RING_MB = 64  # a pad ring of the script's 200 MB buffer on two CPUs (262 144 slots of 256 B)
+RECORD_RING_MB = 64  # about a pad ring of the script's 200 MB buffer on two CPUs (262 144 slots of 192 B)
 PIN = "1"  # bench_threads: thread k on the k-th CPU
 THREADS = (1, 2, 4)
 IPA = ("--wrapper", "env", f"LD_PRELOAD={B.IPA}", "--")

@@ -134,6 +134,19 @@ class BenchReport(GdbTestCase):
         rc, got = self.report(ebpf_rows() + thread_rows("1.90,NA,1.90", "1.90,1.90,1.90", failed=1))
         self.assertEqual(rc, 3, got)
 
+    def test_thread_rows_with_the_floor_in_their_runs_are_judged_on_it(self):
+        # Across rounds the floor's own runs scaled 1.90 and 1.50 against the collector's 1.50 and
+        # 1.90 (a 0.79 round); in the collector's runs, t_ref's floor scaled alike: judged on those.
+        rows = thread_rows("1.90,1.50,1.90", "1.50,1.90,1.90")
+        rows[1][1].update(runs_vs_ref="0.99,1.01,0.98", ref_scaling=1.92, paired_scaling=1.90)
+        rc, got = self.report(ebpf_rows() + rows)
+        self.assertEqual(rc, 0, got)
+        self.assertTrue(any("worst 0.98 over 3 rounds, the floor in the same runs" in t for t in got["PASS"]), got)
+        rows[1][1]["runs_vs_ref"] = "0.99,0.85,0.98"  # one round 0.85x its own floor
+        rc, got = self.report(ebpf_rows() + rows)
+        self.assertEqual(rc, 3, got)
+        self.assertIn("worst 0.85", got["MISS"][0])
+
     def test_draining_thread_rows_are_judged_and_drops_miss(self):
         rows = thread_rows("1.90,1.90,1.90", "1.90,1.90,1.90")
         for _, r in rows:

@@ -42,6 +42,19 @@ class JumpPadMemory(GdbTestCase):
                                  r"jp_guarded.value = 21", r"exited normally"])
         self.assertIn(f"jp_memory calls={n} sum={site_sum(n)}", run.server_log)
 
+    def test_ranges_longer_than_one_ring_slot(self):
+        # 112 bytes of memory ranges: the pad writes two-slot records (jumppad_layout.h).
+        n = 20
+        run = run_gdb(["break mem_done", "ftrace *jp_mem_site", "actions",
+                       "collect jp_guarded.value, jp_wide", "end", "tstart", "continue",
+                       "monitor gdbtrace status", "tstop", "tfind 7", "print jp_guarded.value",
+                       "print jp_wide[12]", "tfind 19", "print jp_wide[12]",
+                       "tfind none", "continue"],
+                      program=PROG, args=(n,))
+        self.assertEqual(backends(run), ["jumppad"], run.transcript())
+        self.assertOutput(run, rf"backend jumppad, hits {n}, frames {n}, drops 0,")
+        self.assertOrdered(run, [r"\$1 = 21", r"\$2 = 7", r"\$3 = 19", r"exited normally"])
+
     def test_global_unreadable_mid_run(self):
         # Calls 10..14 run with the page PROT_NONE: each hit's read faults in the pad, the stub
         # fixes the fault up (no signal reaches the program), the frame is kept without the range.

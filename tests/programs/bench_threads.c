@@ -4,34 +4,35 @@
  * consistent only if rdi = tid, rsi = i, rdx = p and all 8 words of *p = tid << 32 | i: a torn
  * frame (data from two hits, or a blob read while being rewritten) breaks that. t_site starts with
  * `nop` (emulated at a uprobe) then a 7-byte rip-relative mov (fast tracepoints go at +1). Usage:
- * bench_threads <threads> <n per thread> [seconds] [pin] [reps] [ring_mb]; prints wall time, hits
- * and hits per second. With SECONDS (0: none), each thread stops after that long (or n calls,
- * whichever comes first; the clock is read every 4096 calls; with REPS, each part lasts that long),
- * so a run lasts as long however fast the machine is that minute. With PIN = 1, thread k runs on
- * the k-th CPU the process may use (round robin): a run of a few ms is over before the kernel's
- * load balancing moves a thread, so two threads woken on one CPU stayed there and ran one after the
- * other (sched_getcpu said so), which read as no scaling. The threads start together from a spin
- * (each waits, pinned and running, for the others): woken from a barrier, a thread on an idle CPU
- * of a VM started up to ~100 us after the first, a few percent of a 2 ms run. With REPS, each
- * thread's n calls are made in REPS timed parts 20 ms apart (n / REPS calls each),
- * every thread finishing one before any starts the next (they block between parts, so a thread done
- * early takes no CPU from one still calling): wall_ns adds the parts up, hits_per_s is the median
- * part's, and reps_hits_per_s lists them all. On a shared VM a stall of a few to tens of ms moved a
- * whole 70 ms run's throughput by 20-40 %; it moves a few parts of nine, and the median little. The
+ * bench_threads <threads> <n per thread> [seconds] [pin] [reps] [ring_mb] [paired] [ref]; prints
+ * wall time, hits and hits per second. With SECONDS (0: none), each thread stops after that long
+ * (or n calls, whichever comes first; the clock is read every 4096 calls; with REPS, each part
+ * lasts that long), so a run lasts as long however fast the machine is that minute. With PIN = 1,
+ * thread k runs on the k-th CPU the process may use (round robin): a run of a few ms is over before
+ * the kernel's load balancing moves a thread, so two threads woken on one CPU stayed there and ran
+ * one after the other (sched_getcpu said so), which read as no scaling. The threads start together
+ * from a spin (each waits, pinned and running, for the others): woken from a barrier, a thread on
+ * an idle CPU of a VM started up to ~100 us after the first, a few percent of a 2 ms run. With
+ * REPS, each thread's n calls are made in REPS timed parts 20 ms apart (n / REPS calls each), every
+ * thread finishing one before any starts the next (they block between parts, so a thread done early
+ * takes no CPU from one still calling): wall_ns adds the parts up, hits_per_s is the median part's,
+ * and reps_hits_per_s lists them all. On a shared VM a stall of a few to tens of ms moved a whole
+ * 70 ms run's throughput by 20-40 %; it moves a few parts of nine, and the median little. The
  * calls' arguments (tid, i) are the same as in one part. RING_MB: see write_record. PAIRED = 1
  * (threads > 1): REPS cycles of parts, each thread alone (pinned, thread 1 first) then every thread
- * together; each thread makes 2n calls (i from 0 to 2n - 1), n alone and n together. hits_per_s
- * is the median together part's, one_hits_per_s the median of thread 1's alone parts, and
- * paired_scaling the median over cycles of T x the together rate / the sum of the T alone rates:
- * each CPU's own rate a few tens of ms before. On this shared VM one vCPU's speed moves for seconds
- * at a time (a floor's 2-thread runs back to back scaled 1.60-1.99x over thread 1 alone, its 1-thread
- * rate steady within 7 %): the scaling of two separate runs judged the vCPUs' speed of the moment.
- * REF = 1 (paired): each cycle first runs the same parts on t_ref, a twin of t_site at another
- * address (the bench puts the raw floor's uprobe there), then on t_site; each thread makes 4n calls,
- * 2n at each site. hits, wall_ns and hits_per_s are t_site's; ref_scaling is t_ref's paired scaling,
- * and vs_ref the median over cycles of t_site's scaling over t_ref's in the same cycle: the paired
- * runs still scaled 1.69x in one round and 1.96x in the next, both threads slowed together for
- * seconds when they ran at once; a cycle's two sites are ~100 ms apart. */
+ * together; each thread makes 2n calls (i from 0 to 2n - 1), n alone and n together. wall_ns adds
+ * up the together parts, hits_per_s is the median together part's, one_hits_per_s the median of
+ * thread 1's alone parts, and paired_scaling the median over cycles of T x the together rate / the
+ * sum of the T alone rates: each CPU's own rate a few tens of ms before. On this shared VM one
+ * vCPU's speed moves for seconds at a time (a floor's 2-thread runs back to back scaled 1.60-1.99x
+ * over thread 1 alone, its 1-thread rate steady within 7 %): the scaling of two separate runs
+ * judged the vCPUs' speed of the moment. REF = 1 (paired): each cycle first runs the same parts on
+ * t_ref, a twin of t_site at another address (the bench puts the raw floor's uprobe there), then on
+ * t_site; each thread makes 4n calls (i up to 4n - 1), 2n at each site. hits, wall_ns and
+ * hits_per_s are t_site's; ref_scaling is t_ref's paired scaling, and vs_ref the median over cycles
+ * of t_site's scaling over t_ref's in the same cycle: the paired runs still scaled 1.69x in one
+ * round and 1.96x in the next, both threads slowed together for seconds when they ran at once; a
+ * cycle's two sites are ~100 ms apart. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -56,7 +57,8 @@ static int reps = 1;
 static int paired; // 1: cycles of parts, each thread alone then all together
 static int ref;    // 1 (paired): each cycle on t_ref first, then on t_site
 static int parts = 1;
-static volatile int ready[MAX_PARTS]; // each worker counts itself ready for a part, then spins until all are
+static volatile int
+    ready[MAX_PARTS]; // each worker counts itself ready for a part, then spins until all are
 static pthread_barrier_t between_parts;
 static double started[MAX_PARTS][64],
     finished[MAX_PARTS][64];           // a part's wall: last finish - first start
@@ -92,22 +94,26 @@ static void pin_to(long k) {
 }
 
 // RING_MB > 0: besides the call, each iteration writes what a jump pad writes for a `collect $regs`
-// hit: a 168-byte record (seq, stamp, slot, 18 registers) into the next 256-byte slot of the
+// hit: a 168-byte record (seq, stamp, slot, 18 registers) into the next 192-byte slot of the
 // thread's own ring of RING_MB (pre-touched), with a prefetchw 16 slots ahead, as jumppad_site.cc's
 // emit_record does. No pad, no tracing: the memory traffic alone, whose scaling over threads is the
 // machine's ceiling for any collector that writes a record per hit (bench/jumppad.sh).
 static size_t ring_bytes;
+enum { kSlot = 192 };
 
 static void write_record(unsigned char* ring, long i, long tid) {
-  const size_t at = ((size_t)i * 256) & (ring_bytes - 1);
+  static __thread size_t next; // the thread's next slot
+  const size_t at = next;
+  next = at + 2 * kSlot > ring_bytes ? 0 : at + kSlot;
   long* r = (long*)(ring + at);
   r[1] = i;   // stamp
   r[2] = tid; // slot
   for (int k = 0; k < 18; k++)
     r[3 + k] = i + k;
   __atomic_store_n(&r[0], i + 1, __ATOMIC_RELEASE); // seq: committed
+  const size_t ahead = at + 16 * kSlot + 3 * 64 > ring_bytes ? 0 : at + 16 * kSlot;
   for (int line = 0; line < 3; line++)
-    __builtin_prefetch(ring + ((at + 16 * 256 + 64 * line) & (ring_bytes - 1)), 1);
+    __builtin_prefetch(ring + ahead + 64 * line, 1);
 }
 
 static int threads_total;
@@ -119,7 +125,9 @@ static int alone_in(int part) {
 }
 
 // REF: whether PART calls t_ref (the first half of each cycle).
-static int on_ref(int part) { return ref && part % (2 * (threads_total + 1)) < threads_total + 1; }
+static int on_ref(int part) {
+  return ref && part % (2 * (threads_total + 1)) < threads_total + 1;
+}
 
 static void* worker(void* arg) {
   long tid = (long)arg;
@@ -153,7 +161,8 @@ static void* worker(void* arg) {
       __builtin_ia32_pause();
     started[part][tid - 1] = now_ns();
     const double end = seconds > 0 ? started[part][tid - 1] + seconds * 1e9 : 0;
-    const long last = my_calls / my_parts * (mine + 1) + (mine == my_parts - 1 ? my_calls % my_parts : 0);
+    const long last =
+        my_calls / my_parts * (mine + 1) + (mine == my_parts - 1 ? my_calls % my_parts : 0);
     const long first = i;
     for (; i < last; i++) {
       if (end && ((i - first) & 4095) == 0 && now_ns() >= end)
@@ -258,8 +267,8 @@ int main(int argc, char** argv) {
       if (ref)
         vs_ref[n_all] = scaling[n_all] / ref_scaling[n_ref - 1];
       alone_sum = 0;
-      snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s%.0f",
-               n_all ? "," : "", rate);
+      snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s%.0f", n_all ? "," : "",
+               rate);
       all[n_all++] = rate;
     }
     if (on_ref(part)) {

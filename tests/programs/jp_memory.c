@@ -1,7 +1,7 @@
 /* A global a fast tracepoint collects while it becomes unreadable: jp_mem_site(i) is called N times
- * (argument 1, default 20), each time after jp_guarded.value = 3 * i. In mode "protect" (argument 2)
- * the page holding jp_guarded is PROT_NONE for the calls from N/2 to 3N/4, then readable again: the
- * program never touches it meanwhile, so only a tracer reading it could fault. In mode "late"
+ * (argument 1, default 20), each time after jp_guarded.value = 3 * i. In mode "protect" (argument
+ * 2) the page holding jp_guarded is PROT_NONE for the calls from N/2 to 3N/4, then readable again:
+ * the program never touches it meanwhile, so only a tracer reading it could fault. In mode "late"
  * (argument 3: milliseconds) the calls are spread over that time at 1 ms each, then the page goes
  * PROT_NONE and 1 000 more calls follow (for a tracer killed while the program runs). The site's
  * first instruction is a 7-byte rip-relative load, one the jump pad can take. Prints the calls and
@@ -18,6 +18,7 @@ struct guarded {
   char rest[4096 - sizeof(long)];
 };
 struct guarded jp_guarded __attribute__((aligned(4096)));
+long jp_wide[13]; // 104 bytes: a collection longer than a one-slot pad record
 
 __attribute__((noinline, optimize("O2"))) long jp_mem_site(long i) {
   __asm__ volatile("mov jp_zero(%%rip), %%rax" ::: "rax"); // a 7-byte first instruction
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
       protect(PROT_READ | PROT_WRITE);
     if (strcmp(mode, "protect") || i < n / 2 || i >= 3 * n / 4)
       jp_guarded.value = 3 * i;
+    jp_wide[12] = i;
     sum += jp_mem_site(i);
     calls++;
     if (late_ms)

@@ -19,8 +19,8 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kReach = (1ull << 31) - (16ull << 20); // rel32, with a margin
 constexpr uint64_t kLowest = 0x10000;                     // vm.mmap_min_addr's default
 constexpr uint64_t kHighest = 0x7ffffffff000;             // end of user space (4-level)
-constexpr uint32_t kMinSlotsPerRing = 16384;              // 4 MB rings (gdb's default 5 MB buffer)
-constexpr uint32_t kMaxSlotsPerRing = 262144;             // 64 MB rings
+constexpr uint32_t kMinSlotsPerRing = 16384;              // 3 MB rings (gdb's default 5 MB buffer)
+constexpr uint32_t kMaxSlotsPerRing = 262144;             // 48 MB rings
 
 uint32_t ring_count() {
   long cpus = sysconf(_SC_NPROCESSORS_CONF);
@@ -95,7 +95,7 @@ Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint
 }
 
 // Slots per ring for a run staging STAGING bytes over RINGS rings: a power of
-// two between 4 MB and 64 MB of ring per CPU, as the eBPF collector sizes its
+// two between 3 MB and 48 MB of ring per CPU, as the eBPF collector sizes its
 // rings from the buffer. A loop that only hits the pad (~20 ns a hit) fills any
 // ring between two polls; larger buffers ask for longer bursts.
 uint32_t slots_per_ring(size_t staging, uint32_t rings) {
@@ -111,8 +111,8 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
   std::unique_ptr<Area> a(new Area);
   a->rings_ = ring_count();
   a->slots_ = slots_per_ring(staging, a->rings_);
-  a->ring_shift_ = kSlotShift + uint32_t(__builtin_ctz(a->slots_));
-  a->size_ = kRingOffset + (uint64_t(a->rings_) << a->ring_shift_);
+  a->ring_stride_ = jumppad::ring_stride(a->slots_);
+  a->size_ = (kRingOffset + a->rings_ * a->ring_stride_ + kPage - 1) & ~(kPage - 1);
 
   // The memfd's name goes on the stack of a stopped thread, well below its
   // red zone (the stack there is the thread's to lose, as for a signal frame).
@@ -156,7 +156,7 @@ Result<std::unique_ptr<Area>> Area::create(NativeTarget& t, Pid pid, uint64_t si
   a->below_ = Mapping(below, kPage);
   a->map_ = Mapping(p, a->size_);
   static_assert(kGuardOffset < guard::kEntryToWord && guard::kEntryToWord - kGuardOffset <= kPage);
-  init_rings(a->local() + kRingOffset, a->rings_, a->slots_, a->ring_shift_);
+  init_rings(a->local() + kRingOffset, a->rings_, a->slots_);
   a->tails_.assign(a->rings_, 0);
 
   auto maps = procfs::read_maps(pid);
@@ -270,42 +270,59 @@ Result<uint64_t> Area::place_code(const std::vector<uint8_t>& code, uint64_t vie
   return at;
 }
 
-void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots, uint32_t ring_shift) {
+void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots) {
   // Slot i is free for position i.
   for (uint32_t r = 0; r < rings; ++r)
     for (uint32_t s = 0; s < slots; ++s)
-      reinterpret_cast<Record*>(ring_base + (uint64_t(r) << ring_shift) +
-                                (uint64_t(s) << kSlotShift))
-          ->seq = s;
+      reinterpret_cast<Record*>(ring_base + r * ring_stride(slots) + uint64_t(s) * kSlotSize)->seq =
+          s;
 }
 
-std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
-                                 std::vector<uint64_t>& tails) {
+std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, std::vector<uint64_t>& tails) {
   std::vector<Record> out;
-  take_batch(ring_base, slots, ring_shift, tails, slots, out);
+  take_batch(ring_base, slots, tails, slots, out);
   return out;
 }
 
-uint64_t take_batch(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
-                    std::vector<uint64_t>& tails, uint32_t max, std::vector<Record>& out) {
+uint64_t take_batch(uint8_t* ring_base, uint32_t slots, std::vector<uint64_t>& tails, uint32_t max,
+                    std::vector<Record>& out) {
+  auto seq_at = [&](uint8_t* ring, uint64_t pos) {
+    return std::atomic_ref<uint64_t>(
+        reinterpret_cast<Record*>(ring + (pos & (slots - 1)) * kSlotSize)->seq);
+  };
   uint64_t cutoff = UINT64_MAX;
   for (uint32_t r = 0; r < tails.size(); ++r) {
-    uint8_t* ring = ring_base + (uint64_t(r) << ring_shift);
+    uint8_t* ring = ring_base + r * ring_stride(slots);
     uint64_t last_stamp = 0;
-    uint32_t n = 0;
-    for (; n < std::min(max, slots); ++n) {
-      uint64_t t = tails[r];
-      auto* slot = reinterpret_cast<Record*>(ring + ((t & (slots - 1)) << kSlotShift));
-      std::atomic_ref<uint64_t> seq(slot->seq);
+    uint32_t taken = 0; // positions
+    while (taken < std::min(max, slots)) {
+      const uint64_t t = tails[r];
+      auto seq = seq_at(ring, t);
       if (seq.load(std::memory_order_acquire) != t + 1)
         break;
+      const uint8_t* slot = ring + (t & (slots - 1)) * kSlotSize;
       Record& copy = out.emplace_back();
-      std::memcpy(&copy, slot, sizeof copy);
-      seq.store(t + slots, std::memory_order_release);
-      tails[r] = t + 1;
+      std::memcpy(&copy, slot, kSlotSize);
+      // A second slot only where the record says so and that position is
+      // committed with it (pad: seq = pos + 2 before the first's commit); its
+      // bytes follow the first slot's (the overhang past the last). Anything
+      // else takes one position, and slots = 0 tells the collector the record
+      // is broken (the tracee writes these slots: untrusted).
+      uint32_t n = 1;
+      if (copy.slots == 2 && taken + 1 < slots &&
+          seq_at(ring, t + 1).load(std::memory_order_acquire) == t + 2) {
+        std::memcpy(reinterpret_cast<uint8_t*>(&copy) + kSlotSize, slot + kSlotSize, kSlotSize);
+        n = 2;
+      } else if (copy.slots != 1) {
+        copy.slots = 0;
+      }
+      for (uint32_t k = 0; k < n; ++k)
+        seq_at(ring, t + k).store(t + k + slots, std::memory_order_release);
+      tails[r] = t + n;
+      taken += n;
       last_stamp = std::max(last_stamp, copy.stamp);
     }
-    if (n == max)
+    if (taken >= max)
       cutoff = std::min(cutoff, last_stamp);
   }
   return cutoff;

@@ -34,19 +34,18 @@ namespace gdbtrace::jumppad {
 Result<uint64_t> choose_address(const std::vector<procfs::MapsEntry>& maps, uint64_t site,
                                 uint64_t size);
 
-// The rings at RING_BASE (TAILS.size() rings of SLOTS slots, 1 << RING_SHIFT
+// The rings at RING_BASE (TAILS.size() rings of SLOTS slots, ring_stride
 // bytes each): init_rings makes them empty; take_records copies out the
 // committed records (the tracee may rewrite a slot at any time: nothing is
 // read twice, at most one lap per ring per call) and frees their slots.
-void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots, uint32_t ring_shift);
-std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
-                                 std::vector<uint64_t>& tails);
-// At most MAX records of each ring, appended to OUT. Returns the largest stamp
-// a later record of a ring cut at MAX may come after (the smallest of those
-// rings' last stamps: records stamped later may be preceded by ones not yet
-// taken), UINT64_MAX when no ring was cut.
-uint64_t take_batch(uint8_t* ring_base, uint32_t slots, uint32_t ring_shift,
-                    std::vector<uint64_t>& tails, uint32_t max, std::vector<Record>& out);
+void init_rings(uint8_t* ring_base, uint32_t rings, uint32_t slots);
+std::vector<Record> take_records(uint8_t* ring_base, uint32_t slots, std::vector<uint64_t>& tails);
+// At most MAX positions of each ring, their records appended to OUT. Returns
+// the largest stamp a later record of a ring cut at MAX may come after (the
+// smallest of those rings' last stamps: records stamped later may be preceded
+// by ones not yet taken), UINT64_MAX when no ring was cut.
+uint64_t take_batch(uint8_t* ring_base, uint32_t slots, std::vector<uint64_t>& tails, uint32_t max,
+                    std::vector<Record>& out);
 // The most records any ring holds past the stub's position (TAILS), read from
 // the ring heads at HEADS (kRingHeadsOffset) without touching a slot. The heads
 // are the tracee's to write: garbage only makes this large (a drain, harmless).
@@ -75,7 +74,7 @@ public:
   uint8_t* local() const { return static_cast<uint8_t*>(map_.get()); }
   uint32_t rings() const { return rings_; }
   uint32_t slots() const { return slots_; }
-  uint32_t ring_shift() const { return ring_shift_; }
+  uint32_t ring_stride() const { return uint32_t(jumppad::ring_stride(slots_)); }
 
   TpSlot& tp_slot(uint32_t i) const {
     return reinterpret_cast<TpSlot*>(local() + kTpSlotsOffset)[i];
@@ -96,10 +95,10 @@ public:
   uint64_t next_code(uint64_t view) const { return view + kCodeOffset + code_used_; }
 
   std::vector<Record> take_records() {
-    return jumppad::take_records(local() + kRingOffset, slots_, ring_shift_, tails_);
+    return jumppad::take_records(local() + kRingOffset, slots_, tails_);
   }
   uint64_t take_batch(uint32_t max, std::vector<Record>& out) {
-    return jumppad::take_batch(local() + kRingOffset, slots_, ring_shift_, tails_, max, out);
+    return jumppad::take_batch(local() + kRingOffset, slots_, tails_, max, out);
   }
   uint64_t ring_backlog() const {
     return jumppad::ring_backlog(local() + kRingHeadsOffset, tails_);
@@ -118,7 +117,8 @@ private:
   bool reaches(uint64_t view, uint64_t site) const;
   uint64_t remote_ = 0, size_ = 0;
   std::vector<uint64_t> views_; // views_[0] == remote_, the mapping made at create
-  uint32_t rings_ = 0, slots_ = 0, ring_shift_ = 0;
+  uint32_t rings_ = 0, slots_ = 0;
+  uint64_t ring_stride_ = 0;
   uint64_t code_used_ = 0;
   uint32_t tp_slots_used_ = 0;
   std::map<uint32_t, uint32_t> tsv_index_;

@@ -360,7 +360,7 @@ Result<void> JumppadCollector::install(Pid pid, const Tracepoint& tp, TraceConte
                Area::armed(*view),
                a.rings() - 1,
                a.slots() - 1,
-               a.ring_shift(),
+               a.ring_stride(),
                cpu_has_rdpid(),
                cpu_has_sahf(),
                site.plan,
@@ -519,9 +519,9 @@ void JumppadCollector::add_memory_blocks(FrameBuilder& frame, const Record& r,
         for (unsigned k = 0; k < 18; ++k)
           if (kRecordRegs[k] == unsigned(m.basereg))
             address += r.regs[k];
-      frame.add_memory(address, {r.mem + at, m.length});
+      frame.add_memory(address, {record_mem(r) + at, m.length});
     }
-    at += m.length; // plan_actions kept the sum within Record::mem
+    at += m.length; // plan_actions kept the sum within kRecordMemBytes
   }
 }
 
@@ -585,6 +585,8 @@ void JumppadCollector::handle_record(Pid pid, const Record& r) {
   if (!in_run(r.tp_slot) || locations_[size_t(by_slot_[r.tp_slot])].pid != pid)
     return; // an earlier run's, or garbage
   Location* loc = &locations_[size_t(by_slot_[r.tp_slot])];
+  if (r.slots != record_slots(memory_bytes(loc->memory)))
+    return; // broken (take_batch: slots = 0), or not what this location's pad writes
   loc->records++;
   if (!ctx_->collecting()) {
     stats_[{loc->number, loc->address}].after_stop++;

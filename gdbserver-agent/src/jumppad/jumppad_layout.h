@@ -23,8 +23,14 @@ inline constexpr uint32_t kMaxRings = 128;
 inline constexpr uint64_t kCodeOffset = 0x40000;
 inline constexpr uint64_t kCodeSize = 0x40000;
 inline constexpr uint64_t kRingOffset = kCodeOffset + kCodeSize;
-inline constexpr uint32_t kSlotShift = 8; // 256-byte ring slots
-inline constexpr uint32_t kSlotSize = 1u << kSlotShift;
+// Ring slots of three cache lines. A record takes one slot, or two when its
+// memory ranges need more than the first slot's tail (Record). 256-byte slots
+// with a 168-byte record left each slot's fourth line unwritten, but the
+// hardware's adjacent-line prefetch fetched it anyway: two threads writing
+// records made 1.63-1.72x one thread's records/s with 256-byte slots, 1.83-1.91x
+// with 192 (bench_threads' RING_MB, paired runs, 2-vCPU AMD EPYC VM).
+inline constexpr uint32_t kSlotSize = 192;
+inline constexpr uint32_t kMaxRecordSlots = 2;
 
 static_assert(kRingHeadsOffset + 64 * kMaxRings <= kCodeOffset);
 
@@ -54,27 +60,58 @@ static_assert(sizeof(RingHead) == 64);
 // moving the head on with cmpxchg, writes the record, then stores seq = pos + 1
 // (committed). The stub consumes position t when seq == t + 1 and frees it with
 // seq = t + nslots. A producer that finds seq < pos (the ring is full) drops.
+// A two-slot record takes positions pos and pos + 1 in one cmpxchg (both
+// free), stores seq = pos + 2 in the second slot at once and commits the first
+// last; its bytes run on from the first slot's, into one overhang slot past
+// the ring's last (a ring is slots + 1 slots long), while the second
+// position's seq stays in its own slot, which the record's layout leaves alone
+// (Record::seq2 when the slots are neighbours).
 // Rings are chosen by the CPU number rdtscp reports (TSC_AUX), so threads on
 // different CPUs share no cache line; the cmpxchg keeps a thread preempted or
 // migrated mid-hit correct.
 struct Record {
   uint64_t seq;
   uint64_t stamp;   // rdtscp's TSC: orders records of different rings
-  uint32_t tp_slot; // index into the TpSlot table
+  uint16_t tp_slot; // index into the TpSlot table
+  uint16_t slots;   // slots the record takes: 1 or 2 (untrusted: checked)
   // Bit i set: the tracepoint's i-th memory range could not be read (the read
   // faulted and the stub's fault fixup sent the pad to its recovery code).
   uint32_t mem_unreadable;
   // The registers at the site, in push order: r15 r14 r13 r12 r11 r10 r9 r8
   // rbp rdi rsi rdx rcx rbx rax rflags, then rsp and rip.
   uint64_t regs[18];
-  // The tracepoint's memory ranges, packed in action order (emit_memory_block).
-  uint8_t mem[kSlotSize - 24 - 8 * 18];
+  // The tracepoint's memory ranges, packed in action order (emit_memory_block):
+  // in a one-slot record the first slot's last 24 bytes; in a two-slot record
+  // from record_mem_offset(2), after the second slot's seq word.
+  uint8_t one_slot_mem[kSlotSize - 24 - 8 * 18];
+  uint64_t seq2;
+  uint8_t two_slot_mem[kSlotSize - 8];
 };
-static_assert(sizeof(Record) == kSlotSize);
+static_assert(sizeof(Record) == kMaxRecordSlots * kSlotSize);
+static_assert(offsetof(Record, seq2) == kSlotSize);
 inline constexpr size_t kRecordRegsOffset = offsetof(Record, regs);
-inline constexpr size_t kRecordMemOffset = offsetof(Record, mem);
-inline constexpr size_t kRecordMemBytes = sizeof(Record::mem);
+// The most memory a record holds (plan_actions): the pad's copies address it
+// with 8-bit displacements from the range's start.
+inline constexpr size_t kRecordMemBytes = 128;
+static_assert(kRecordMemBytes <= sizeof(Record::two_slot_mem));
 inline constexpr uint32_t kMaxMemRanges = 32; // bits of mem_unreadable
+
+// Slots of a record holding MEM_BYTES of memory ranges.
+constexpr uint32_t record_slots(size_t mem_bytes) {
+  return mem_bytes <= sizeof(Record::one_slot_mem) ? 1 : 2;
+}
+// Where the memory ranges start in a record of SLOTS slots.
+constexpr size_t record_mem_offset(uint32_t slots) {
+  return slots == 1 ? offsetof(Record, one_slot_mem) : offsetof(Record, two_slot_mem);
+}
+// A record's memory ranges (its slots as the stub checked them).
+inline const uint8_t* record_mem(const Record& r) {
+  return reinterpret_cast<const uint8_t*>(&r) + record_mem_offset(r.slots);
+}
+// One ring's bytes: its slots and the overhang slot.
+constexpr uint64_t ring_stride(uint32_t slots) {
+  return (uint64_t(slots) + 1) * kSlotSize;
+}
 
 // The area's guard word (offset kGuardOffset): nonzero only while the stub,
 // the tracee's ptracer, lives to fix up a pad's faulting read. Memory-reading

@@ -138,27 +138,45 @@ bool emit_record(Code& c, const PadSpec& s, const PadTracepoint& tp) {
   c.bytes({0x48, 0xc1, 0xe1, 0x06});                          // shl $6,%rcx
   ok &= c.rip({0x4c, 0x8d, 0x0d}, s.area + kRingHeadsOffset); // lea heads(%rip),%r9
   c.bytes({0x49, 0x01, 0xc9});                                // add %rcx,%r9            &head
-  c.bytes({0x49, 0xc1, 0xe2, uint8_t(s.ring_shift)});         // shl $ring_shift,%r10
+  c.bytes({0x4d, 0x69, 0xd2}), c.u32(s.ring_stride);          // imul $stride,%r10,%r10
   ok &= c.rip({0x4c, 0x8d, 0x1d}, s.area + kRingOffset);      // lea rings(%rip),%r11
   c.bytes({0x4d, 0x01, 0xda});                                // add %r11,%r10           ring data
+  const uint32_t nslots = record_slots(memory_bytes(tp.memory));
   const size_t retry = c.size();
-  c.bytes({0x49, 0x8b, 0x01});                     // mov (%r9),%rax          pos
-  c.bytes({0x48, 0x89, 0xc2});                     // mov %rax,%rdx
-  c.bytes({0x48, 0x81, 0xe2}), c.u32(s.slot_mask); // and $slot_mask,%rdx
-  c.bytes({0x48, 0xc1, 0xe2, kSlotShift});         // shl $8,%rdx
-  c.bytes({0x4c, 0x01, 0xd2});                     // add %r10,%rdx           slot
-  c.bytes({0x48, 0x8b, 0x32});                     // mov (%rdx),%rsi         seq
-  c.bytes({0x48, 0x39, 0xc6});                     // cmp %rax,%rsi
-  size_t to_take = c.jump({0x0f, 0x84});           // je take
-  size_t to_full = c.jump({0x0f, 0x8c});           // jl full: seq < pos
-  c.jump_back({0xe9}, retry);                      // another thread took it: reload
+  c.bytes({0x49, 0x8b, 0x01});                       // mov (%r9),%rax          pos
+  c.bytes({0x48, 0x89, 0xc2});                       // mov %rax,%rdx
+  c.bytes({0x48, 0x81, 0xe2}), c.u32(s.slot_mask);   // and $slot_mask,%rdx
+  c.bytes({0x48, 0x8d, 0x14, 0x52});                 // lea (%rdx,%rdx,2),%rdx
+  c.bytes({0x48, 0xc1, 0xe2, 0x06});                 // shl $6,%rdx             x 192
+  c.bytes({0x4c, 0x01, 0xd2});                       // add %r10,%rdx           slot
+  c.bytes({0x48, 0x8b, 0x32});                       // mov (%rdx),%rsi         seq
+  c.bytes({0x48, 0x39, 0xc6});                       // cmp %rax,%rsi
+  size_t to_take = c.jump({0x0f, 0x84});             // je take
+  std::vector<size_t> to_full{c.jump({0x0f, 0x8c})}; // jl full: seq < pos
+  c.jump_back({0xe9}, retry);                        // another thread took it: reload
+  if (nslots == 2) { // the next position's slot must be free too: %rdi
+    c.land(to_take);
+    c.bytes({0x48, 0x8d, 0x48, 0x01});               // lea 1(%rax),%rcx
+    c.bytes({0x48, 0x89, 0xcf});                     // mov %rcx,%rdi
+    c.bytes({0x48, 0x81, 0xe7}), c.u32(s.slot_mask); // and $slot_mask,%rdi
+    c.bytes({0x48, 0x8d, 0x3c, 0x7f});               // lea (%rdi,%rdi,2),%rdi
+    c.bytes({0x48, 0xc1, 0xe7, 0x06});               // shl $6,%rdi
+    c.bytes({0x4c, 0x01, 0xd7});                     // add %r10,%rdi           next slot
+    c.bytes({0x48, 0x8b, 0x37});                     // mov (%rdi),%rsi         its seq
+    c.bytes({0x48, 0x39, 0xce});                     // cmp %rcx,%rsi
+    to_take = c.jump({0x0f, 0x84});                  // je take
+    to_full.push_back(c.jump({0x0f, 0x8c}));         // jl full
+    c.jump_back({0xe9}, retry);
+  }
   c.land(to_take);
-  c.bytes({0x48, 0x8d, 0x48, 0x01});              // lea 1(%rax),%rcx
-  c.bytes({0xf0, 0x49, 0x0f, 0xb1, 0x09});        // lock cmpxchg %rcx,(%r9)
-  c.jump_back({0x0f, 0x85}, retry);               // jne retry
-  c.bytes({0x4c, 0x89, 0x42, 0x08});              // mov %r8,8(%rdx)         stamp
-  c.bytes({0xc7, 0x42, 0x10}), c.u32(tp.tp_slot); // movl $slot,16(%rdx)
-  c.bytes({0x48, 0x89, 0xc8});                    // mov %rcx,%rax           (keep pos+1)
+  c.bytes({0x48, 0x8d, 0x48, uint8_t(nslots)}); // lea nslots(%rax),%rcx
+  c.bytes({0xf0, 0x49, 0x0f, 0xb1, 0x09});      // lock cmpxchg %rcx,(%r9)
+  c.jump_back({0x0f, 0x85}, retry);             // jne retry
+  if (nslots == 2)
+    c.bytes({0x48, 0x89, 0x0f});     // mov %rcx,(%rdi)   the second position: seq = pos + 2 now
+  c.bytes({0x4c, 0x89, 0x42, 0x08}); // mov %r8,8(%rdx)         stamp
+  c.bytes({0xc7, 0x42, 0x10}), c.u32(tp.tp_slot | nslots << 16); // movl $slot|n<<16,16(%rdx)
+  c.bytes({0x48, 0x8d, 0x41, uint8_t(1 - nslots)}); // lea 1-n(%rcx),%rax    (keep pos+1)
   // The 16 saved words one mov pair each: rep movsq costs ~10 ns to start on
   // the development VM's Xeon, these ~2.
   for (uint32_t i = 0; i < 16; ++i) {
@@ -172,15 +190,17 @@ bool emit_record(Code& c, const PadSpec& s, const PadTracepoint& tp) {
   if (!tp.memory.empty())
     emit_memory_block(c, s, tp); // keeps rax (pos + 1) and rdx (the slot)
   c.bytes({0x48, 0x89, 0x02});   // mov %rax,(%rdx)         commit: seq = pos + 1
-  // The lines of the slot 16 hits ahead (4 KB), so a ring larger than the
+  // The lines of the slot 16 positions ahead (3 KB), so a ring larger than the
   // caches is in them by the time a hit writes it: the stores of a slot that
   // missed to memory held up the next locked instruction. One slot ahead left
   // $rdi + a TSV at 46-49 ns a hit on the development VM, 16 ahead 33-38.
-  const size_t used = tp.memory.empty() ? kRecordMemOffset : sizeof(Record);
+  const size_t used = tp.memory.empty() ? offsetof(Record, one_slot_mem)
+                                        : record_mem_offset(nslots) + memory_bytes(tp.memory);
   for (uint32_t line = 0; line < used; line += 64)
-    c.bytes({0x0f, 0x0d, 0x8a}), c.u32(16 * kSlotSize + line); // prefetchw slot+4K+line(%rdx)
+    c.bytes({0x0f, 0x0d, 0x8a}), c.u32(16 * kSlotSize + line); // prefetchw slot+3K+line(%rdx)
   size_t to_done = c.jump({0xe9});
-  c.land(to_full);
+  for (size_t j : to_full)
+    c.land(j);
   ok &= c.rip({0xf0, 0x48, 0xff, 0x05}, slot_addr + offsetof(TpSlot, drops)); // lock incq drops
   c.land(to_done);
   return ok;
@@ -229,13 +249,14 @@ void emit_range_address(Code& c, const PadSpec& s, const MemRange& r) {
   c.bytes({0x48, 0x01, 0xce});             // add %rcx,%rsi
 }
 
-// Copies R (its length in bytes, at %rsi) to the record's mem + AT, in
+// Copies R (its length in bytes, at %rsi) to the record's BASE + AT, in
 // 8/4/2/1-byte loads through %rcx; LOADS gets each load's offset (a fault
 // site, listed by the caller with the range's recovery).
-void emit_range_copy(Code& c, const MemRange& r, uint32_t at, std::vector<size_t>& loads) {
+void emit_range_copy(Code& c, const MemRange& r, size_t base, uint32_t at,
+                     std::vector<size_t>& loads) {
   for (uint32_t k = 0; k < r.length;) {
     const uint32_t n = r.length - k >= 8 ? 8 : r.length - k >= 4 ? 4 : r.length - k >= 2 ? 2 : 1;
-    const uint32_t dst = uint32_t(kRecordMemOffset) + at + k;
+    const uint32_t dst = uint32_t(base) + at + k;
     loads.push_back(c.size());
     switch (n) { // mov k(%rsi),%rcx/%ecx/%cx/%cl; mov %rcx/..,dst(%rdx)
     case 8:
@@ -275,7 +296,7 @@ void emit_memory_block(Code& c, const PadSpec& s, const PadTracepoint& tp) {
     const MemRange& r = tp.memory[i];
     std::vector<size_t> loads;
     emit_range_address(c, s, r);
-    emit_range_copy(c, r, at, loads);
+    emit_range_copy(c, r, record_mem_offset(record_slots(memory_bytes(tp.memory))), at, loads);
     c.bytes({0xeb, 0x07}); // jmp over the recovery
     const size_t recovery = c.size();
     c.bytes({0x81, 0x4a, uint8_t(offsetof(Record, mem_unreadable))}), c.u32(1u << i); // orl $bit

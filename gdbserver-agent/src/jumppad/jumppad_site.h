@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -56,6 +57,15 @@ struct MemRange {
 // with the next one), as offsets from the pad's first byte. The stub, the
 // tracee's ptracer, keeps these per area and applies them at the SIGSEGV or
 // SIGBUS stop (docs/collectors.md "Jump pad": memory).
+// Bytes of RANGES packed in a record (their sum: record_slots says how many
+// slots that record takes).
+inline size_t memory_bytes(const std::vector<MemRange>& ranges) {
+  size_t n = 0;
+  for (const MemRange& r : ranges)
+    n += r.length;
+  return n;
+}
+
 struct FaultFixup {
   uint32_t fault = 0;
   uint32_t recovery = 0;
@@ -76,8 +86,8 @@ struct PadTracepoint {
   // The tracepoint's condition, compiled into the pad: false skips the rest of
   // this tracepoint (no count, no TSV update, no record, as gdbserver does).
   std::optional<AgentExpr> condition = std::nullopt;
-  // Copied into the record (Record::mem, packed in this order), each read
-  // checked: at most kMaxMemRanges, kRecordMemBytes in all.
+  // Copied into the record (record_mem_offset, packed in this order), each
+  // read checked: at most kMaxMemRanges, kRecordMemBytes in all.
   std::vector<MemRange> memory = {};
 };
 
@@ -89,11 +99,11 @@ struct PadSpec {
   // (MADV_WIPEONFORK), so a child's pads skip everything and only run the
   // instruction (the child shares the rings but is not the traced process).
   uint64_t armed = 0;
-  uint32_t ring_mask = 0;  // rings - 1 (a power of two)
-  uint32_t slot_mask = 0;  // slots per ring - 1 (a power of two)
-  uint32_t ring_shift = 0; // log2 of one ring's bytes
-  bool rdpid = false;      // the CPU has rdpid: rdtsc + rdpid is cheaper than rdtscp
-  bool sahf = false;       // the CPU has LAHF/SAHF in 64-bit mode: flags back without popfq
+  uint32_t ring_mask = 0;   // rings - 1 (a power of two)
+  uint32_t slot_mask = 0;   // slots per ring - 1 (a power of two)
+  uint32_t ring_stride = 0; // one ring's bytes (ring_stride(slots))
+  bool rdpid = false;       // the CPU has rdpid: rdtsc + rdpid is cheaper than rdtscp
+  bool sahf = false;        // the CPU has LAHF/SAHF in 64-bit mode: flags back without popfq
   SitePlan plan;
   std::vector<PadTracepoint> tps; // in definition order
 };

@@ -113,7 +113,7 @@ TEST(JumppadActions, MemoryRangesRefusedWithTheReason) {
   // What does not fit beside the registers (`collect arr` of a large array) falls back.
   EXPECT_NE(reason({{-1, 0x1000, uint32_t(kRecordMemBytes) + 1}}).find("record holds"),
             std::string::npos);
-  EXPECT_NE(reason({{-1, 0x1000, 64}, {-1, 0x2000, 64}}).find("record holds"), std::string::npos);
+  EXPECT_NE(reason({{-1, 0x1000, 64}, {-1, 0x2000, 65}}).find("record holds"), std::string::npos);
   EXPECT_EQ(reason({{-1, 0x1000, uint32_t(kRecordMemBytes)}}), "served");
   EXPECT_NE(reason({{40, 0, 8}}).find("register 40"), std::string::npos);
   CollectMemory stack{7, 0, 64};

@@ -35,7 +35,7 @@ protected:
   bool cleared_ = false;
   // Every record's rip is AT; returns how many there were.
   size_t records_at(const uint8_t* at) {
-    auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+    auto records = take_records(base_ + kRingOffset, slots_, tails_);
     for (const Record& r : records)
       EXPECT_EQ(r.regs[17], uint64_t(at));
     return records.size();
@@ -53,7 +53,7 @@ TEST_F(PadExec, HitsRecordRegistersAndRunTheRelocatedInstruction) {
   EXPECT_EQ(slot(1).hits, 0u);
   EXPECT_EQ(tsv(0), 0); // and so are its TSV adds: k per record or drop
   EXPECT_EQ(tsv(1), 0);
-  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  auto records = take_records(base_ + kRingOffset, slots_, tails_);
   ASSERT_EQ(records.size(), 10u);
   std::stable_sort(records.begin(), records.end(),
                    [](const Record& a, const Record& b) { return a.stamp < b.stamp; });
@@ -68,7 +68,7 @@ TEST_F(PadExec, HitsRecordRegistersAndRunTheRelocatedInstruction) {
     EXPECT_GT(rsp, uint64_t(&local) - 65536);
     EXPECT_EQ(rsp % 16, 8u); // at a function's first instruction: after the call's push
   }
-  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).empty());
+  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, tails_).empty());
 }
 
 // The same with rdtsc + rdpid choosing the ring, where the CPU has rdpid.
@@ -81,7 +81,7 @@ TEST_F(PadExec, RdpidFormRecordsToo) {
   patch({PadTracepoint{0, {{0, 2}}, true}});
   for (long i = 0; i < 20; ++i)
     ASSERT_EQ(call(i), i + 100);
-  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  auto records = take_records(base_ + kRingOffset, slots_, tails_);
   EXPECT_EQ(records.size() + slot(0).drops, 20u);
   EXPECT_GE(records.size(), 16u);
   EXPECT_EQ(tsv(0), 0); // the stub adds them
@@ -96,7 +96,7 @@ TEST_F(PadExec, APadWritingNoRecordsCountsItsHits) {
     ASSERT_EQ(call(i), i + 100);
   EXPECT_EQ(slot(0).hits, 10u);
   EXPECT_EQ(tsv(0), 50);
-  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).empty());
+  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, tails_).empty());
 }
 
 TEST_F(PadExec, UnarmedPadOnlyRunsTheInstruction) {
@@ -108,7 +108,7 @@ TEST_F(PadExec, UnarmedPadOnlyRunsTheInstruction) {
     ASSERT_EQ(call(i), i + 100);
   EXPECT_EQ(slot(0).hits, 0u);
   EXPECT_EQ(tsv(0), 0);
-  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).empty());
+  EXPECT_TRUE(take_records(base_ + kRingOffset, slots_, tails_).empty());
 }
 
 TEST_F(PadExec, AFullRingDropsAndCounts) {
@@ -116,12 +116,12 @@ TEST_F(PadExec, AFullRingDropsAndCounts) {
   patch({PadTracepoint{0, {}, true}});
   for (long i = 0; i < 100; ++i)
     ASSERT_EQ(call(i), i + 100);
-  auto records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
+  auto records = take_records(base_ + kRingOffset, slots_, tails_);
   EXPECT_GT(slot(0).drops, 0u);
   EXPECT_EQ(records.size() + slot(0).drops, 100u);
   // Freed slots take records again.
   call(1);
-  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size(), 1u);
+  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, tails_).size(), 1u);
 }
 
 // Branches at the site, run from the pad: each function's result says the
@@ -220,7 +220,7 @@ TEST_F(PadExec, RingBacklogCountsWhatTheStubHasNotTaken) {
     call(i);
   sched_setaffinity(0, sizeof was, &was);
   EXPECT_EQ(ring_backlog(heads, tails_), 5u);
-  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size(), 5u);
+  EXPECT_EQ(take_records(base_ + kRingOffset, slots_, tails_).size(), 5u);
   EXPECT_EQ(ring_backlog(heads, tails_), 0u);
   // A head the tracee scribbled on reads as a large backlog (a drain, which checks every slot).
   reinterpret_cast<RingHead*>(base_ + kRingHeadsOffset)[1].head = tails_[1] - 1;
@@ -246,13 +246,13 @@ TEST_F(PadExec, ThreadsShareRingsWithoutLosingRecords) {
   size_t taken = 0;
   std::thread drainer([&] {
     while (!done)
-      taken += take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size();
+      taken += take_records(base_ + kRingOffset, slots_, tails_).size();
   });
   for (auto& th : threads)
     th.join();
   done = true;
   drainer.join();
-  taken += take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size();
+  taken += take_records(base_ + kRingOffset, slots_, tails_).size();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(taken + slot(0).drops, uint64_t(kThreads * kCalls)); // the stub's TSV adds count these
   EXPECT_EQ(tsv(0), 0);
@@ -324,7 +324,7 @@ TEST_F(PadExec, ConditionsAgreeWithTheReferenceEvaluator) {
     patch({PadTracepoint{0, {}, true, cond}});
     for (long in : inputs) {
       ASSERT_EQ(call(in), in + 100);
-      size_t records = take_records(base_ + kRingOffset, slots_, ring_shift(), tails_).size();
+      size_t records = take_records(base_ + kRingOffset, slots_, tails_).size();
       EXPECT_EQ(records, reference(cond, in) ? 1u : 0u) << "program " << p << ", x = " << in;
     }
   }

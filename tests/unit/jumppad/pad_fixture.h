@@ -22,13 +22,13 @@ inline constexpr uint8_t kPadTestSite[] = {0x48, 0x8b, 0x05, 0x09, 0x00, 0x00, 0
 class PadFixture : public ::testing::Test {
 protected:
   void SetUp() override {
-    area_size_ = kRingOffset + (uint64_t(kRings) << ring_shift());
+    area_size_ = kRingOffset + kRings * ring_stride(slots_);
     total_ = area_size_ + 4096;
     void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
     ASSERT_NE(p, MAP_FAILED);
     base_ = static_cast<uint8_t*>(p);
-    init_rings(base_ + kRingOffset, kRings, slots_, ring_shift());
+    init_rings(base_ + kRingOffset, kRings, slots_);
     site_ = base_ + area_size_;
     std::memcpy(site_, kPadTestSite, sizeof kPadTestSite);
     tails_.assign(kRings, 0);
@@ -36,7 +36,6 @@ protected:
   }
   void TearDown() override { munmap(base_, total_); }
 
-  uint32_t ring_shift() const { return kSlotShift + uint32_t(__builtin_ctz(slots_)); }
   TpSlot& slot(uint32_t i) { return reinterpret_cast<TpSlot*>(base_ + kTpSlotsOffset)[i]; }
   int64_t tsv(uint32_t i) { return reinterpret_cast<int64_t*>(base_ + kTsvOffset)[i]; }
   // Must be within rel32 of the pad: a global of the test is not (PIE, mmap far
@@ -57,7 +56,7 @@ protected:
     spec.armed = uint64_t(&armed_ref());
     spec.ring_mask = kRings - 1;
     spec.slot_mask = slots_ - 1;
-    spec.ring_shift = ring_shift();
+    spec.ring_stride = uint32_t(ring_stride(slots_));
     spec.rdpid = rdpid_;
     spec.sahf = sahf_;
     spec.plan = *plan;
@@ -76,9 +75,7 @@ protected:
   }
   uint64_t pad() const { return uint64_t(base_ + kCodeOffset); }
   long call(long x) { return reinterpret_cast<long (*)(long)>(site_)(x); }
-  std::vector<Record> take() {
-    return take_records(base_ + kRingOffset, slots_, ring_shift(), tails_);
-  }
+  std::vector<Record> take() { return take_records(base_ + kRingOffset, slots_, tails_); }
 
   static constexpr uint32_t kRings = 2;
   uint32_t slots_ = 16;

@@ -78,7 +78,7 @@ protected:
 
 uint64_t u64_at(const Record& r, size_t at) {
   uint64_t v;
-  std::memcpy(&v, r.mem + at, 8);
+  std::memcpy(&v, record_mem(r) + at, 8);
   return v;
 }
 
@@ -94,11 +94,45 @@ TEST_F(PadMemory, CopiesAbsoluteAndRegisterRelativeRanges) {
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].mem_unreadable, 0u);
   EXPECT_EQ(u64_at(rs[0], 0), 0x1122334455667788u);
-  EXPECT_EQ(0, std::memcmp(rs[0].mem + 8, buf + 8, 4));
-  EXPECT_EQ(rs[0].mem[12], 0xa1);
-  EXPECT_EQ(rs[0].mem[13], 0xb2);
-  EXPECT_EQ(rs[0].mem[14], 0xc3);
+  EXPECT_EQ(0, std::memcmp(record_mem(rs[0]) + 8, buf + 8, 4));
+  EXPECT_EQ(record_mem(rs[0])[12], 0xa1);
+  EXPECT_EQ(record_mem(rs[0])[13], 0xb2);
+  EXPECT_EQ(record_mem(rs[0])[14], 0xc3);
   EXPECT_EQ(rs[0].regs[9], uint64_t(x)); // the registers are still there
+}
+
+// Ranges over one slot's 24 bytes make two-slot records: positions taken in
+// pairs, the second one's seq kept out of the bytes, a pair at the ring's last
+// slot running on into the overhang. The rings start at position 1, so pairs
+// start at odd positions and every lap has one at the last slot.
+TEST_F(PadMemory, TwoSlotRecordsWrapTheRing) {
+  uint8_t buf[kRecordMemBytes];
+  for (uint32_t r = 0; r < kRings; ++r) {
+    uint8_t* ring = base_ + kRingOffset + r * ring_stride(slots_);
+    reinterpret_cast<Record*>(ring)->seq = slots_; // position 0 taken and freed
+    reinterpret_cast<RingHead*>(base_ + kRingHeadsOffset)[r].head = 1;
+    tails_[r] = 1;
+  }
+  patch({{GT_RDI, 0, uint32_t(kRecordMemBytes)}});
+  uint64_t hits = 0;
+  for (int lap = 0; lap < 6; ++lap) {
+    for (int i = 0; i < 5; ++i, ++hits) {
+      for (size_t k = 0; k < sizeof buf; ++k)
+        buf[k] = uint8_t(hits + k);
+      ASSERT_EQ(call(long(buf)), long(buf) + 100);
+    }
+    auto rs = records();
+    ASSERT_EQ(rs.size(), 5u) << "lap " << lap;
+    for (size_t j = 0; j < rs.size(); ++j) {
+      const uint64_t hit = hits - rs.size() + j;
+      EXPECT_EQ(rs[j].slots, 2);
+      EXPECT_EQ(rs[j].mem_unreadable, 0u);
+      for (size_t k = 0; k < kRecordMemBytes; ++k)
+        ASSERT_EQ(record_mem(rs[j])[k], uint8_t(hit + k)) << "hit " << hit << " byte " << k;
+    }
+  }
+  EXPECT_EQ(tails_[0] + tails_[1], 2 + 2 * hits);
+  EXPECT_EQ(slot(0).drops, 0u);
 }
 
 TEST_F(PadMemory, AFaultingReadIsRecoveredThroughTheTable) {
