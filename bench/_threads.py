@@ -107,7 +107,7 @@ def session(mech, kind, prog, threads, n, base, backend=None, trace_cmd="trace",
     ref = ref and threads > 1
     row = functools.partial(B.row, emit=emit)
     with B.RawUprobes([(prog, "t_ref")] if ref else []) as floor:
-        if floor.error:
+        if ref and floor.error:  # (no sites: nothing to place, whatever tracefs says)
             return row(mech, workload, None, column=f"threads{threads}", threads=threads, reason=floor.error)
         text = B.gdb_session(kind, argv(prog, threads, n, pin, ref), lambda server: script(
             prog, server.port, trace_cmd, site, backend, tfile, buffer_size), f"{mech}-{threads}.log", wrapper,
