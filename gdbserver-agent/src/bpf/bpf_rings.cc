@@ -141,10 +141,15 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
     uint64_t cons = start[i];
     const uint64_t prod = std::min<uint64_t>(end[i], cons + pass_bytes(ring.bytes));
     uint64_t last_stamp = 0;
+    // The records were written on other CPUs: every line of the pass is asked
+    // for once, 2 KB ahead of the scan (the hardware prefetcher stops at each
+    // page's end). One line per record 1 KB ahead left the scan's header loads
+    // 60 % of its time: with ~200-byte records it skipped two lines in three,
+    // often the next header's. The hand-out then finds the lines in the cache.
+    uint64_t asked = cons & ~uint64_t(63);
     while (cons < prod) {
-      // The records were written on other CPUs: ask for the lines 1 KB ahead
-      // (the hardware prefetcher stops at each page's end).
-      __builtin_prefetch(data + ((cons + 1024) & mask));
+      for (const uint64_t to = std::min(prod, cons + 2048); asked < to; asked += 64)
+        __builtin_prefetch(data + (asked & mask));
       // The header (u32 len with busy/discard bits, u32 page offset) never wraps.
       const auto* hdr = reinterpret_cast<const uint32_t*>(data + (cons & mask));
       uint32_t len = std::atomic_ref<const uint32_t>(*hdr).load(std::memory_order_acquire);

@@ -22,6 +22,10 @@ public:
   // returns), ORDER its place in hit order; the ring may be freed up to
   // NEXT_POS once it is handed out.
   void add(uint32_t ring, uint64_t order, const uint8_t* at, uint32_t len, uint64_t next_pos) {
+    if (records_.empty() || records_.back().ring != ring)
+      runs_.push_back(records_.size()); // a run of one ring's records starts
+    else if (records_.back().order > order)
+      runs_sorted_ = false;
     records_.push_back({order, at, next_pos, ring, len});
     pending_[ring]++;
   }
@@ -71,6 +75,10 @@ private:
       __builtin_prefetch(r.at + off);
   }
   std::vector<Record> records_;
+  // Where each run of consecutive records of one ring starts, and whether
+  // every run is in hit order (sort() then merges the runs).
+  std::vector<size_t> runs_;
+  bool runs_sorted_ = true;
   std::vector<uint64_t> freed_, scanned_;
   std::vector<uint32_t> pending_; // records of each ring not handed out yet
 };

@@ -212,16 +212,19 @@ void TraceBuffer::compact_for(size_t bytes) {
 }
 
 // A run has a few register sets (one per collector kind and FPU choice),
-// looked up when a tracepoint is installed, not per frame.
+// looked up when a tracepoint is installed, and for each frame a kernel ring
+// hands over as a compact record: the set found last is tried first.
 uint16_t TraceBuffer::register_set(const RegisterMask& held) {
+  if (last_set_ < sets_.size() && sets_[last_set_].mask == held)
+    return last_set_;
   for (size_t i = 0; i < sets_.size(); ++i)
     if (sets_[i].mask == held)
-      return uint16_t(i);
+      return last_set_ = uint16_t(i);
   std::vector<bool> regs(GT_NUM_REGS_AVX);
   for (unsigned r = 0; r < regs.size(); ++r)
     regs[r] = held[r];
   sets_.push_back({held, regs, CompactRegisters::of_mask(held)});
-  return uint16_t(sets_.size() - 1);
+  return last_set_ = uint16_t(sets_.size() - 1);
 }
 
 // Makes the reserved pages up to END (and a batch beyond) present before the
@@ -258,6 +261,12 @@ void TraceBuffer::populate_ahead(size_t end) {
 }
 
 void TraceBuffer::drop_oldest() {
+  // The oldest frames' index entries were written a whole buffer ago: out of
+  // the cache. Their loads were ~70 % of what a drop cost in a streamed
+  // circular run (perf, 4 threads); the drops come in order, so the entries
+  // are asked for kDropAhead frames ahead.
+  if (metas_.size() > kDropAhead)
+    __builtin_prefetch(&metas_[kDropAhead]);
   const uint32_t site = metas_.front().site;
   const size_t size = stored_bytes(0);
   sites_[site].frames.pop_front();

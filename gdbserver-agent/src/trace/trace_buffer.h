@@ -20,7 +20,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "trace/compact_frame.h"
+#include "trace/front_popped_vector.h"
 #include "trace/seq_list.h"
 
 namespace gdbtrace {
@@ -166,6 +166,7 @@ private:
     SeqList frames;
   };
   static constexpr uint32_t kNoSite = 0xffffffffu;
+  static constexpr size_t kDropAhead = 8; // drop_oldest's prefetch distance, in frames
 
   size_t stored_bytes(size_t n) const {
     return (n + 1 < metas_.size() ? metas_[n + 1].offset : base_ + store_.size()) -
@@ -187,14 +188,15 @@ private:
   bool circular_ = false;
   uint32_t regblock_size_ = 0;
   std::vector<uint8_t> store_;
-  size_t start_ = 0;       // store_ index of the oldest frame
-  uint64_t base_ = 0;      // logical offset of store_[0]
-  std::deque<Meta> metas_; // metas_[n] = frame number n
-  uint64_t first_seq_ = 0; // sequence number of frame 0
+  size_t start_ = 0;              // store_ index of the oldest frame
+  uint64_t base_ = 0;             // logical offset of store_[0]
+  FrontPoppedVector<Meta> metas_; // metas_[n] = frame number n
+  uint64_t first_seq_ = 0;        // sequence number of frame 0
   uint64_t created_ = 0;
   uint64_t discarded_ = 0;
   uint64_t next_xoffset_ = 0;     // expanded offset of the next frame appended
   std::vector<RegisterSet> sets_; // see register_set()
+  uint16_t last_set_ = 0;         // the set register_set() found last
   // Pages of store_'s reservation made present in batches ahead of the write
   // position (see populate_ahead): [store_.data(), populated_end_).
   const uint8_t* populated_base_ = nullptr;

@@ -69,6 +69,32 @@ TEST(RingMerge, EqualOrdersKeepTheOrderTheyWereAddedIn) {
   EXPECT_EQ(t.drain(), "xy");
 }
 
+// Three rings' runs merged: hit order across them, and a record whose order
+// equals one of an earlier ring's comes after it, as it was added after it.
+TEST(RingMerge, RunsOfSeveralRingsMergeInHitOrder) {
+  Merge t({0, 0, 0}, {{0, 1, "a", 8},
+                      {0, 4, "d", 16},
+                      {0, 7, "g", 24},
+                      {1, 2, "b", 8},
+                      {1, 4, "D", 16},
+                      {1, 8, "h", 24},
+                      {2, 3, "c", 8},
+                      {2, 5, "e", 16},
+                      {2, 6, "f", 24}});
+  for (uint32_t r = 0; r < 3; r++)
+    t.m.scanned(r, 24);
+  EXPECT_EQ(t.drain(), "abcdDefgh");
+}
+
+// A ring whose records are out of hit order (a sleepable program preempted
+// between its stamp and its reservation) is sorted all the same.
+TEST(RingMerge, ARingOutOfHitOrderIsSortedToo) {
+  Merge t({0, 0}, {{0, 3, "c", 8}, {0, 1, "a", 16}, {1, 2, "b", 8}, {1, 4, "d", 16}});
+  t.m.scanned(0, 16);
+  t.m.scanned(1, 16);
+  EXPECT_EQ(t.drain(), "abcd");
+}
+
 TEST(RingMerge, AnEmptyRingIsFreedUpToWhatWasScanned) {
   Merge t({40}, {});
   t.m.scanned(0, 48); // only a discarded record
