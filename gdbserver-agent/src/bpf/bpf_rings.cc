@@ -123,6 +123,9 @@ size_t PerCpuRings::drain(const std::function<void(std::span<const uint8_t>, uin
   return records;
 }
 
+// How far ahead of a pass's scan its lines are asked for (see drain_pass).
+constexpr uint64_t kScanAhead = 8192;
+
 size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn,
                                const std::vector<uint64_t>& end, bool& more) {
   std::vector<uint64_t> start(rings_.size());
@@ -142,13 +145,13 @@ size_t PerCpuRings::drain_pass(const std::function<void(std::span<const uint8_t>
     const uint64_t prod = std::min<uint64_t>(end[i], cons + pass_bytes(ring.bytes));
     uint64_t last_stamp = 0;
     // The records were written on other CPUs: every line of the pass is asked
-    // for once, 2 KB ahead of the scan (the hardware prefetcher stops at each
+    // for once, kScanAhead bytes ahead of the scan (the hardware prefetcher stops at each
     // page's end). One line per record 1 KB ahead left the scan's header loads
     // 60 % of its time: with ~200-byte records it skipped two lines in three,
     // often the next header's. The hand-out then finds the lines in the cache.
     uint64_t asked = cons & ~uint64_t(63);
     while (cons < prod) {
-      for (const uint64_t to = std::min(prod, cons + 2048); asked < to; asked += 64)
+      for (const uint64_t to = std::min(prod, cons + kScanAhead); asked < to; asked += 64)
         __builtin_prefetch(data + (asked & mask));
       // The header (u32 len with busy/discard bits, u32 page offset) never wraps.
       const auto* hdr = reinterpret_cast<const uint32_t*>(data + (cons & mask));

@@ -63,13 +63,16 @@ public:
   // sorted 600 000 records at once) while the tracee's hits were dropped for
   // want of room. Stops at what the rings held when it began.
   size_t drain(const std::function<void(std::span<const uint8_t>, uint64_t)>& fn);
-  static constexpr size_t kPassBytes = 2 << 20;
+  static constexpr size_t kPassBytes = 256 << 10;
   // A pass over a ring of BYTES: an eighth of it, at most kPassBytes. A pass
   // over a whole 1 MB ring freed nothing until its last record was handed out,
   // while the other CPUs' threads went on filling theirs: 4 threads on 2 CPUs
   // dropped ~3 000-5 000 of 400 000 frames a run, ~450-900 with eighths; with
   // the buffer's 1 MB population batches too, none in 14 runs (without
-  // eighths, 418 in one round of 14).
+  // eighths, 418 in one round of 14). At most 256 KB: a pass of two 2 MB
+  // rings was out of the core's cache by the hand-out, which fetched its lines
+  // again; a pass that fits in it does not (streamed runs of 4 threads, 12 s
+  // each: 0.088-0.099 us of stub CPU a frame with 2 MB, 0.089 with 256 KB).
   static uint64_t pass_bytes(uint64_t bytes) { return std::min<uint64_t>(kPassBytes, bytes / 8); }
   // Frees every committed record without looking at it.
   void discard();
