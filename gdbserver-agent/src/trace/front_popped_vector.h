@@ -26,6 +26,7 @@ public:
   const T* end() const { return items_.data() + items_.size(); }
 
   void push_back(const T& item) { items_.push_back(item); }
+  void reserve(size_t n) { items_.reserve(n); }
   void pop_front() {
     if (++head_ * 2 >= items_.size()) {
       items_.erase(items_.begin(), items_.begin() + long(head_)); // in place: no allocation

@@ -51,6 +51,13 @@ void TraceBuffer::reserve_for_run() {
   }
   reserved_ = true;
   prepare_at_start();
+  // The index too, for frames of 128 bytes or more (a register-only eBPF frame
+  // is ~180): growing it by doubling during a run copied it and faulted in
+  // each new block. Untouched entries cost address space only.
+  try {
+    metas_.reserve(std::min<size_t>(want / 128, kMaxFrames));
+  } catch (const std::bad_alloc&) { // it grows on demand
+  }
 }
 
 // At least the live size (each compaction then moves at most what the appends
