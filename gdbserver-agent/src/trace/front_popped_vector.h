@@ -27,6 +27,10 @@ public:
 
   void push_back(const T& item) { items_.push_back(item); }
   void reserve(size_t n) { items_.reserve(n); }
+  // The storage, popped front included (for making its pages present).
+  const T* storage() const { return items_.data(); }
+  size_t stored() const { return items_.size(); }
+  size_t capacity() const { return items_.capacity(); }
   void pop_front() {
     if (++head_ * 2 >= items_.size()) {
       items_.erase(items_.begin(), items_.begin() + long(head_)); // in place: no allocation

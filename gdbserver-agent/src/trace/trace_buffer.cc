@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/populate.h"
 #include "trace/frame.h"
 
 namespace gdbtrace {
@@ -28,6 +29,8 @@ void TraceBuffer::clear() {
   last_site_ = kNoSite;
   populated_base_ = nullptr;
   populated_end_ = 0;
+  index_populated_base_ = nullptr;
+  index_populated_ = 0;
   reserved_ = false;
 }
 
@@ -50,7 +53,6 @@ void TraceBuffer::reserve_for_run() {
     return;
   }
   reserved_ = true;
-  prepare_at_start();
   // The index too, for frames of 128 bytes or more (a register-only eBPF frame
   // is ~180): growing it by doubling during a run copied it and faulted in
   // each new block. Untouched entries cost address space only.
@@ -58,6 +60,7 @@ void TraceBuffer::reserve_for_run() {
     metas_.reserve(std::min<size_t>(want / 128, kMaxFrames));
   } catch (const std::bad_alloc&) { // it grows on demand
   }
+  prepare_at_start();
 }
 
 // At least the live size (each compaction then moves at most what the appends
@@ -68,18 +71,18 @@ size_t TraceBuffer::circular_slack() const {
   return std::max(capacity_, std::min(4 * capacity_, size_t(32) << 20));
 }
 
-// QTStart runs while gdb holds the tracee stopped: the first kPreparedAtStart
+// QTStart runs while gdb holds the tracee stopped: the first kPreparedAhead
 // bytes of the buffer are made present and written once now, so the frames of
 // most runs land in memory that costs nothing more to write. A page's first
 // write is what costs (the kernel's fault or populate, and on a
 // shadow-paging hypervisor a second trap at the first user write after it):
 // ~1 us per 823-byte frame on the paravirtualised VM of docs/benchmarks.md,
 // ~40 ns once written, and during a run that CPU is taken from the tracee's
-// threads. Bounded, so a 1 GB buffer costs 64 MB at start, not 1 GB; beyond it
+// threads. Bounded, so a 1 GB buffer costs 64 MB at start (and 12 MB of its
+// frame index: populate_index), not 1 GB; beyond it
 // populate_ahead prepares batches as frames arrive.
 void TraceBuffer::prepare_at_start() {
-  constexpr size_t kPreparedAtStart = 64 << 20;
-  size_t bytes = std::min(store_.capacity(), kPreparedAtStart);
+  size_t bytes = std::min(store_.capacity(), kPreparedAhead);
   populate_ahead(bytes);
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   // Reserved storage, not yet elements: raw bytes the appends overwrite. (Where
@@ -127,12 +130,18 @@ bool TraceBuffer::append(std::span<const uint8_t> frame, uint16_t tp_number, uin
 
 bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
                                  uint16_t set) {
-  const CompactRegisters& layout = sets_[set].layout;
   size_t register_blocks = 0;
-  FrameView(frame, regblock_size_, layout.block_size()).for_each([&](const FrameBlock& b) {
-    register_blocks += b.type == GT_TFRAME_COMPACT_REGS;
-    return true;
-  });
+  FrameView(frame, regblock_size_, sets_[set].layout.block_size())
+      .for_each([&](const FrameBlock& b) {
+        register_blocks += b.type == GT_TFRAME_COMPACT_REGS;
+        return true;
+      });
+  return append_compact(frame, tp_number, pc, set, register_blocks);
+}
+
+bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
+                                 uint16_t set, size_t register_blocks) {
+  const CompactRegisters& layout = sets_[set].layout;
   if (!make_room(frame.size()))
     return false;
   size_t expanded = frame.size() + register_blocks * (GT_TFRAME_REGS_HEADER + regblock_size_ -
@@ -255,16 +264,45 @@ void TraceBuffer::populate_ahead(size_t end) {
   size_t target = std::min(store_.capacity(), std::max(end, populated_end_ + kBatch));
   if (target < end) // no reservation (growth on demand): nothing to prepare
     return;
-  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t from = (uintptr_t(store_.data()) + populated_end_) & ~(page - 1);
-  uintptr_t to = (uintptr_t(store_.data()) + target + page - 1) & ~(page - 1);
-#ifndef MADV_POPULATE_WRITE
-  constexpr int MADV_POPULATE_WRITE = 23; // Linux 5.14
-#endif
-  // Older kernels (EINVAL) fall back to faulting pages in as they are written.
-  if (madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0)
-    populate_works_ = false;
+  // Older kernels fall back to faulting pages in as they are written.
+  populate_works_ = populate_for_write(store_.data() + populated_end_, store_.data() + target);
   populated_end_ = target;
+  populate_index(target);
+}
+
+// The index entries of the frames that fit in STORE_BYTES, at the frames'
+// average size so far (128 bytes before the first, as reserve_for_run
+// reserves): their first writes were ~10 % of the stub's CPU a frame in a
+// drain into a 1 GB buffer (perf), each 4 KB of entries a fault.
+void TraceBuffer::populate_index(size_t store_bytes) {
+  if (metas_.storage() != index_populated_base_) {
+    index_populated_base_ = metas_.storage();
+    index_populated_ = 0;
+  }
+  size_t average = metas_.stored() ? std::max<size_t>(store_.size() / metas_.stored(), 16) : 128;
+  size_t want = std::min(metas_.capacity(), store_bytes / average);
+  if (want <= index_populated_ || !populate_works_)
+    return;
+  populate_for_write(metas_.storage() + index_populated_, metas_.storage() + want);
+  index_populated_ = want;
+}
+
+// A page made present while the tracee's threads run costs them its CPU when
+// no CPU is idle (two traced threads on two CPUs draining into a 1 GB buffer:
+// ~0.8x the raw floor's scaling past the pages prepared at tstart, ~0.9x
+// inside them). The drain heartbeat calls this when a CPU is idle: one batch
+// of 1 MB (~0.35 ms of the stub's thread on the VM of docs/benchmarks.md, as
+// populate_ahead's), up to kPreparedAhead beyond the frames, the memory
+// prepare_at_start already costs.
+bool TraceBuffer::prepare_idle() {
+  constexpr size_t kIdleBatch = 1 << 20;
+  if (circular_ || !populate_works_ || store_.data() != populated_base_)
+    return false; // a circular buffer's pages are its own after one lap
+  size_t limit = std::min(store_.capacity(), store_.size() + kPreparedAhead);
+  if (populated_end_ >= limit)
+    return false;
+  populate_ahead(std::min(limit, populated_end_ + kIdleBatch));
+  return true;
 }
 
 void TraceBuffer::drop_oldest() {

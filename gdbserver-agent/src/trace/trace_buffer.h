@@ -73,6 +73,14 @@ public:
   // stored as it is.
   bool append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc,
                       uint16_t set);
+  // The same, told how many compact register blocks FRAME holds (the engine
+  // has walked it already).
+  bool append_compact(std::span<const uint8_t> frame, uint16_t tp_number, uint64_t pc, uint16_t set,
+                      size_t register_blocks);
+  // For the stub's idle moments: makes one more batch of the reserved pages
+  // present, up to kPreparedAhead beyond the frames, so that the appends of a
+  // busy moment write prepared pages. False when there was nothing to do.
+  bool prepare_idle();
 
   // Stored bytes: what the frames take of the capacity.
   size_t capacity() const { return capacity_; }
@@ -167,6 +175,9 @@ private:
   };
   static constexpr uint32_t kNoSite = 0xffffffffu;
   static constexpr size_t kDropAhead = 8; // drop_oldest's prefetch distance, in frames
+  // Bytes of a linear buffer made present before the frames reach them: at
+  // tstart, then ahead of the frames in the stub's idle moments.
+  static constexpr size_t kPreparedAhead = 64 << 20;
 
   size_t stored_bytes(size_t n) const {
     return (n + 1 < metas_.size() ? metas_[n + 1].offset : base_ + store_.size()) -
@@ -180,6 +191,7 @@ private:
   void release_site(uint32_t site);
   void drop_oldest();
   void populate_ahead(size_t end);
+  void populate_index(size_t store_bytes);
   void prepare_at_start();
   long first_in(uint32_t site, uint64_t from_seq) const;
   long frame_at_stream_offset(uint64_t offset) const;
@@ -198,9 +210,12 @@ private:
   std::vector<RegisterSet> sets_; // see register_set()
   uint16_t last_set_ = 0;         // the set register_set() found last
   // Pages of store_'s reservation made present in batches ahead of the write
-  // position (see populate_ahead): [store_.data(), populated_end_).
+  // position (see populate_ahead): [store_.data(), populated_end_), and of
+  // metas_'s: its first index_populated_ entries.
   const uint8_t* populated_base_ = nullptr;
   size_t populated_end_ = 0;
+  const Meta* index_populated_base_ = nullptr;
+  size_t index_populated_ = 0;
   bool populate_works_ = true;
   bool reserved_ = false;   // store_ reserved for the run (reserve_for_run)
   std::vector<Site> sites_; // Meta::site; those with no frame are on free_sites_

@@ -77,8 +77,19 @@ bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMas
   const CompactRegisters* layout = compact ? &buffer.layout_of(set) : nullptr;
   FrameView view(frame, register_block_size(), layout ? layout->block_size() : 0);
   // Collectors' frames come from kernel rings: one that does not parse would
-  // break every tfile reader downstream (qTBuffer and tsave expand them).
-  if (view.total_size() != frame.size() || !view.for_each([](const FrameBlock&) { return true; })) {
+  // break every tfile reader downstream (qTBuffer and tsave expand them). One
+  // walk checks it, finds its first register block and counts the compact ones.
+  const uint8_t* first_registers = nullptr;
+  size_t compact_blocks = 0;
+  bool parsed = view.total_size() == frame.size() && view.for_each([&](const FrameBlock& b) {
+    if (b.type == GT_TFRAME_REGS || b.type == GT_TFRAME_COMPACT_REGS) {
+      if (!first_registers)
+        first_registers = b.data;
+      compact_blocks += b.type == GT_TFRAME_COMPACT_REGS;
+    }
+    return true;
+  });
+  if (!parsed) {
     ++c.malformed;
     return false;
   }
@@ -86,16 +97,16 @@ bool TraceEngine::Impl::append(std::span<const uint8_t> frame, const RegisterMas
   // location that collected it (a number with several locations has one
   // address each).
   uint64_t pc = 0;
-  if (auto r = view.registers()) {
+  if (first_registers) {
     int at = layout ? layout->slot_offset(GT_RIP) : int(gt_reg_offset(GT_RIP));
     if (at >= 0)
-      pc = get_le<uint64_t>(r->data + at);
+      pc = get_le<uint64_t>(first_registers + at);
   }
   if (!pc)
     pc = address;
   stream_before_discard(frame.size()); // never more than the frame's size once stored
-  bool stored =
-      layout ? buffer.append_compact(frame, tp, pc, set) : buffer.append(frame, tp, pc, set);
+  bool stored = layout ? buffer.append_compact(frame, tp, pc, set, compact_blocks)
+                       : buffer.append(frame, tp, pc, set);
   if (!stored) {
     ++c.buffer_drops;
     request_stop(TraceStopReason::BufferFull, {}, 0);

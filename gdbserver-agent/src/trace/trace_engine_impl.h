@@ -202,6 +202,7 @@ struct TraceEngine::Impl : TraceContext {
   NativeTarget& target;
   Hooks hooks;
   asio::steady_timer drain_timer;
+  int drain_ticks = 0;
   std::vector<std::unique_ptr<Collector>> collectors;
   uint64_t next_hit_ns = 0; // next_hit_time(), for the next append
   bool hold_frames = false; // in drain_all, with several stamping collectors

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "abi/tframe.h"
+#include "common/populate.h"
 
 namespace gdbtrace {
 
@@ -206,12 +207,9 @@ bool TraceStream::map_stage(size_t n) {
   if (size_t tail = span - size_t(at - head) - kStageRoom)
     ::munmap(at + kStageRoom, tail);
   stages_[n] = Mapping(at, kStageRoom);
-#ifndef MADV_POPULATE_WRITE
-  constexpr int MADV_POPULATE_WRITE = 23; // Linux 5.14
-#endif
   // Neither is needed: without them the stage is small pages written in.
   ::madvise(at, kStageRoom, MADV_HUGEPAGE);
-  ::madvise(at, kStageRoom, MADV_POPULATE_WRITE);
+  populate_for_write(at, at + kStageRoom);
   return true;
 }
 
