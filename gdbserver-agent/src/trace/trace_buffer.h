@@ -174,7 +174,8 @@ private:
     SeqList frames;
   };
   static constexpr uint32_t kNoSite = 0xffffffffu;
-  static constexpr size_t kDropAhead = 8; // drop_oldest's prefetch distance, in frames
+  static constexpr size_t kDropAhead = 8;     // drop_oldest's prefetch distance, in frames
+  static constexpr size_t kStoreAhead = 2048; // append_compact's prefetch distance, in bytes
   // Bytes of a linear buffer made present before the frames reach them: at
   // tstart, then ahead of the frames in the stub's idle moments.
   static constexpr size_t kPreparedAhead = 64 << 20;
