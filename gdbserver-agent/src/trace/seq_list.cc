@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/populate.h"
+
 namespace gdbtrace {
 
 void SeqList::push_back(uint64_t seq) {
@@ -12,7 +14,21 @@ void SeqList::push_back(uint64_t seq) {
   } else if (seq - base_ > kMaxSpan) {
     compact();
   }
+  if (seqs_.size() == seqs_.capacity() && seqs_.size() >= kPreparedGrowth)
+    grow();
   seqs_.push_back(uint32_t(seq - base_));
+}
+
+// A long list's doubling: the new storage is made present before the numbers
+// are copied in. Copied and then appended one by one, its fresh pages faulted
+// in one at a time: ~15 % of the stub's CPU a frame in a 2-thread drain of
+// 1.2 M frames into a 1 GB buffer (perf; one site's list of 4.8 MB).
+void SeqList::grow() {
+  std::vector<uint32_t> bigger;
+  bigger.reserve(2 * seqs_.capacity());
+  populate_for_write(bigger.data(), bigger.data() + bigger.capacity());
+  bigger.assign(seqs_.begin(), seqs_.end());
+  seqs_.swap(bigger);
 }
 
 void SeqList::compact() {

@@ -18,6 +18,9 @@ public:
   // Live numbers (pushed, not popped) span less than this; the trace buffer
   // holds fewer frames at once.
   static constexpr uint64_t kMaxSpan = 0xffffffffu;
+  // Lists of this many numbers (64 KB) or more grow into storage made present
+  // first (grow()).
+  static constexpr size_t kPreparedGrowth = 16384;
 
   // SEQ is above every number pushed before, and less than kMaxSpan above the
   // oldest live one.
@@ -33,6 +36,7 @@ public:
 
 private:
   void compact(); // drops the popped numbers; the base moves to the oldest live one
+  void grow();
   std::vector<uint32_t> seqs_;
   uint64_t base_ = 0;
   uint32_t head_ = 0;

@@ -78,9 +78,9 @@ size_t TraceBuffer::circular_slack() const {
 // shadow-paging hypervisor a second trap at the first user write after it):
 // ~1 us per 823-byte frame on the paravirtualised VM of docs/benchmarks.md,
 // ~40 ns once written, and during a run that CPU is taken from the tracee's
-// threads. Bounded, so a 1 GB buffer costs 64 MB at start (and 12 MB of its
-// frame index: populate_index), not 1 GB; beyond it
-// populate_ahead prepares batches as frames arrive.
+// threads. Bounded, so a 1 GB buffer costs 64 MB at start, not 1 GB; beyond it
+// populate_ahead prepares batches as frames arrive, and prepare_idle ahead of
+// them while a CPU is idle.
 void TraceBuffer::prepare_at_start() {
   size_t bytes = std::min(store_.capacity(), kPreparedAhead);
   populate_ahead(bytes);
@@ -163,6 +163,8 @@ bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_num
 void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set,
                            bool compact) {
   uint64_t seq = first_seq_ + metas_.size();
+  if (metas_.stored() >= index_populated_ || metas_.storage() != index_populated_base_)
+    populate_index(metas_.stored() + 1);
   uint32_t site = site_for(tp_number, pc);
   metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, site, set, compact});
   next_xoffset_ += expanded;
@@ -274,21 +276,23 @@ void TraceBuffer::populate_ahead(size_t end) {
   // Older kernels fall back to faulting pages in as they are written.
   populate_works_ = populate_for_write(store_.data() + populated_end_, store_.data() + target);
   populated_end_ = target;
-  populate_index(target);
 }
 
-// The index entries of the frames that fit in STORE_BYTES, at the frames'
-// average size so far (128 bytes before the first, as reserve_for_run
-// reserves): their first writes were ~10 % of the stub's CPU a frame in a
-// drain into a 1 GB buffer (perf), each 4 KB of entries a fault.
-void TraceBuffer::populate_index(size_t store_bytes) {
-  if (metas_.storage() != index_populated_base_) {
+// Makes the frame index's first ENTRIES present (and a 64 KB batch beyond):
+// the first writes of its entries, a fault each 4 KB, were ~10 % of the stub's
+// CPU a frame in a drain into a 1 GB buffer (perf). Only as frames come: the
+// index reserved for a buffer of small frames is large (24 bytes per 128 of
+// buffer), and a run that stores none should not pay for it.
+void TraceBuffer::populate_index(size_t entries) {
+  constexpr size_t kBatch = (64 << 10) / sizeof(Meta);
+  if (metas_.storage() != index_populated_base_) { // first frame, or the index moved
     index_populated_base_ = metas_.storage();
     index_populated_ = 0;
   }
-  size_t average = metas_.stored() ? std::max<size_t>(store_.size() / metas_.stored(), 16) : 128;
-  size_t want = std::min(metas_.capacity(), store_bytes / average);
-  if (want <= index_populated_ || !populate_works_)
+  if (entries <= index_populated_ || !populate_works_)
+    return;
+  size_t want = std::min(metas_.capacity(), std::max(entries, index_populated_ + kBatch));
+  if (want < entries) // no reservation: it grows on demand
     return;
   populate_for_write(metas_.storage() + index_populated_, metas_.storage() + want);
   index_populated_ = want;
@@ -309,6 +313,9 @@ bool TraceBuffer::prepare_idle() {
   if (populated_end_ >= limit)
     return false;
   populate_ahead(std::min(limit, populated_end_ + kIdleBatch));
+  // The index entries of the frames that fit there, at their average size so far.
+  if (size_t stored = metas_.stored())
+    populate_index(populated_end_ / std::max<size_t>(store_.size() / stored, 16));
   return true;
 }
 

@@ -192,7 +192,7 @@ private:
   void release_site(uint32_t site);
   void drop_oldest();
   void populate_ahead(size_t end);
-  void populate_index(size_t store_bytes);
+  void populate_index(size_t entries);
   void prepare_at_start();
   long first_in(uint32_t site, uint64_t from_seq) const;
   long frame_at_stream_offset(uint64_t offset) const;

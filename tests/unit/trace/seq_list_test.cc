@@ -42,3 +42,19 @@ TEST(SeqList, NumbersBeyondThirtyTwoBitsKeepTheirOrder) {
   EXPECT_EQ(m.first_from(3 + SeqList::kMaxSpan), std::nullopt);
   EXPECT_EQ(m.size(), 3u);
 }
+
+// A long list grows through storage made present before the copy (grow()):
+// every number survives the doublings, with popped fronts and a moved base.
+TEST(SeqList, ALongListKeepsEveryNumberThroughItsGrowth) {
+  SeqList l;
+  const uint64_t n = 8 * SeqList::kPreparedGrowth + 3;
+  for (uint64_t s = 0; s < n; ++s)
+    l.push_back(100 + 2 * s);
+  for (int i = 0; i < 5; ++i)
+    l.pop_front();
+  EXPECT_EQ(l.size(), n - 5);
+  EXPECT_EQ(l.first_from(0), 110u);
+  for (uint64_t s = 5; s < n; s += 4099)
+    EXPECT_EQ(l.first_from(100 + 2 * s - 1), 100 + 2 * s);
+  EXPECT_EQ(l.first_from(100 + 2 * n), std::nullopt);
+}
