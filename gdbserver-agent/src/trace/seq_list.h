@@ -18,8 +18,8 @@ public:
   // Live numbers (pushed, not popped) span less than this; the trace buffer
   // holds fewer frames at once.
   static constexpr uint64_t kMaxSpan = 0xffffffffu;
-  // Lists of this many numbers (64 KB) or more grow into storage made present
-  // first (grow()).
+  // Lists of this many numbers (64 KB) or more are pushed into storage made
+  // present first (prepare()).
   static constexpr size_t kPreparedGrowth = 16384;
 
   // SEQ is above every number pushed before, and less than kMaxSpan above the
@@ -36,10 +36,11 @@ public:
 
 private:
   void compact(); // drops the popped numbers; the base moves to the oldest live one
-  void grow();
+  void prepare();
   std::vector<uint32_t> seqs_;
   uint64_t base_ = 0;
   uint32_t head_ = 0;
+  size_t prepared_ = 0; // seqs_' storage below this index is present (prepare())
 };
 
 } // namespace gdbtrace

@@ -43,7 +43,7 @@ TEST(SeqList, NumbersBeyondThirtyTwoBitsKeepTheirOrder) {
   EXPECT_EQ(m.size(), 3u);
 }
 
-// A long list grows through storage made present before the copy (grow()):
+// A long list is pushed into storage made present first (prepare()):
 // every number survives the doublings, with popped fronts and a moved base.
 TEST(SeqList, ALongListKeepsEveryNumberThroughItsGrowth) {
   SeqList l;
