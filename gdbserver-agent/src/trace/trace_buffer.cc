@@ -27,10 +27,8 @@ void TraceBuffer::clear() {
   by_tp_.clear();
   by_pc_.clear();
   last_site_ = kNoSite;
-  populated_base_ = nullptr;
-  populated_end_ = 0;
-  index_populated_base_ = nullptr;
-  index_populated_ = 0;
+  store_prepared_.reset();
+  index_prepared_.reset();
   reserved_ = false;
 }
 
@@ -163,7 +161,7 @@ bool TraceBuffer::append_compact(std::span<const uint8_t> frame, uint16_t tp_num
 void TraceBuffer::add_meta(uint16_t tp_number, uint64_t pc, size_t expanded, uint16_t set,
                            bool compact) {
   uint64_t seq = first_seq_ + metas_.size();
-  if (metas_.stored() >= index_populated_ || metas_.storage() != index_populated_base_)
+  if (!index_prepared_.holds(metas_.storage(), (metas_.stored() + 1) * sizeof(Meta)))
     populate_index(metas_.stored() + 1);
   uint32_t site = site_for(tp_number, pc);
   metas_.push_back(Meta{base_ + store_.size(), next_xoffset_, site, set, compact});
@@ -263,19 +261,7 @@ uint16_t TraceBuffer::register_set(const RegisterMask& held) {
 // the other CPU's threads fill a 1 MB ring past its room meanwhile (4 threads
 // on 2 CPUs: ~3 000-5 000 of 400 000 frames dropped a run; none with 1 MB batches).
 void TraceBuffer::populate_ahead(size_t end) {
-  constexpr size_t kBatch = 1 << 20;
-  if (store_.data() != populated_base_) { // first append, or the vector moved
-    populated_base_ = store_.data();
-    populated_end_ = 0;
-  }
-  if (end <= populated_end_ || !populate_works_)
-    return;
-  size_t target = std::min(store_.capacity(), std::max(end, populated_end_ + kBatch));
-  if (target < end) // no reservation (growth on demand): nothing to prepare
-    return;
-  // Older kernels fall back to faulting pages in as they are written.
-  populate_works_ = populate_for_write(store_.data() + populated_end_, store_.data() + target);
-  populated_end_ = target;
+  store_prepared_.ensure(store_.data(), store_.capacity(), end, 1 << 20);
 }
 
 // Makes the frame index's first ENTRIES present (and a 64 KB batch beyond):
@@ -284,18 +270,8 @@ void TraceBuffer::populate_ahead(size_t end) {
 // index reserved for a buffer of small frames is large (24 bytes per 128 of
 // buffer), and a run that stores none should not pay for it.
 void TraceBuffer::populate_index(size_t entries) {
-  constexpr size_t kBatch = (64 << 10) / sizeof(Meta);
-  if (metas_.storage() != index_populated_base_) { // first frame, or the index moved
-    index_populated_base_ = metas_.storage();
-    index_populated_ = 0;
-  }
-  if (entries <= index_populated_ || !populate_works_)
-    return;
-  size_t want = std::min(metas_.capacity(), std::max(entries, index_populated_ + kBatch));
-  if (want < entries) // no reservation: it grows on demand
-    return;
-  populate_for_write(metas_.storage() + index_populated_, metas_.storage() + want);
-  index_populated_ = want;
+  index_prepared_.ensure(metas_.storage(), metas_.capacity() * sizeof(Meta), entries * sizeof(Meta),
+                         64 << 10);
 }
 
 // A page made present while the tracee's threads run costs them its CPU when
@@ -307,15 +283,15 @@ void TraceBuffer::populate_index(size_t entries) {
 // prepare_at_start already costs.
 bool TraceBuffer::prepare_idle() {
   constexpr size_t kIdleBatch = 1 << 20;
-  if (circular_ || !populate_works_ || store_.data() != populated_base_)
+  if (circular_ || !store_prepared_.preparing(store_.data()))
     return false; // a circular buffer's pages are its own after one lap
   size_t limit = std::min(store_.capacity(), store_.size() + kPreparedAhead);
-  if (populated_end_ >= limit)
+  if (store_prepared_.end() >= limit)
     return false;
-  populate_ahead(std::min(limit, populated_end_ + kIdleBatch));
+  populate_ahead(std::min(limit, store_prepared_.end() + kIdleBatch));
   // The index entries of the frames that fit there, at their average size so far.
   if (size_t stored = metas_.stored())
-    populate_index(populated_end_ / std::max<size_t>(store_.size() / stored, 16));
+    populate_index(store_prepared_.end() / std::max<size_t>(store_.size() / stored, 16));
   return true;
 }
 

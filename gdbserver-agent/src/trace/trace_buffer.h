@@ -27,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "common/populate.h"
 #include "trace/compact_frame.h"
 #include "trace/front_popped_vector.h"
 #include "trace/seq_list.h"
@@ -210,14 +211,10 @@ private:
   uint64_t next_xoffset_ = 0;     // expanded offset of the next frame appended
   std::vector<RegisterSet> sets_; // see register_set()
   uint16_t last_set_ = 0;         // the set register_set() found last
-  // Pages of store_'s reservation made present in batches ahead of the write
-  // position (see populate_ahead): [store_.data(), populated_end_), and of
-  // metas_'s: its first index_populated_ entries.
-  const uint8_t* populated_base_ = nullptr;
-  size_t populated_end_ = 0;
-  const Meta* index_populated_base_ = nullptr;
-  size_t index_populated_ = 0;
-  bool populate_works_ = true;
+  // Pages of store_'s and metas_' reservations made present in batches ahead
+  // of the writes (populate_ahead, populate_index).
+  PreparedPrefix store_prepared_;
+  PreparedPrefix index_prepared_;
   bool reserved_ = false;   // store_ reserved for the run (reserve_for_run)
   std::vector<Site> sites_; // Meta::site; those with no frame are on free_sites_
   std::vector<uint32_t> free_sites_;
